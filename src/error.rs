@@ -1,0 +1,113 @@
+//! The crate's single error type.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in `ssgp`: bad input, bad configuration, numerical failure, I/O.
+///
+/// Library code never panics on user input; every problem surfaces as one of these variants, and
+/// its message names what was wrong and where.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A data set (or a prediction request) with no rows or no input columns.
+    #[error("empty data: {what}")]
+    EmptyData {
+        /// What was empty (e.g. "training inputs have no rows").
+        what: &'static str,
+    },
+    /// The inputs and targets disagree on the number of points.
+    #[error("length mismatch: x has {x_rows} rows but y has {y_len} entries")]
+    LengthMismatch {
+        /// Rows of the input matrix.
+        x_rows: usize,
+        /// Entries of the target vector.
+        y_len: usize,
+    },
+    /// A matrix has the wrong number of input columns (e.g. test inputs with another D than training).
+    #[error("dimension mismatch in {what}: expected {expected} columns, found {found}")]
+    DimensionMismatch {
+        /// Which object had the wrong shape.
+        what: &'static str,
+        /// The expected number of columns (or entries).
+        expected: usize,
+        /// The number found.
+        found: usize,
+    },
+    /// A NaN or an infinity in the data or in a parameter.
+    #[error("non-finite value ({value}) in {what} at row {row}, column {col}")]
+    NonFinite {
+        /// Where the value was found.
+        what: &'static str,
+        /// Zero-based row.
+        row: usize,
+        /// Zero-based column.
+        col: usize,
+        /// The offending value.
+        value: f64,
+    },
+    /// An input column with zero range: its initial lengthscale (half its range) would be 0.
+    #[error("input column {column} is constant (every value is {value}); remove it or give lengthscales explicitly")]
+    ConstantInput {
+        /// Zero-based column index.
+        column: usize,
+        /// The constant value.
+        value: f64,
+    },
+    /// All training targets are equal, so the initial signal variance would be 0.
+    #[error("the training targets are constant (every value is {value}); there is nothing to regress")]
+    ConstantTargets {
+        /// The constant value.
+        value: f64,
+    },
+    /// A configuration or parameter value outside its domain (m = 0, a negative variance, …).
+    #[error("invalid parameter `{name}`: {reason}")]
+    InvalidParameter {
+        /// The parameter's name.
+        name: &'static str,
+        /// Why it is invalid.
+        reason: String,
+    },
+    /// A Cholesky factorisation failed even after the allowed jitter.
+    #[error("Cholesky factorisation of {what} ({dim}×{dim}) failed: not positive definite at pivot {pivot} (jitter tried up to {max_jitter:e})")]
+    NotPositiveDefinite {
+        /// Which matrix.
+        what: &'static str,
+        /// Its dimension.
+        dim: usize,
+        /// The zero-based pivot where the factorisation broke down.
+        pivot: usize,
+        /// The largest diagonal jitter tried (0 if none was allowed).
+        max_jitter: f64,
+    },
+    /// An objective evaluated to a non-finite value.
+    #[error("the objective is not finite at the current parameters: {what}")]
+    NonFiniteObjective {
+        /// What was not finite.
+        what: String,
+    },
+    /// A malformed line in a CSV file.
+    #[error("{}:{line}: {reason}", path.display())]
+    Csv {
+        /// The file.
+        path: PathBuf,
+        /// One-based line number.
+        line: usize,
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// The optimiser failed for a reason other than convergence (reported with its message).
+    #[error("optimiser failure: {0}")]
+    Optimiser(String),
+    /// Reading a file failed.
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,17 @@
+//! Gaussian-process regression with the Sparse Spectrum Gaussian Process (SSGP).
+#![warn(missing_docs)]
+
+pub mod data;
+pub mod error;
+pub mod kernel;
+pub mod linalg;
+pub mod metrics;
+pub mod model;
+pub mod optim;
+pub mod predictive;
+
+pub use data::Dataset;
+pub use error::{Error, Result};
+pub use model::{FittedRegressor, Regressor, TrainingSummary};
+pub use optim::{OptimConfig, Progress, Termination};
+pub use predictive::Predictive;

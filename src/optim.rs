@@ -1,0 +1,512 @@
+//! The optimiser loop: argmin's nonlinear conjugate gradient (Polak–Ribière+, More–Thuente line
+//! search) over any [`Objective`], with the things argmin's CG lacks.
+//!
+//! - **One evaluation per θ.** argmin asks for the cost and the gradient separately, in either
+//!   order; an [`Objective`] computes both in one pass, and the last (θ, value, gradient) is cached.
+//! - **A budget** in argmin iterations (line searches) and in objective evaluations.
+//! - **A convergence test**: the relative decrease of the objective over a window of iterations.
+//! - **The best θ is kept.** The line search errors out once no descent direction is left near an
+//!   optimum, and can end on a point worse than where it started; the best point seen is returned
+//!   whatever happens, so a fit is never lost or made worse than its start.
+//! - **Initial step lengths** that carry over between line searches (Nocedal & Wright's
+//!   α₀ = α_{k−1}·gᵀ_{k−1}p_{k−1}/gᵀ_k p_k, capped at a 100-fold increase), as in Rasmussen's
+//!   `minimize.m`; argmin's CG otherwise starts every line search at α = 1.
+//!
+//! The objective functions themselves are pure functions of (data, θ) and live with their models;
+//! nothing here knows about Gaussian processes.
+
+use crate::error::{Error, Result};
+use argmin::core::{
+    CostFunction, Executor, Gradient, IterState, LineSearch, Problem, Solver, State,
+    TerminationReason, TerminationStatus, KV,
+};
+use argmin::solver::conjugategradient::{beta::PolakRibierePlus, NonlinearConjugateGradient};
+use argmin::solver::linesearch::MoreThuenteLineSearch;
+use nalgebra::DVector;
+use std::cell::{Cell, RefCell};
+use std::fmt;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// A differentiable objective to minimise: θ ↦ (f(θ), ∇f(θ)) in one call.
+pub trait Objective {
+    /// Number of parameters (the length of θ).
+    fn num_params(&self) -> usize;
+
+    /// f(θ) and ∇f(θ) together.
+    ///
+    /// # Errors
+    /// Whatever the model's evaluation reports (e.g. a failed Cholesky, a non-finite value).
+    fn value_and_gradient(&self, theta: &DVector<f64>) -> Result<(f64, DVector<f64>)>;
+}
+
+/// What the optimiser reports after each iteration (line search).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Progress {
+    /// Iterations (line searches) completed.
+    pub iteration: u64,
+    /// Objective evaluations so far.
+    pub evaluations: usize,
+    /// Objective value at the current point.
+    pub value: f64,
+    /// Best objective value so far.
+    pub best_value: f64,
+    /// Euclidean norm of the gradient at the current point.
+    pub gradient_norm: f64,
+}
+
+/// A callback receiving [`Progress`] after every iteration.
+pub type Observer = Arc<dyn Fn(&Progress) + Send + Sync>;
+
+/// Budget and stopping rule of the optimiser.
+#[derive(Clone)]
+pub struct OptimConfig {
+    /// Maximum argmin iterations (line searches). Default 500.
+    pub max_iterations: u64,
+    /// Maximum objective evaluations (each one value + gradient). Default 1000, the original SSGP
+    /// code's budget.
+    pub max_evaluations: usize,
+    /// Stop when the objective decreased by less than `tolerance · max(1, |f|)` over the last
+    /// `window` iterations. Default 1e-10.
+    pub tolerance: f64,
+    /// Number of iterations the decrease is measured over. Default 10.
+    pub window: usize,
+    /// Called after every iteration; `None` by default.
+    pub observer: Option<Observer>,
+}
+
+impl Default for OptimConfig {
+    fn default() -> Self {
+        Self {
+            max_iterations: 500,
+            max_evaluations: 1000,
+            tolerance: 1e-10,
+            window: 10,
+            observer: None,
+        }
+    }
+}
+
+impl fmt::Debug for OptimConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OptimConfig")
+            .field("max_iterations", &self.max_iterations)
+            .field("max_evaluations", &self.max_evaluations)
+            .field("tolerance", &self.tolerance)
+            .field("window", &self.window)
+            .field("observer", &self.observer.as_ref().map(|_| "Fn(&Progress)"))
+            .finish()
+    }
+}
+
+impl OptimConfig {
+    /// Checks the budget and tolerances.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a zero evaluation budget, a zero window or a negative or
+    /// non-finite tolerance.
+    pub fn validate(&self) -> Result<()> {
+        if self.max_evaluations == 0 {
+            return Err(Error::InvalidParameter {
+                name: "max_evaluations",
+                reason: "must be at least 1".into(),
+            });
+        }
+        if self.window == 0 {
+            return Err(Error::InvalidParameter {
+                name: "window",
+                reason: "must be at least 1".into(),
+            });
+        }
+        if !(self.tolerance >= 0.0 && self.tolerance.is_finite()) {
+            return Err(Error::InvalidParameter {
+                name: "tolerance",
+                reason: format!("{} is not a finite non-negative number", self.tolerance),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Why the optimiser stopped.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Termination {
+    /// The relative decrease over the window fell below the tolerance.
+    Converged,
+    /// The line search found no further descent (argmin's error near an optimum): converged.
+    LineSearchStalled,
+    /// The iteration budget ran out.
+    MaxIterations,
+    /// The evaluation budget ran out.
+    MaxEvaluations,
+    /// No iteration was allowed (`max_iterations` = 0): θ₀ evaluated only.
+    NotStarted,
+    /// An evaluation failed (e.g. a Cholesky at an extreme trial point); the best θ before it is kept.
+    EvaluationFailed(String),
+}
+
+/// The outcome of [`minimize`]: the best θ seen and how the run went.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OptimReport {
+    /// The best parameters seen.
+    pub theta: DVector<f64>,
+    /// The objective there.
+    pub value: f64,
+    /// The gradient there.
+    pub gradient: DVector<f64>,
+    /// The objective at the starting point.
+    pub initial_value: f64,
+    /// argmin iterations (line searches) run.
+    pub iterations: u64,
+    /// Objective evaluations used.
+    pub evaluations: usize,
+    /// Why it stopped.
+    pub termination: Termination,
+}
+
+type Vector = DVector<f64>;
+type CgState = IterState<Vector, Vector, (), (), (), f64>;
+
+struct Record {
+    last: Option<(Vector, f64, Vector)>,
+    best: Option<(Vector, f64, Vector)>,
+    evaluations: usize,
+    max_evaluations: usize,
+    budget_hit: bool,
+    failure: Option<Error>,
+}
+
+/// The argmin `Problem`: evaluates the objective once per θ and records the best point.
+struct Counted<'a, O> {
+    objective: &'a O,
+    record: Rc<RefCell<Record>>,
+}
+
+impl<O: Objective> Counted<'_, O> {
+    fn eval(&self, theta: &Vector) -> std::result::Result<(f64, Vector), argmin::core::Error> {
+        let mut rec = self.record.borrow_mut();
+        if let Some((t, f, g)) = &rec.last {
+            if t == theta {
+                return Ok((*f, g.clone()));
+            }
+        }
+        if rec.evaluations >= rec.max_evaluations {
+            rec.budget_hit = true;
+            return Err(argmin::core::Error::msg("evaluation budget exhausted"));
+        }
+        rec.evaluations += 1;
+        match self.objective.value_and_gradient(theta) {
+            Ok((f, g)) if f.is_finite() && g.iter().all(|v| v.is_finite()) => {
+                if rec.best.as_ref().is_none_or(|(_, fb, _)| f < *fb) {
+                    rec.best = Some((theta.clone(), f, g.clone()));
+                }
+                rec.last = Some((theta.clone(), f, g.clone()));
+                Ok((f, g))
+            }
+            Ok((f, _)) => {
+                let e = Error::NonFiniteObjective {
+                    what: format!("value {f} or a gradient entry"),
+                };
+                let msg = e.to_string();
+                rec.failure = Some(e);
+                Err(argmin::core::Error::msg(msg))
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                rec.failure = Some(e);
+                Err(argmin::core::Error::msg(msg))
+            }
+        }
+    }
+}
+
+impl<O: Objective> CostFunction for Counted<'_, O> {
+    type Param = Vector;
+    type Output = f64;
+    fn cost(&self, p: &Vector) -> std::result::Result<f64, argmin::core::Error> {
+        self.eval(p).map(|(f, _)| f)
+    }
+}
+
+impl<O: Objective> Gradient for Counted<'_, O> {
+    type Param = Vector;
+    type Gradient = Vector;
+    fn gradient(&self, p: &Vector) -> std::result::Result<Vector, argmin::core::Error> {
+        self.eval(p).map(|(_, g)| g)
+    }
+}
+
+/// More–Thuente with an initial step carried over from the previous line search.
+#[derive(Clone)]
+struct CarriedStep {
+    inner: MoreThuenteLineSearch<Vector, Vector, f64>,
+    direction: Option<Vector>,
+    start: Option<Vector>,
+    slope: f64,
+    /// (accepted step, initial slope) of the previous line search; shared by argmin's clones.
+    memory: Rc<Cell<Option<(f64, f64)>>>,
+}
+
+impl LineSearch<Vector, f64> for CarriedStep {
+    fn search_direction(&mut self, direction: Vector) {
+        self.direction = Some(direction.clone());
+        self.inner.search_direction(direction);
+    }
+    fn initial_step_length(&mut self, alpha: f64) -> std::result::Result<(), argmin::core::Error> {
+        self.inner.initial_step_length(alpha)
+    }
+}
+
+impl<'a, O: Objective> Solver<Counted<'a, O>, CgState> for CarriedStep {
+    fn name(&self) -> &str {
+        "More-Thuente line search with carried-over initial step"
+    }
+
+    fn init(
+        &mut self,
+        problem: &mut Problem<Counted<'a, O>>,
+        state: CgState,
+    ) -> std::result::Result<(CgState, Option<KV>), argmin::core::Error> {
+        let dir = self
+            .direction
+            .as_ref()
+            .ok_or_else(|| argmin::core::Error::msg("line search without a direction"))?;
+        let grad = state
+            .get_gradient()
+            .ok_or_else(|| argmin::core::Error::msg("line search without a gradient"))?;
+        self.slope = grad.dot(dir);
+        let alpha = match self.memory.get() {
+            Some((prev_alpha, prev_slope)) if self.slope < 0.0 && prev_alpha > 0.0 => {
+                prev_alpha * (prev_slope / self.slope).min(100.0)
+            }
+            _ => 1.0 / (1.0 + dir.norm()),
+        };
+        self.inner.initial_step_length(alpha)?;
+        self.start = state.get_param().cloned();
+        self.inner.init(problem, state)
+    }
+
+    fn next_iter(
+        &mut self,
+        problem: &mut Problem<Counted<'a, O>>,
+        state: CgState,
+    ) -> std::result::Result<(CgState, Option<KV>), argmin::core::Error> {
+        let (state, kv) = self.inner.next_iter(problem, state)?;
+        if let (Some(x1), Some(x0), Some(dir)) = (state.get_param(), &self.start, &self.direction) {
+            let dd = dir.norm_squared();
+            if dd > 0.0 {
+                let alpha = (x1 - x0).dot(dir) / dd;
+                if alpha > 0.0 {
+                    self.memory.set(Some((alpha, self.slope)));
+                }
+            }
+        }
+        Ok((state, kv))
+    }
+}
+
+/// argmin's CG with a convergence test and progress reports.
+struct Cg<S> {
+    inner: S,
+    history: Vec<f64>,
+    tolerance: f64,
+    window: usize,
+    observer: Option<Observer>,
+    record: Rc<RefCell<Record>>,
+}
+
+impl<P, S: Solver<P, CgState>> Solver<P, CgState> for Cg<S> {
+    fn name(&self) -> &str {
+        "nonlinear conjugate gradient (Polak-Ribiere+) with a relative-decrease test"
+    }
+
+    fn init(
+        &mut self,
+        problem: &mut Problem<P>,
+        state: CgState,
+    ) -> std::result::Result<(CgState, Option<KV>), argmin::core::Error> {
+        let (state, kv) = self.inner.init(problem, state)?;
+        self.history.push(state.get_cost());
+        Ok((state, kv))
+    }
+
+    fn next_iter(
+        &mut self,
+        problem: &mut Problem<P>,
+        state: CgState,
+    ) -> std::result::Result<(CgState, Option<KV>), argmin::core::Error> {
+        self.inner.next_iter(problem, state)
+    }
+
+    fn terminate(&mut self, state: &CgState) -> TerminationStatus {
+        let cost = state.get_cost();
+        self.history.push(cost);
+        if let Some(observer) = &self.observer {
+            let rec = self.record.borrow();
+            observer(&Progress {
+                iteration: state.get_iter() + 1,
+                evaluations: rec.evaluations,
+                value: cost,
+                best_value: rec.best.as_ref().map_or(cost, |b| b.1),
+                gradient_norm: state.get_gradient().map_or(f64::NAN, |g| g.norm()),
+            });
+        }
+        let k = self.history.len();
+        if k > self.window {
+            let before = self.history[k - 1 - self.window];
+            if before - cost <= self.tolerance * cost.abs().max(1.0) {
+                return TerminationStatus::Terminated(TerminationReason::SolverConverged);
+            }
+        }
+        TerminationStatus::NotTerminated
+    }
+}
+
+/// Minimises `objective` from `theta0` with nonlinear CG, returning the best point seen.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for a bad config or a θ₀ of the wrong length, and whatever the
+/// objective returns **at θ₀** (a failure later in the run ends it, keeping the best point).
+pub fn minimize<O: Objective>(
+    objective: &O,
+    theta0: DVector<f64>,
+    config: &OptimConfig,
+) -> Result<OptimReport> {
+    config.validate()?;
+    if theta0.len() != objective.num_params() {
+        return Err(Error::DimensionMismatch {
+            what: "initial parameter vector",
+            expected: objective.num_params(),
+            found: theta0.len(),
+        });
+    }
+    let (f0, g0) = objective.value_and_gradient(&theta0)?;
+    if !f0.is_finite() || g0.iter().any(|v| !v.is_finite()) {
+        return Err(Error::NonFiniteObjective {
+            what: format!("value {f0} or a gradient entry at the initial parameters"),
+        });
+    }
+    let record = Rc::new(RefCell::new(Record {
+        last: Some((theta0.clone(), f0, g0.clone())),
+        best: Some((theta0.clone(), f0, g0.clone())),
+        evaluations: 1,
+        max_evaluations: config.max_evaluations,
+        budget_hit: false,
+        failure: None,
+    }));
+    let mut iterations = 0;
+    let termination = if config.max_iterations == 0 {
+        Termination::NotStarted
+    } else {
+        let line_search = MoreThuenteLineSearch::new()
+            .with_c(1e-4, 0.1)
+            .map_err(|e| Error::Optimiser(e.to_string()))?;
+        let step = CarriedStep {
+            inner: line_search,
+            direction: None,
+            start: None,
+            slope: 0.0,
+            memory: Rc::new(Cell::new(None)),
+        };
+        let solver = Cg {
+            inner: NonlinearConjugateGradient::new(step, PolakRibierePlus::new()),
+            history: Vec::new(),
+            tolerance: config.tolerance,
+            window: config.window,
+            observer: config.observer.clone(),
+            record: Rc::clone(&record),
+        };
+        let problem = Counted {
+            objective,
+            record: Rc::clone(&record),
+        };
+        let run = Executor::new(problem, solver)
+            .configure(|s| s.param(theta0).max_iters(config.max_iterations))
+            .run();
+        let rec = record.borrow();
+        match run {
+            Ok(res) => {
+                iterations = res.state.get_iter();
+                match res.state.get_termination_reason() {
+                    Some(TerminationReason::MaxItersReached) => Termination::MaxIterations,
+                    _ => Termination::Converged,
+                }
+            }
+            Err(e) => {
+                if rec.budget_hit {
+                    Termination::MaxEvaluations
+                } else if let Some(failure) = &rec.failure {
+                    Termination::EvaluationFailed(failure.to_string())
+                } else {
+                    let _ = e;
+                    Termination::LineSearchStalled
+                }
+            }
+        }
+    };
+    let rec = record.borrow();
+    let (theta, value, gradient) = rec.best.clone().unwrap_or((DVector::zeros(0), f0, g0));
+    Ok(OptimReport {
+        theta,
+        value,
+        gradient,
+        initial_value: f0,
+        iterations,
+        evaluations: rec.evaluations,
+        termination,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rosenbrock in n dimensions.
+    struct Rosenbrock;
+
+    impl Objective for Rosenbrock {
+        fn num_params(&self) -> usize {
+            4
+        }
+        fn value_and_gradient(&self, x: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
+            let n = x.len();
+            let mut f = 0.0;
+            let mut g = DVector::zeros(n);
+            for i in 0..n - 1 {
+                let a = x[i + 1] - x[i] * x[i];
+                let b = 1.0 - x[i];
+                f += 100.0 * a * a + b * b;
+                g[i] += -400.0 * x[i] * a - 2.0 * b;
+                g[i + 1] += 200.0 * a;
+            }
+            Ok((f, g))
+        }
+    }
+
+    #[test]
+    fn minimises_rosenbrock_and_respects_budgets() {
+        let x0 = DVector::from_vec(vec![-1.2, 1.0, -1.2, 1.0]);
+        let rep = minimize(&Rosenbrock, x0.clone(), &OptimConfig::default()).unwrap();
+        assert!(rep.value < 1e-8, "{rep:?}");
+        assert!((rep.theta.add_scalar(-1.0)).amax() < 1e-3);
+        assert!(rep.evaluations <= 1000);
+
+        let tight = OptimConfig {
+            max_evaluations: 7,
+            ..OptimConfig::default()
+        };
+        let rep = minimize(&Rosenbrock, x0.clone(), &tight).unwrap();
+        assert_eq!(rep.evaluations, 7);
+        assert_eq!(rep.termination, Termination::MaxEvaluations);
+        assert!(rep.value <= rep.initial_value);
+
+        let iters = OptimConfig {
+            max_iterations: 3,
+            ..OptimConfig::default()
+        };
+        let rep = minimize(&Rosenbrock, x0, &iters).unwrap();
+        assert_eq!(rep.iterations, 3);
+        assert_eq!(rep.termination, Termination::MaxIterations);
+    }
+}
