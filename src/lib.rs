@@ -12,6 +12,6 @@ pub mod predictive;
 
 pub use data::Dataset;
 pub use error::{Error, Result};
-pub use model::{FittedRegressor, Regressor, TrainingSummary};
+pub use model::{FittedRegressor, NoiseParam, Regressor, TrainingSummary};
 pub use optim::{OptimConfig, Progress, Termination};
 pub use predictive::Predictive;
