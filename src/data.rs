@@ -117,7 +117,10 @@ impl Dataset {
             for (j, field) in line.split(',').enumerate() {
                 let field = field.trim();
                 let v: f64 = field.parse().map_err(|_| {
-                    csv_err(i + 1, format!("column {}: `{field}` is not a number", j + 1))
+                    csv_err(
+                        i + 1,
+                        format!("column {}: `{field}` is not a number", j + 1),
+                    )
                 })?;
                 values.push(v);
             }
@@ -211,7 +214,12 @@ pub fn sinc(x: f64) -> f64 {
 ///
 /// # Errors
 /// [`Error::EmptyData`] if `n` = 0; [`Error::InvalidParameter`] for a negative or non-finite `noise_std`.
-pub fn sinc_data<R: Rng + ?Sized>(n: usize, grid: bool, noise_std: f64, rng: &mut R) -> Result<Dataset> {
+pub fn sinc_data<R: Rng + ?Sized>(
+    n: usize,
+    grid: bool,
+    noise_std: f64,
+    rng: &mut R,
+) -> Result<Dataset> {
     let noise = Normal::new(0.0, noise_std).map_err(|e| Error::InvalidParameter {
         name: "noise_std",
         reason: e.to_string(),
@@ -236,9 +244,13 @@ mod tests {
         let ok = Dataset::parse_csv("1,2,3\n\n4,5,6\n", p).unwrap();
         assert_eq!((ok.len(), ok.dim()), (2, 2));
         assert_eq!(ok.y()[1], 6.0);
-        let e = Dataset::parse_csv("1,2,3\n4,x,6\n", p).unwrap_err().to_string();
+        let e = Dataset::parse_csv("1,2,3\n4,x,6\n", p)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("f.csv:2") && e.contains("`x`"), "{e}");
-        let e = Dataset::parse_csv("1,2,3\n4,5\n", p).unwrap_err().to_string();
+        let e = Dataset::parse_csv("1,2,3\n4,5\n", p)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("f.csv:2") && e.contains("2 columns"), "{e}");
         assert!(matches!(
             Dataset::parse_csv("", p),

@@ -54,7 +54,9 @@ pub enum Error {
         value: f64,
     },
     /// All training targets are equal, so the initial signal variance would be 0.
-    #[error("the training targets are constant (every value is {value}); there is nothing to regress")]
+    #[error(
+        "the training targets are constant (every value is {value}); there is nothing to regress"
+    )]
     ConstantTargets {
         /// The constant value.
         value: f64,

@@ -18,8 +18,7 @@ use rand_distr::{Distribution, StandardNormal};
 /// a Matérn-ν kernel would draw w from a multivariate Student-t with 2ν degrees of freedom.
 pub trait SpectralDensity: std::fmt::Debug + Send + Sync {
     /// Draws W (m×D), one unit frequency per row.
-    fn sample_unit_frequencies(&self, m: usize, dim: usize, rng: &mut dyn RngCore)
-        -> DMatrix<f64>;
+    fn sample_unit_frequencies(&self, m: usize, dim: usize, rng: &mut dyn RngCore) -> DMatrix<f64>;
 
     /// A short name for reports.
     fn name(&self) -> &'static str;
@@ -31,12 +30,7 @@ pub trait SpectralDensity: std::fmt::Debug + Send + Sync {
 pub struct SquaredExponential;
 
 impl SpectralDensity for SquaredExponential {
-    fn sample_unit_frequencies(
-        &self,
-        m: usize,
-        dim: usize,
-        rng: &mut dyn RngCore,
-    ) -> DMatrix<f64> {
+    fn sample_unit_frequencies(&self, m: usize, dim: usize, rng: &mut dyn RngCore) -> DMatrix<f64> {
         // Column-major fill, matching the original code's randn(m, D).
         DMatrix::from_fn(m, dim, |_, _| StandardNormal.sample(rng))
     }
@@ -108,7 +102,9 @@ mod tests {
         let k = se_ard(&a, &b, &ell, 1.7, Par::Seq);
         for i in 0..5 {
             for j in 0..4 {
-                let s: f64 = (0..3).map(|d| ((a[(i, d)] - b[(j, d)]) / ell[d]).powi(2)).sum();
+                let s: f64 = (0..3)
+                    .map(|d| ((a[(i, d)] - b[(j, d)]) / ell[d]).powi(2))
+                    .sum();
                 assert_relative_eq!(k[(i, j)], 1.7 * (-0.5 * s).exp(), epsilon = 1e-13);
             }
         }

@@ -9,6 +9,7 @@ pub mod metrics;
 pub mod model;
 pub mod optim;
 pub mod predictive;
+pub mod ssgp;
 
 pub use data::Dataset;
 pub use error::{Error, Result};

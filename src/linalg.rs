@@ -243,9 +243,17 @@ mod tests {
         cholesky_in_place_lower(&mut l, "test", par(0)).unwrap();
         assert_relative_eq!(&l * l.transpose(), a, epsilon = 1e-12);
         let chol = a.clone().cholesky().unwrap();
-        assert_relative_eq!(log_det_from_cholesky(&l), chol.determinant().ln(), epsilon = 1e-10);
+        assert_relative_eq!(
+            log_det_from_cholesky(&l),
+            chol.determinant().ln(),
+            epsilon = 1e-10
+        );
         let b = DMatrix::from_fn(37, 5, |i, j| (i as f64 - j as f64).sin());
-        assert_relative_eq!(cholesky_solve(&l, &b, par(1)), chol.solve(&b), epsilon = 1e-10);
+        assert_relative_eq!(
+            cholesky_solve(&l, &b, par(1)),
+            chol.solve(&b),
+            epsilon = 1e-10
+        );
         let inv = invert_lower(&l, par(1));
         assert_relative_eq!(&inv * &l, DMatrix::identity(37, 37), epsilon = 1e-12);
     }

@@ -56,7 +56,11 @@ pub fn nmse(y_test: &DVector<f64>, pred: &Predictive, y_train_mean: f64) -> Resu
 pub fn mnlp(y_test: &DVector<f64>, pred: &Predictive) -> Result<f64> {
     check(y_test, pred)?;
     let mut total = 0.0;
-    for ((y, mu), var) in y_test.iter().zip(pred.mean.iter()).zip(pred.variance.iter()) {
+    for ((y, mu), var) in y_test
+        .iter()
+        .zip(pred.mean.iter())
+        .zip(pred.variance.iter())
+    {
         if !(*var > 0.0) {
             return Err(Error::InvalidParameter {
                 name: "variance",

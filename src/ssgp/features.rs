@@ -1,0 +1,101 @@
+//! The trigonometric design matrix of paper eq. 5–6.
+//!
+//! Spectral points are held in the paper's over-parametrisation (§4.2): unit frequencies W (m×D)
+//! and lengthscales ℓ (D), with s_r = W_r ⊘ (2πℓ). The **scaled frequencies** Ω = W ⊘ ℓ (m×D,
+//! Ω_rd = W_rd/ℓ_d) turn an input x into the phases θ_r = 2π s_rᵀx = Ω_rᵀx.
+//!
+//! This crate stores the design matrix **one row per point**, n×2m: Φ = [cos(XΩᵀ) | sin(XΩᵀ)],
+//! the first m columns the cosines, the last m the sines (the transpose of the paper's 2m×n Φ_f,
+//! with its interleaved pairs regrouped; the model is invariant to that order). Hence
+//! A = ΦᵀΦ + λI and K = (σ0²/m)ΦΦᵀ.
+
+use crate::linalg;
+use faer::{MatRef, Par};
+use nalgebra::{DMatrix, DVector};
+use rayon::prelude::*;
+
+/// Ω = W ⊘ ℓ: row r, column d holds W_rd / ℓ_d (m×D).
+pub fn scaled_frequencies(w: &DMatrix<f64>, lengthscales: &DVector<f64>) -> DMatrix<f64> {
+    let mut omega = w.clone();
+    for (d, mut col) in omega.column_iter_mut().enumerate() {
+        col /= lengthscales[d];
+    }
+    omega
+}
+
+/// Spectral points s_r = Ω_r / (2π) (m×D), as in φ(x) = [cos(2π s_rᵀx), sin(2π s_rᵀx)].
+pub fn spectral_points(omega: &DMatrix<f64>) -> DMatrix<f64> {
+    omega / (2.0 * std::f64::consts::PI)
+}
+
+/// Writes the design matrix of the rows `x` (len×D) into `phi` (len×2m, resized if needed):
+/// phases XΩᵀ by one gemm into the cosine block, then cos and sin of each phase, in parallel
+/// over blocks of entries. `omega` is m×D.
+pub(crate) fn design_matrix_into(
+    x: MatRef<'_, f64>,
+    omega: &DMatrix<f64>,
+    phi: &mut DMatrix<f64>,
+    par: Par,
+) {
+    let len = x.nrows();
+    let m = omega.nrows();
+    if phi.shape() != (len, 2 * m) {
+        *phi = DMatrix::zeros(len, 2 * m);
+    }
+    {
+        let buf = phi.as_mut_slice();
+        let phases = faer::MatMut::from_column_major_slice_mut(&mut buf[..len * m], len, m);
+        linalg::gemm(phases, false, x, linalg::view(omega).transpose(), 1.0, par);
+    }
+    let (cos_part, sin_part) = phi.as_mut_slice().split_at_mut(len * m);
+    const BLOCK: usize = 4096;
+    let trig = |(c, s): (&mut [f64], &mut [f64])| {
+        for (ci, si) in c.iter_mut().zip(s.iter_mut()) {
+            let (sn, cs) = ci.sin_cos();
+            *ci = cs;
+            *si = sn;
+        }
+    };
+    if matches!(par, Par::Seq) {
+        trig((cos_part, sin_part));
+    } else {
+        cos_part
+            .par_chunks_mut(BLOCK)
+            .zip(sin_part.par_chunks_mut(BLOCK))
+            .for_each(trig);
+    }
+}
+
+/// The design matrix Φ (n×2m) of inputs `x` (n×D) for scaled frequencies `omega` (m×D).
+pub fn design_matrix(x: &DMatrix<f64>, omega: &DMatrix<f64>, par: Par) -> DMatrix<f64> {
+    let mut phi = DMatrix::zeros(x.nrows(), 2 * omega.nrows());
+    design_matrix_into(linalg::view(x), omega, &mut phi, par);
+    phi
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use approx::assert_relative_eq;
+
+    #[test]
+    fn design_matrix_matches_eq5() {
+        let x = DMatrix::from_fn(7, 2, |i, j| i as f64 * 0.3 - j as f64 * 0.7);
+        let w = DMatrix::from_fn(3, 2, |r, d| (r as f64 + 1.0) * 0.4 - d as f64);
+        let ell = DVector::from_vec(vec![0.5, 2.0]);
+        let omega = scaled_frequencies(&w, &ell);
+        let s = spectral_points(&omega);
+        for par in [Par::Seq, linalg::par(2)] {
+            let phi = design_matrix(&x, &omega, par);
+            for i in 0..7 {
+                for r in 0..3 {
+                    let ph = 2.0
+                        * std::f64::consts::PI
+                        * (s[(r, 0)] * x[(i, 0)] + s[(r, 1)] * x[(i, 1)]);
+                    assert_relative_eq!(phi[(i, r)], ph.cos(), epsilon = 1e-14);
+                    assert_relative_eq!(phi[(i, 3 + r)], ph.sin(), epsilon = 1e-14);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! Sparse Spectrum Gaussian Process regression.
+pub mod features;
+pub mod objective;
