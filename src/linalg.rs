@@ -85,6 +85,7 @@ pub(crate) fn syrk_lower(dst: MatMut<'_, f64>, accumulate: bool, phi: MatRef<'_,
 }
 
 /// Copies the lower triangle of a square matrix onto its upper triangle.
+#[cfg(test)]
 pub(crate) fn symmetrize_from_lower(a: &mut DMatrix<f64>) {
     let k = a.nrows();
     for j in 0..k {

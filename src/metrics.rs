@@ -61,7 +61,7 @@ pub fn mnlp(y_test: &DVector<f64>, pred: &Predictive) -> Result<f64> {
         .zip(pred.mean.iter())
         .zip(pred.variance.iter())
     {
-        if !(*var > 0.0) {
+        if var.is_nan() || *var <= 0.0 {
             return Err(Error::InvalidParameter {
                 name: "variance",
                 reason: format!("predictive variance {var} is not positive"),

@@ -425,15 +425,9 @@ impl<'a> SsgpObjective<'a> {
             let (g_cos, g_sin) = solved.as_mut_slice().split_at_mut(len * m);
             let (cos, sin) = phi.as_slice().split_at(len * m);
             let r = r.as_slice();
-            let per_column =
-                |(j, (((gc, gs), c), s)): (usize, (((&mut [f64], &mut [f64]), &[f64]), &[f64]))| {
-                    let (ac, as_) = (alpha[j], alpha[m + j]);
-                    for i in 0..len {
-                        let gcos = gc[i] - r[i] * ac;
-                        let gsin = gs[i] - r[i] * as_;
-                        gc[i] = gsin * c[i] - gcos * s[i];
-                    }
-                };
+            let per_column = |(j, (((gc, gs), c), s)): ColumnBlocks<'_>| {
+                chain_through_trig(gc, gs, c, s, r, alpha[j], alpha[m + j]);
+            };
             if matches!(par, Par::Seq) {
                 g_cos
                     .chunks_mut(len)
@@ -481,6 +475,30 @@ impl<'a> SsgpObjective<'a> {
         grad[d] = -2.0 * lambda * d_lambda;
         grad[d + 1] = d_sn2 * self.noise.variance_derivative(p_noise);
         grad
+    }
+}
+
+/// Column j of (G^cos, G^sin, cos θ, sin θ) for one chunk.
+type ColumnBlocks<'s> = (
+    usize,
+    (((&'s mut [f64], &'s mut [f64]), &'s [f64]), &'s [f64]),
+);
+
+/// One spectral point's column of the chain rule through cos/sin: with G = ΦA⁻¹ − rαᵀ,
+/// overwrites `b_cos` (ΦA⁻¹'s cosine column) with g_i = G^sin_i cos θ_i − G^cos_i sin θ_i.
+fn chain_through_trig(
+    b_cos: &mut [f64],
+    b_sin: &[f64],
+    cos: &[f64],
+    sin: &[f64],
+    r: &[f64],
+    alpha_cos: f64,
+    alpha_sin: f64,
+) {
+    for i in 0..b_cos.len() {
+        let g_cos = b_cos[i] - r[i] * alpha_cos;
+        let g_sin = b_sin[i] - r[i] * alpha_sin;
+        b_cos[i] = g_sin * cos[i] - g_cos * sin[i];
     }
 }
 

@@ -1,0 +1,198 @@
+//! SSGP's configuration: a builder whose values are checked before any work is done.
+
+use crate::error::{Error, Result};
+use crate::kernel::{SpectralDensity, SquaredExponential};
+use crate::optim::{Observer, OptimConfig};
+use crate::ssgp::objective::{DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_ROWS};
+use nalgebra::{DMatrix, DVector};
+use std::sync::Arc;
+
+/// Configuration of an SSGP fit; build it with [`super::Ssgp::params`] and train with
+/// [`SsgpParams::fit`](super::SsgpParams::fit).
+///
+/// Defaults follow the paper (§4.2) and the original code: spectral points drawn from the
+/// squared-exponential spectral density, the best of 100 draws as the starting point, then
+/// nonlinear CG with a budget of 1000 evaluations (about 500 line searches).
+#[derive(Clone, Debug)]
+pub struct SsgpParams {
+    pub(crate) m: usize,
+    pub(crate) seed: u64,
+    pub(crate) initial_draws: usize,
+    pub(crate) fixed_spectral_points: bool,
+    pub(crate) noise_floor: f64,
+    pub(crate) optim: OptimConfig,
+    pub(crate) threads: usize,
+    pub(crate) chunk_rows: usize,
+    pub(crate) cache_bytes: usize,
+    pub(crate) density: Arc<dyn SpectralDensity>,
+    pub(crate) initial_lengthscales: Option<DVector<f64>>,
+    pub(crate) initial_unit_frequencies: Option<DMatrix<f64>>,
+}
+
+impl SsgpParams {
+    pub(crate) fn new(m: usize) -> Self {
+        Self {
+            m,
+            seed: 0,
+            initial_draws: 100,
+            fixed_spectral_points: false,
+            noise_floor: 0.0,
+            optim: OptimConfig::default(),
+            threads: 0,
+            chunk_rows: DEFAULT_CHUNK_ROWS,
+            cache_bytes: DEFAULT_CACHE_BYTES,
+            density: Arc::new(SquaredExponential),
+            initial_lengthscales: None,
+            initial_unit_frequencies: None,
+        }
+    }
+
+    /// Seed of the random draws of spectral points: the same seed gives the same fit.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// How many sets of spectral points to draw before training; training starts from the one
+    /// with the best evidence (default 100, as the original code). Each draw costs one evaluation
+    /// of the evidence without gradient.
+    pub fn initial_draws(mut self, draws: usize) -> Self {
+        self.initial_draws = draws;
+        self
+    }
+
+    /// Keeps the spectral points at their initial draw and learns only ℓ, σ0², σn² (the paper's
+    /// "SSGP fixed spectral points", §5.2): the frequencies still scale with the lengthscales.
+    pub fn fixed_spectral_points(mut self, fixed: bool) -> Self {
+        self.fixed_spectral_points = fixed;
+        self
+    }
+
+    /// Lower bound on the noise variance σn² (§5.2; e.g. bin²/12 for targets quantised in bins).
+    pub fn noise_floor(mut self, floor: f64) -> Self {
+        self.noise_floor = floor;
+        self
+    }
+
+    /// The optimiser's budget and stopping rule.
+    pub fn optim(mut self, optim: OptimConfig) -> Self {
+        self.optim = optim;
+        self
+    }
+
+    /// Maximum optimiser iterations (line searches).
+    pub fn max_iterations(mut self, iterations: u64) -> Self {
+        self.optim.max_iterations = iterations;
+        self
+    }
+
+    /// Maximum evaluations of the evidence and its gradient.
+    pub fn max_evaluations(mut self, evaluations: usize) -> Self {
+        self.optim.max_evaluations = evaluations;
+        self
+    }
+
+    /// A callback that receives the optimiser's progress after every iteration.
+    pub fn observer(mut self, observer: Observer) -> Self {
+        self.optim.observer = Some(observer);
+        self
+    }
+
+    /// Threads for the dense kernels and the design matrix (0 = all cores, the default; 1 =
+    /// sequential).
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = threads;
+        self
+    }
+
+    /// Rows of the design matrix computed at a time (default 4096).
+    pub fn chunk_rows(mut self, rows: usize) -> Self {
+        self.chunk_rows = rows;
+        self
+    }
+
+    /// Memory (bytes) allowed for keeping the whole n×2m design matrix between the value and the
+    /// gradient pass (default 512 MiB); above it Φ is streamed in chunks and computed twice per
+    /// evaluation, so training memory stays O(chunk·m + m² + mD) beyond the data.
+    pub fn cache_bytes(mut self, bytes: usize) -> Self {
+        self.cache_bytes = bytes;
+        self
+    }
+
+    /// The kernel whose spectral density the spectral points are drawn from (default
+    /// [`SquaredExponential`]).
+    pub fn spectral_density(mut self, density: Arc<dyn SpectralDensity>) -> Self {
+        self.density = density;
+        self
+    }
+
+    /// Initial lengthscales instead of half the input ranges (e.g. from a full GP on a subset,
+    /// as the paper does for Pumadyn-32nm).
+    pub fn initial_lengthscales(mut self, lengthscales: DVector<f64>) -> Self {
+        self.initial_lengthscales = Some(lengthscales);
+        self
+    }
+
+    /// Initial unit frequencies W (m×D; spectral points s_r = W_r ⊘ (2πℓ)) instead of random
+    /// draws: a warm start, or values from elsewhere.
+    pub fn initial_unit_frequencies(mut self, w: DMatrix<f64>) -> Self {
+        self.initial_unit_frequencies = Some(w);
+        self
+    }
+
+    /// Number of spectral points m (2m basis functions).
+    pub fn num_spectral_points(&self) -> usize {
+        self.m
+    }
+
+    /// Checks everything that can be checked without data.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for m = 0, no initial draws, a zero chunk size, a negative or
+    /// non-finite noise floor, non-positive initial lengthscales or a bad optimiser budget;
+    /// [`Error::NonFinite`] / [`Error::DimensionMismatch`] for bad initial frequencies.
+    pub fn check(&self) -> Result<()> {
+        if self.m == 0 {
+            return Err(Error::InvalidParameter {
+                name: "m",
+                reason: "the number of spectral points must be at least 1".into(),
+            });
+        }
+        if self.initial_draws == 0 && self.initial_unit_frequencies.is_none() {
+            return Err(Error::InvalidParameter {
+                name: "initial_draws",
+                reason: "at least one draw of spectral points is needed".into(),
+            });
+        }
+        if self.chunk_rows == 0 {
+            return Err(Error::InvalidParameter {
+                name: "chunk_rows",
+                reason: "must be at least 1".into(),
+            });
+        }
+        crate::model::NoiseParam {
+            floor: self.noise_floor,
+        }
+        .validate()?;
+        self.optim.validate()?;
+        if let Some(l) = &self.initial_lengthscales {
+            if l.iter().any(|v| !(*v > 0.0 && v.is_finite())) {
+                return Err(Error::InvalidParameter {
+                    name: "initial_lengthscales",
+                    reason: "every lengthscale must be positive and finite".into(),
+                });
+            }
+        }
+        if let Some(w) = &self.initial_unit_frequencies {
+            if w.nrows() != self.m {
+                return Err(Error::DimensionMismatch {
+                    what: "initial unit frequencies (rows = m)",
+                    expected: self.m,
+                    found: w.nrows(),
+                });
+            }
+            crate::data::check_finite("initial unit frequencies", w)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,318 @@
+//! SSGP: exact gradients, fast formulas against dense ones, end-to-end sinc, bad input.
+
+use approx::assert_relative_eq;
+use nalgebra::{DMatrix, DVector};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::StandardNormal;
+use ssgp::data::sinc_data;
+use ssgp::optim::Objective;
+use ssgp::ssgp::features::{design_matrix, scaled_frequencies};
+use ssgp::ssgp::{Ssgp, SsgpHyperparameters};
+use ssgp::{metrics, Dataset, Error};
+
+fn random_data(n: usize, d: usize, rng: &mut StdRng) -> Dataset {
+    let x = DMatrix::from_fn(n, d, |_, _| rng.random_range(-2.0..2.0));
+    let y = DVector::from_fn(n, |i, _| {
+        f64::sin(x.row(i).sum()) + 0.1 * rng.sample::<f64, _>(StandardNormal)
+    });
+    Dataset::new(x, y).unwrap()
+}
+
+fn random_hyper(m: usize, d: usize, rng: &mut StdRng) -> SsgpHyperparameters {
+    SsgpHyperparameters {
+        lengthscales: DVector::from_fn(d, |_, _| rng.random_range(-1.0f64..1.0).exp()),
+        signal_variance: rng.random_range(-1.0f64..1.0).exp(),
+        noise_variance: rng.random_range(-3.0f64..0.0).exp(),
+        unit_frequencies: DMatrix::from_fn(m, d, |_, _| 1.5 * rng.sample::<f64, _>(StandardNormal)),
+    }
+}
+
+/// Central differences in every coordinate of θ against the analytic gradient.
+fn check_gradient(objective: &dyn Objective, theta: &DVector<f64>) {
+    let (_, g) = objective.value_and_gradient(theta).unwrap();
+    let h = 1e-5;
+    let gmax = g.amax();
+    for i in 0..theta.len() {
+        let mut tp = theta.clone();
+        let mut tm = theta.clone();
+        tp[i] += h;
+        tm[i] -= h;
+        let fd = (objective.value_and_gradient(&tp).unwrap().0
+            - objective.value_and_gradient(&tm).unwrap().0)
+            / (2.0 * h);
+        let tol = 1e-5 * g[i].abs().max(1e-3 * gmax);
+        assert!(
+            (fd - g[i]).abs() <= tol,
+            "θ[{i}]: analytic {} vs finite difference {fd} (|Δ| {:e} > {tol:e})",
+            g[i],
+            (fd - g[i]).abs()
+        );
+    }
+}
+
+#[test]
+fn gradient_matches_finite_differences() {
+    let mut rng = StdRng::seed_from_u64(11);
+    for &(n, m, d) in &[(30, 3, 1), (50, 6, 3), (80, 4, 5)] {
+        let data = random_data(n, d, &mut rng);
+        for floor in [0.0, 0.02] {
+            for _ in 0..3 {
+                let hyper = random_hyper(m, d, &mut rng);
+                let free = Ssgp::params(m).noise_floor(floor).objective(&data).unwrap();
+                let theta = free.pack(&SsgpHyperparameters {
+                    noise_variance: hyper.noise_variance + floor,
+                    ..hyper.clone()
+                });
+                check_gradient(&free, &theta.unwrap());
+                let fixed = Ssgp::params(m)
+                    .noise_floor(floor)
+                    .objective(&data)
+                    .unwrap()
+                    .fixed_frequencies(hyper.unit_frequencies.clone())
+                    .unwrap();
+                let theta = fixed.pack(&SsgpHyperparameters {
+                    noise_variance: hyper.noise_variance + floor,
+                    ..hyper
+                });
+                check_gradient(&fixed, &theta.unwrap());
+            }
+        }
+    }
+}
+
+/// The SSGP covariance (eq. 6) K = (σ0²/m)ΦΦᵀ on `x` and `z`.
+fn ssgp_covariance(x: &DMatrix<f64>, z: &DMatrix<f64>, h: &SsgpHyperparameters) -> DMatrix<f64> {
+    let omega = scaled_frequencies(&h.unit_frequencies, &h.lengthscales);
+    let m = omega.nrows() as f64;
+    let px = design_matrix(x, &omega, faer::Par::Seq);
+    let pz = design_matrix(z, &omega, faer::Par::Seq);
+    (px * pz.transpose()) * (h.signal_variance / m)
+}
+
+#[test]
+fn fast_evidence_and_predictions_equal_dense_gp_formulas() {
+    let mut rng = StdRng::seed_from_u64(5);
+    for &(n, m, d) in &[(40, 5, 2), (25, 20, 3)] {
+        let data = random_data(n, d, &mut rng);
+        let hyper = random_hyper(m, d, &mut rng);
+        let params = Ssgp::params(m).chunk_rows(7);
+        let objective = params.objective(&data).unwrap();
+        let value = objective.value(&objective.pack(&hyper).unwrap()).unwrap();
+
+        // Dense: −log N(y | 0, K + σn²I), y centred.
+        let y = data.y().add_scalar(-data.y_mean());
+        let k = ssgp_covariance(data.x(), data.x(), &hyper);
+        let ky = &k + DMatrix::identity(n, n) * hyper.noise_variance;
+        let chol = ky.clone().cholesky().unwrap();
+        let dense = 0.5 * y.dot(&chol.solve(&y))
+            + 0.5 * chol.determinant().ln()
+            + 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
+        assert_relative_eq!(value, dense, max_relative = 1e-10);
+
+        // Predictions (eq. 2 with the SSGP covariance).
+        let fitted = params.condition(&data, &hyper).unwrap();
+        assert_relative_eq!(fitted.neg_log_evidence(), dense, max_relative = 1e-10);
+        let xs = DMatrix::from_fn(13, d, |_, _| rng.random_range(-3.0..3.0));
+        let pred = fitted.predict(&xs).unwrap();
+        let ks = ssgp_covariance(&xs, data.x(), &hyper);
+        let mean = &ks * chol.solve(&y);
+        let kss = ssgp_covariance(&xs, &xs, &hyper);
+        let latent = (&kss - &ks * chol.solve(&ks.transpose())).diagonal();
+        for j in 0..13 {
+            assert_relative_eq!(pred.mean[j], mean[j] + data.y_mean(), epsilon = 1e-9);
+            assert_relative_eq!(pred.latent_variance[j], latent[j].max(0.0), epsilon = 1e-9);
+            assert_relative_eq!(
+                pred.variance[j],
+                pred.latent_variance[j] + hyper.noise_variance,
+                epsilon = 1e-12
+            );
+            assert!(pred.variance[j] >= hyper.noise_variance);
+        }
+        // Prior variance is σ0² everywhere (stationarity, eq. 6).
+        assert_relative_eq!(kss[(0, 0)], hyper.signal_variance, epsilon = 1e-12);
+    }
+}
+
+#[test]
+fn posterior_samples_have_the_predictive_moments() {
+    let mut rng = StdRng::seed_from_u64(8);
+    let data = sinc_data(60, false, 0.1, &mut rng).unwrap();
+    let hyper = random_hyper(6, 1, &mut rng);
+    let fitted = Ssgp::params(6).condition(&data, &hyper).unwrap();
+    let xs = DMatrix::from_column_slice(3, 1, &[-2.0, 1.0, 4.5]);
+    let pred = fitted.predict(&xs).unwrap();
+    let draws = 20_000;
+    let mut sum = DVector::zeros(3);
+    let mut sq = DVector::zeros(3);
+    for _ in 0..draws {
+        let f = fitted.sample_posterior(&mut rng).evaluate(&xs).unwrap();
+        sq += f.component_mul(&f);
+        sum += f;
+    }
+    let mean = &sum / draws as f64;
+    let var = &sq / draws as f64 - mean.component_mul(&mean);
+    for j in 0..3 {
+        let sd = pred.latent_variance[j].sqrt();
+        assert!((mean[j] - pred.mean[j]).abs() < 5.0 * sd / (draws as f64).sqrt() + 1e-12);
+        assert_relative_eq!(var[j], pred.latent_variance[j], max_relative = 0.05);
+    }
+}
+
+fn sinc_problem() -> (Dataset, Dataset) {
+    let mut rng = StdRng::seed_from_u64(1);
+    let train = sinc_data(100, false, 0.05, &mut rng).unwrap();
+    let test = sinc_data(1000, true, 0.05, &mut rng).unwrap();
+    (train, test)
+}
+
+#[test]
+fn sinc_end_to_end_is_accurate_calibrated_and_reproducible() {
+    let (train, test) = sinc_problem();
+    let params = Ssgp::params(10).seed(1);
+    let fitted = params.fit(&train).unwrap();
+    let pred = fitted.predict(test.x()).unwrap();
+    let nmse = metrics::nmse(test.y(), &pred, train.y_mean()).unwrap();
+    let mnlp = metrics::mnlp(test.y(), &pred).unwrap();
+    let t = fitted.training();
+    println!(
+        "sinc SSGP m=10: NMSE {nmse:.4}, MNLP {mnlp:.4}, {} iterations, {} evaluations, {:?}",
+        t.iterations, t.evaluations, t.termination
+    );
+    assert!(nmse <= 0.03, "NMSE {nmse}");
+    assert!(mnlp <= -1.4, "MNLP {mnlp}");
+    assert!(t.neg_log_evidence <= t.initial_neg_log_evidence);
+    let again = params.fit(&train).unwrap();
+    assert_eq!(again.parameters(), fitted.parameters());
+    assert_eq!(again.predict(test.x()).unwrap(), pred);
+
+    // The paper's Figure 2a: 20 fixed spectral points.
+    let fixed = Ssgp::params(20)
+        .seed(1)
+        .fixed_spectral_points(true)
+        .fit(&train)
+        .unwrap();
+    let pred = fixed.predict(test.x()).unwrap();
+    let nmse_fixed = metrics::nmse(test.y(), &pred, train.y_mean()).unwrap();
+    println!(
+        "sinc SSGP fixed m=20: NMSE {nmse_fixed:.4}, MNLP {:.4}",
+        metrics::mnlp(test.y(), &pred).unwrap()
+    );
+    assert!(nmse_fixed <= 0.05, "fixed NMSE {nmse_fixed}");
+    assert!(fixed.training().neg_log_evidence <= fixed.training().initial_neg_log_evidence);
+    assert_eq!(fixed.unit_frequencies().nrows(), 20);
+}
+
+#[test]
+fn noise_floor_is_respected() {
+    let (train, _) = sinc_problem();
+    let floor = 0.01; // four times the true noise variance
+    let fitted = Ssgp::params(10)
+        .seed(2)
+        .initial_draws(5)
+        .noise_floor(floor)
+        .fit(&train)
+        .unwrap();
+    assert!(fitted.noise_variance() >= floor);
+    let free = Ssgp::params(10)
+        .seed(2)
+        .initial_draws(5)
+        .fit(&train)
+        .unwrap();
+    assert!(free.noise_variance() < floor, "{}", free.noise_variance());
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let (train, test) = sinc_problem();
+    assert!(matches!(
+        Ssgp::params(0).fit(&train),
+        Err(Error::InvalidParameter { name: "m", .. })
+    ));
+    assert!(matches!(
+        Ssgp::params(3).initial_draws(0).fit(&train),
+        Err(Error::InvalidParameter { .. })
+    ));
+    assert!(matches!(
+        Ssgp::params(3).noise_floor(-1.0).fit(&train),
+        Err(Error::InvalidParameter { .. })
+    ));
+    assert!(matches!(
+        Ssgp::params(3).noise_floor(f64::NAN).fit(&train),
+        Err(Error::InvalidParameter { .. })
+    ));
+    assert!(matches!(
+        Ssgp::params(3)
+            .initial_lengthscales(DVector::from_vec(vec![1.0, 2.0]))
+            .fit(&train),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    assert!(matches!(
+        Ssgp::params(3)
+            .initial_unit_frequencies(DMatrix::zeros(2, 1))
+            .fit(&train),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    let constant = Dataset::new(
+        DMatrix::from_fn(10, 2, |i, j| if j == 0 { i as f64 } else { 3.0 }),
+        DVector::from_fn(10, |i, _| i as f64),
+    )
+    .unwrap();
+    assert!(matches!(
+        Ssgp::params(3).fit(&constant),
+        Err(Error::ConstantInput { column: 1, .. })
+    ));
+    let flat = Dataset::new(
+        DMatrix::from_fn(10, 1, |i, _| i as f64),
+        DVector::from_element(10, 2.0),
+    )
+    .unwrap();
+    assert!(matches!(
+        Ssgp::params(3).fit(&flat),
+        Err(Error::ConstantTargets { .. })
+    ));
+
+    let fitted = Ssgp::params(4)
+        .initial_draws(2)
+        .max_evaluations(20)
+        .fit(&train)
+        .unwrap();
+    assert!(matches!(
+        fitted.predict(&DMatrix::zeros(3, 2)),
+        Err(Error::DimensionMismatch {
+            expected: 1,
+            found: 2,
+            ..
+        })
+    ));
+    assert!(matches!(
+        fitted.predict(&DMatrix::zeros(0, 1)),
+        Err(Error::EmptyData { .. })
+    ));
+    let mut xs = test.x().clone();
+    xs[(5, 0)] = f64::NAN;
+    assert!(matches!(
+        fitted.predict(&xs),
+        Err(Error::NonFinite { row: 5, .. })
+    ));
+    assert!(Dataset::new(DMatrix::zeros(3, 1), DVector::zeros(4)).is_err());
+    assert!(Dataset::new(DMatrix::zeros(0, 1), DVector::zeros(0)).is_err());
+    assert!(matches!(
+        Dataset::new(
+            DMatrix::from_element(2, 1, f64::INFINITY),
+            DVector::zeros(2)
+        ),
+        Err(Error::NonFinite { .. })
+    ));
+    let objective = Ssgp::params(4).objective(&train).unwrap();
+    assert!(matches!(
+        objective.value(&DVector::zeros(3)),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    let mut theta = objective.pack(fitted.hyperparameters()).unwrap();
+    theta[1] = f64::NAN;
+    assert!(matches!(
+        objective.value(&theta),
+        Err(Error::NonFinite { row: 1, .. })
+    ));
+}
