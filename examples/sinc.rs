@@ -16,7 +16,9 @@ use ssgp::{Dataset, Predictive};
 use std::error::Error;
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let out = std::env::args().nth(1).unwrap_or_else(|| "target/sinc.svg".into());
+    let out = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "target/sinc.svg".into());
     let mut rng = StdRng::seed_from_u64(1);
     let train = sinc_data(100, false, 0.05, &mut rng)?;
     let test = sinc_data(1000, true, 0.05, &mut rng)?;
@@ -33,14 +35,33 @@ fn main() -> Result<(), Box<dyn Error>> {
     let root = SVGBackend::new(&out, (1200, 450)).into_drawing_area();
     root.fill(&WHITE)?;
     let panels = root.split_evenly((1, 2));
-    draw_ssgp(&panels[0], "(a) SSGP, 10 learned spectral points", &ssgp, &train, &grid, &mut rng)?;
-    draw_ssgp(&panels[1], "SSGP, 20 fixed spectral points (paper Fig. 2a)", &fixed, &train, &grid, &mut rng)?;
+    draw_ssgp(
+        &panels[0],
+        "(a) SSGP, 10 learned spectral points",
+        &ssgp,
+        &train,
+        &grid,
+        &mut rng,
+    )?;
+    draw_ssgp(
+        &panels[1],
+        "SSGP, 20 fixed spectral points (paper Fig. 2a)",
+        &fixed,
+        &train,
+        &grid,
+        &mut rng,
+    )?;
     root.present()?;
     println!("wrote {out}");
     Ok(())
 }
 
-fn report(name: &str, fitted: &FittedSsgp, train: &Dataset, test: &Dataset) -> Result<(), Box<dyn Error>> {
+fn report(
+    name: &str,
+    fitted: &FittedSsgp,
+    train: &Dataset,
+    test: &Dataset,
+) -> Result<(), Box<dyn Error>> {
     let pred = fitted.predict(test.x())?;
     let t = fitted.training();
     println!(
@@ -75,9 +96,9 @@ where
             color.stroke_width(1),
         ))?;
         if i == 0 {
-            series.label("posterior samples").legend(|(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], RED)
-            });
+            series
+                .label("posterior samples")
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED));
         }
     }
     draw_data(&mut chart, train)?;
@@ -113,8 +134,17 @@ where
     chart.configure_mesh().disable_mesh().draw()?;
     let xs: Vec<f64> = grid.x().column(0).iter().copied().collect();
     let half = pred.latent_variance.map(|v| 2.0 * v.sqrt());
-    let mut band: Vec<(f64, f64)> = xs.iter().enumerate().map(|(i, &x)| (x, pred.mean[i] + half[i])).collect();
-    band.extend(xs.iter().enumerate().rev().map(|(i, &x)| (x, pred.mean[i] - half[i])));
+    let mut band: Vec<(f64, f64)> = xs
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| (x, pred.mean[i] + half[i]))
+        .collect();
+    band.extend(
+        xs.iter()
+            .enumerate()
+            .rev()
+            .map(|(i, &x)| (x, pred.mean[i] - half[i])),
+    );
     chart
         .draw_series(std::iter::once(Polygon::new(band, BLUE.mix(0.15))))?
         .label("95% band of f*")
