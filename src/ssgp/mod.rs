@@ -217,7 +217,7 @@ pub struct FittedSsgp {
 
 impl FittedSsgp {
     /// Predictive distribution at `x` (n*×D), eq. 7 via Appendix A:
-    /// E[y*] = φ(x*)ᵀα + ȳ, V[f*] = σn² ‖L⁻¹φ(x*)‖², V[y*] = σn² + V[f*]. Test points are processed
+    /// 𝔼 y* = φ(x*)ᵀα + ȳ, 𝕍 f* = σn² ‖L⁻¹φ(x*)‖², 𝕍 y* = σn² + 𝕍 f*. Test points are processed
     /// in chunks, so memory is O(chunk·m).
     ///
     /// # Errors

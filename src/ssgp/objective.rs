@@ -76,6 +76,7 @@ struct Workspace {
     phi_chunks: Vec<DMatrix<f64>>,
     phi: DMatrix<f64>,
     solved: DMatrix<f64>,
+    scratch: DMatrix<f64>,
 }
 
 /// SSGP's objective θ ↦ −log p(y|θ) and ∇θ on a data set: a pure function of (data, θ).
@@ -393,6 +394,7 @@ impl<'a> SsgpObjective<'a> {
         let alpha_col = MatRef::from_column_major_slice(alpha.as_slice(), k, 1);
         let mut d_omega = DMatrix::zeros(m, d);
         let mut r = DMatrix::zeros(0, 1);
+        let inv_blocks = linalg::inverse_diagonal_blocks(l, par);
         for (ci, (start, len)) in self.chunks().enumerate() {
             let phi = if cache {
                 &ws.phi_chunks[ci]
@@ -405,14 +407,13 @@ impl<'a> SsgpObjective<'a> {
                 );
                 &ws.phi
             };
-            // ΦA⁻¹ for this chunk: solve L Lᵀ Zᵀ = Φᵀ on the transposed view.
+            // ΦA⁻¹ for this chunk, by blocked right-side triangular solves with L.
             let solved = &mut ws.solved;
             if solved.shape() != (len, k) {
                 *solved = DMatrix::zeros(len, k);
             }
             solved.copy_from(phi);
-            linalg::solve_lower(view(l), view_mut(solved).transpose_mut(), par);
-            linalg::solve_lower_transpose(view(l), view_mut(solved).transpose_mut(), par);
+            linalg::right_solve_cholesky(solved, l, &inv_blocks, &mut ws.scratch, par);
             // r = (y − Φα)/σn² = K⁻¹y on these rows.
             if r.nrows() != len {
                 r = DMatrix::zeros(len, 1);
