@@ -32,6 +32,7 @@
 //! | module | what it holds |
 //! |---|---|
 //! | [`data`] | [`Dataset`] (validated once), CSV loading with line-numbered errors, the sinc toy |
+//! | [`ensemble`] | restarts kept as the best fit or combined as a mixture, and their spread (§5.4) |
 //! | [`kernel`] | the SE-ARD covariance (eq. 3) and its spectral density (eq. 12), shared by every model |
 //! | [`ssgp`] | spectral points, design matrix, evidence and gradient, training, prediction, posterior samples |
 //! | [`optim`] | argmin's nonlinear CG over any [`optim::Objective`], with budgets, a convergence test and best-θ keeping |
@@ -47,6 +48,7 @@
 #![warn(missing_docs)]
 
 pub mod data;
+pub mod ensemble;
 pub mod error;
 pub mod kernel;
 pub mod linalg;

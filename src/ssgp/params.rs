@@ -140,6 +140,11 @@ impl SsgpParams {
         self
     }
 
+    /// The seed of the initial draws.
+    pub fn seed_value(&self) -> u64 {
+        self.seed
+    }
+
     /// Number of spectral points m (2m basis functions).
     pub fn num_spectral_points(&self) -> usize {
         self.m
