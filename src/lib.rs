@@ -3,6 +3,7 @@
 
 pub mod data;
 pub mod error;
+pub mod fitc;
 pub mod kernel;
 pub mod linalg;
 pub mod metrics;
@@ -12,6 +13,7 @@ pub mod predictive;
 
 pub use data::Dataset;
 pub use error::{Error, Result};
+pub use fitc::{Fitc, FitcParams, FittedFitc};
 pub use model::{FittedRegressor, NoiseParam, Regressor, TrainingSummary};
 pub use optim::{OptimConfig, Progress, Termination};
 pub use predictive::Predictive;
