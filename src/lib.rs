@@ -50,6 +50,7 @@
 pub mod data;
 pub mod ensemble;
 pub mod error;
+pub mod fitc;
 pub mod kernel;
 pub mod linalg;
 pub mod metrics;
@@ -60,6 +61,7 @@ pub mod ssgp;
 
 pub use data::Dataset;
 pub use error::{Error, Result};
+pub use fitc::{Fitc, FitcParams, FittedFitc};
 pub use model::{FittedRegressor, NoiseParam, Regressor, TrainingSummary};
 pub use optim::{OptimConfig, Progress, Termination};
 pub use predictive::Predictive;

@@ -1,0 +1,503 @@
+//! FITC: gradient by finite differences, the fast evidence against dense formulas, the full-GP limit,
+//! Snelson's reference values on Kin-40k, the sinc toy end to end, and errors on bad input.
+
+use approx::assert_relative_eq;
+use nalgebra::{DMatrix, DVector};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use ssgp::fitc::FitcObjective;
+use ssgp::optim::Objective;
+use ssgp::{Dataset, Error, Fitc, Regressor};
+use std::path::PathBuf;
+
+/// SE-ARD covariance entry by its definition.
+fn k(a: &[f64], b: &[f64], ell: &[f64], sf2: f64) -> f64 {
+    let s: f64 = (0..a.len()).map(|d| ((a[d] - b[d]) / ell[d]).powi(2)).sum();
+    sf2 * (-0.5 * s).exp()
+}
+
+fn row(m: &DMatrix<f64>, i: usize) -> Vec<f64> {
+    m.row(i).iter().copied().collect()
+}
+
+fn gram(a: &DMatrix<f64>, b: &DMatrix<f64>, ell: &[f64], sf2: f64) -> DMatrix<f64> {
+    DMatrix::from_fn(a.nrows(), b.nrows(), |i, j| {
+        k(&row(a, i), &row(b, j), ell, sf2)
+    })
+}
+
+/// −log N(y | 0, C) by a dense Cholesky.
+fn dense_nlml(c: DMatrix<f64>, y: &DVector<f64>) -> f64 {
+    let n = y.len() as f64;
+    let chol = c.cholesky().expect("dense covariance is positive definite");
+    let alpha = chol.solve(y);
+    let log_det = 2.0 * chol.l().diagonal().iter().map(|v| v.ln()).sum::<f64>();
+    0.5 * (y.dot(&alpha) + log_det + n * (2.0 * std::f64::consts::PI).ln())
+}
+
+/// Hyperparameters and pseudo-inputs decoded from our layout θ = [log ℓ, log σ0, p, vec(X̄)].
+struct Decoded {
+    ell: Vec<f64>,
+    sf2: f64,
+    sn2: f64,
+    xb: DMatrix<f64>,
+}
+
+fn decode(theta: &DVector<f64>, dim: usize, m: usize, floor: f64) -> Decoded {
+    Decoded {
+        ell: (0..dim).map(|d| theta[d].exp()).collect(),
+        sf2: (2.0 * theta[dim]).exp(),
+        sn2: floor + (2.0 * theta[dim + 1]).exp(),
+        xb: DMatrix::from_column_slice(m, dim, &theta.as_slice()[dim + 2..]),
+    }
+}
+
+/// The FITC evidence built with n×n matrices: log N(y | 0, Q_ff + diag(K_ff − Q_ff) + σn²I).
+fn dense_fitc_nlml(
+    x: &DMatrix<f64>,
+    y: &DVector<f64>,
+    theta: &DVector<f64>,
+    m: usize,
+    jitter: f64,
+    floor: f64,
+) -> f64 {
+    let p = decode(theta, x.ncols(), m, floor);
+    let k_ff = gram(x, x, &p.ell, p.sf2);
+    let k_fu = gram(x, &p.xb, &p.ell, p.sf2);
+    let k_uu = gram(&p.xb, &p.xb, &p.ell, p.sf2) + DMatrix::identity(m, m) * jitter;
+    let q = &k_fu * k_uu.cholesky().unwrap().solve(&k_fu.transpose());
+    let n = x.nrows();
+    let mut c = q.clone();
+    for i in 0..n {
+        c[(i, i)] = k_ff[(i, i)] + p.sn2;
+    }
+    dense_nlml(c, y)
+}
+
+/// Random data, pseudo-inputs and hyperparameters in a well-conditioned range.
+fn random_problem(
+    n: usize,
+    m: usize,
+    dim: usize,
+    rng: &mut StdRng,
+) -> (DMatrix<f64>, DVector<f64>, DVector<f64>) {
+    let x = DMatrix::from_fn(n, dim, |_, _| rng.random_range(-2.0..2.0));
+    let y = DVector::from_fn(n, |i, _| {
+        (0..dim).map(|d| x[(i, d)]).sum::<f64>().sin() + 0.3 * rng.random_range(-1.0..1.0)
+    });
+    let y = y.add_scalar(-y.mean());
+    let mut theta = DVector::zeros(dim + 2 + m * dim);
+    for d in 0..dim {
+        theta[d] = rng.random_range(-0.3..0.7);
+    }
+    theta[dim] = rng.random_range(-0.5..0.5);
+    theta[dim + 1] = rng.random_range(-1.5..-0.5);
+    for i in dim + 2..theta.len() {
+        theta[i] = rng.random_range(-2.0..2.0);
+    }
+    (x, y, theta)
+}
+
+/// Checks every gradient entry against central differences (h = 1e-5) with the tolerance
+/// |Δ_i| ≤ 1e-5 · max(|g_i|, 1e-3 ‖g‖∞); returns the largest |Δ_i| / tolerance.
+fn check_gradient(obj: &FitcObjective<'_>, theta: &DVector<f64>, label: &str) -> f64 {
+    let h = 1e-5;
+    let (_, g) = obj.value_and_gradient(theta).unwrap();
+    assert_eq!(g.len(), theta.len());
+    let gmax = g.amax();
+    let mut worst = 0.0f64;
+    for i in 0..theta.len() {
+        let mut tp = theta.clone();
+        tp[i] += h;
+        let mut tm = theta.clone();
+        tm[i] -= h;
+        let fd = (obj.value_and_gradient(&tp).unwrap().0 - obj.value_and_gradient(&tm).unwrap().0)
+            / (2.0 * h);
+        let tol = 1e-5 * g[i].abs().max(1e-3 * gmax);
+        worst = worst.max((fd - g[i]).abs() / tol);
+        assert!(
+            (fd - g[i]).abs() <= tol,
+            "{label}: component {i}: analytic {} vs finite difference {fd} (|Δ| = {:e} > {tol:e})",
+            g[i],
+            (fd - g[i]).abs()
+        );
+    }
+    worst
+}
+
+#[test]
+fn gradient_matches_central_differences_free_and_fixed() {
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut worst = 0.0f64;
+    for &(n, m, dim) in &[(30, 5, 1), (40, 7, 3), (25, 4, 2)] {
+        for trial in 0..3 {
+            let (x, y, theta) = random_problem(n, m, dim, &mut rng);
+            let floor = if trial == 2 { 0.05 } else { 0.0 };
+            let free = FitcObjective::new(&x, &y, m)
+                .unwrap()
+                .noise_floor(floor)
+                .unwrap()
+                .threads(1);
+            worst = worst.max(check_gradient(
+                &free,
+                &theta,
+                &format!("free ({n},{m},{dim}) #{trial}"),
+            ));
+
+            let xb = DMatrix::from_column_slice(m, dim, &theta.as_slice()[dim + 2..]);
+            let fixed = FitcObjective::new(&x, &y, m)
+                .unwrap()
+                .noise_floor(floor)
+                .unwrap()
+                .fixed_pseudo_inputs(&xb)
+                .unwrap();
+            assert_eq!(fixed.num_params(), dim + 2);
+            let head = theta.rows(0, dim + 2).into_owned();
+            worst = worst.max(check_gradient(
+                &fixed,
+                &head,
+                &format!("fixed ({n},{m},{dim}) #{trial}"),
+            ));
+            // The fixed variant's gradient is the head of the free one.
+            let (vf, gf) = free.value_and_gradient(&theta).unwrap();
+            let (vx, gx) = fixed.value_and_gradient(&head).unwrap();
+            assert_relative_eq!(vf, vx, max_relative = 1e-14);
+            assert_relative_eq!(gf.rows(0, dim + 2).into_owned(), gx, max_relative = 1e-12);
+        }
+    }
+    println!("finite differences: largest |Δ| / tolerance = {worst:.3}");
+}
+
+#[test]
+fn fast_evidence_matches_dense_formula() {
+    let mut rng = StdRng::seed_from_u64(5);
+    let mut worst = 0.0f64;
+    for &(n, m, dim, floor, jitter) in &[
+        (30, 5, 1, 0.0, 1e-6),
+        (50, 8, 3, 0.0, 1e-6),
+        (40, 6, 2, 0.1, 1e-6),
+        (35, 10, 2, 0.02, 1e-3),
+    ] {
+        let (x, y, theta) = random_problem(n, m, dim, &mut rng);
+        let obj = FitcObjective::new(&x, &y, m)
+            .unwrap()
+            .jitter(jitter)
+            .unwrap()
+            .noise_floor(floor)
+            .unwrap();
+        let fast = obj.value(&theta).unwrap();
+        assert_eq!(fast, obj.value_and_gradient(&theta).unwrap().0);
+        let dense = dense_fitc_nlml(&x, &y, &theta, m, jitter, floor);
+        let rel = (fast - dense).abs() / dense.abs();
+        worst = worst.max(rel);
+        assert!(
+            rel <= 1e-10,
+            "({n},{m},{dim}) floor {floor}: relative error {rel:e}"
+        );
+    }
+    println!("fast vs dense FITC evidence: largest relative error {worst:.1e}");
+}
+
+#[test]
+fn pseudo_inputs_at_the_training_inputs_give_the_full_gp() {
+    let mut rng = StdRng::seed_from_u64(8);
+    let n = 25;
+    let x: DMatrix<f64> = DMatrix::from_fn(n, 2, |_, _| rng.random_range(-3.0..3.0));
+    let y = DVector::from_fn(n, |i, _| {
+        (x[(i, 0)] + 0.5 * x[(i, 1)]).sin() + 0.1 * rng.random_range(-1.0..1.0) + 2.0
+    });
+    let data = Dataset::new(x.clone(), y.clone()).unwrap();
+    let (ell, sf2, sn2): (Vec<f64>, f64, f64) = (vec![0.8, 1.3], 1.5, 0.04);
+    let mut theta = DVector::zeros(2 + 2 + 2 * n);
+    theta[0] = ell[0].ln();
+    theta[1] = ell[1].ln();
+    theta[2] = 0.5 * f64::ln(sf2);
+    theta[3] = 0.5 * f64::ln(sn2);
+    theta.as_mut_slice()[4..].copy_from_slice(x.as_slice());
+    let fitted = Fitc::params(n)
+        .jitter(0.0)
+        .condition(&data, &theta)
+        .unwrap();
+
+    let yc = y.add_scalar(-y.mean());
+    let c = gram(&x, &x, &ell, sf2) + DMatrix::identity(n, n) * sn2;
+    let full_nlml = dense_nlml(c.clone(), &yc);
+    let rel = (fitted.neg_log_evidence() - full_nlml).abs() / full_nlml.abs();
+    assert!(rel < 1e-11, "evidence: relative error {rel:e}");
+
+    let xs = DMatrix::from_fn(40, 2, |_, _| rng.random_range(-3.5..3.5));
+    let pred = fitted.predict(&xs).unwrap();
+    let c_chol = c.cholesky().unwrap();
+    let k_sf = gram(&xs, &x, &ell, sf2);
+    let mean = &k_sf * c_chol.solve(&yc);
+    let var = DVector::from_fn(40, |j, _| {
+        let kj = k_sf.row(j).transpose();
+        sf2 - kj.dot(&c_chol.solve(&kj))
+    });
+    let mean_err = (0..40)
+        .map(|j| (pred.mean[j] - y.mean() - mean[j]).abs())
+        .fold(0.0, f64::max);
+    let var_err = (0..40)
+        .map(|j| (pred.latent_variance[j] - var[j]).abs())
+        .fold(0.0, f64::max);
+    let eig = gram(&x, &x, &ell, sf2).symmetric_eigenvalues();
+    println!(
+        "FITC(X̄ = X, δ = 0) vs full GP: evidence relative error {rel:.1e}, max |Δμ| {mean_err:.1e}, \
+         max |Δσ²_f| {var_err:.1e} (cond K_ff = {:.1e})",
+        eig.max() / eig.min()
+    );
+    // Round-off in Q_ff = K_ff grows with cond(K_ff) (about 1e3 here); measured errors are ~1e-15.
+    assert!(rel < 1e-11, "evidence: relative error {rel:e}");
+    assert!(mean_err < 1e-11, "mean: max error {mean_err:e}");
+    assert!(var_err < 1e-11, "latent variance: max error {var_err:e}");
+    for j in 0..40 {
+        assert_relative_eq!(
+            pred.variance[j],
+            pred.latent_variance[j] + sn2,
+            epsilon = 1e-15
+        );
+    }
+}
+
+fn manifest(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+fn read_numbers(rel: &str) -> Vec<f64> {
+    std::fs::read_to_string(manifest(rel))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.trim().parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn matches_snelson_reference_on_kin40k() {
+    let data = Dataset::from_csv(manifest("data/kin40k/train.csv")).unwrap();
+    let (n, dim, m) = (data.len(), data.dim(), 50);
+    assert_eq!((n, dim), (10000, 8));
+    let snelson = read_numbers("tests/data/reference/fitc_kin40k_m50_params.csv");
+    let reference = read_numbers("tests/data/reference/fitc_kin40k_m50_nlml_grad.csv");
+    assert_eq!(snelson.len(), m * dim + dim + 2);
+    assert_eq!(reference.len(), snelson.len() + 1);
+
+    // Snelson: [x̄(:), log b (D), log c, log σn²] with b_d = ℓ_d⁻², c = σ0².
+    // Ours:    [log ℓ (D), log σ0, log σn, x̄(:)].
+    let md = m * dim;
+    let mut theta = DVector::zeros(snelson.len());
+    for d in 0..dim {
+        theta[d] = -0.5 * snelson[md + d];
+    }
+    theta[dim] = 0.5 * snelson[md + dim];
+    theta[dim + 1] = 0.5 * snelson[md + dim + 1];
+    theta.as_mut_slice()[dim + 2..].copy_from_slice(&snelson[..md]);
+
+    let y = data.y().add_scalar(-data.y_mean());
+    let obj = FitcObjective::new(data.x(), &y, m)
+        .unwrap()
+        .jitter(1e-6)
+        .unwrap();
+    let start = std::time::Instant::now();
+    let (value, g) = obj.value_and_gradient(&theta).unwrap();
+    let elapsed = start.elapsed();
+
+    // Chain rule back to Snelson's layout: ∂/∂log b_d = −½ ∂/∂log ℓ_d, ∂/∂log c = ½ ∂/∂log σ0,
+    // ∂/∂log σn² = ½ ∂/∂log σn; pseudo-inputs unchanged.
+    let mut g_snelson = vec![0.0; snelson.len()];
+    g_snelson[..md].copy_from_slice(&g.as_slice()[dim + 2..]);
+    for d in 0..dim {
+        g_snelson[md + d] = -0.5 * g[d];
+    }
+    g_snelson[md + dim] = 0.5 * g[dim];
+    g_snelson[md + dim + 1] = 0.5 * g[dim + 1];
+
+    let value_rel = (value - reference[0]).abs() / reference[0].abs();
+    let ref_grad = &reference[1..];
+    let gmax = ref_grad.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    let grad_rel = g_snelson
+        .iter()
+        .zip(ref_grad)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f64, f64::max)
+        / gmax;
+    println!(
+        "Kin-40k FITC m=50: value {value} (relative error {value_rel:.2e}), gradient max error / max |g| = {grad_rel:.2e}, one evaluation {elapsed:?}"
+    );
+    assert!(value_rel <= 1e-10, "value: relative error {value_rel:e}");
+    assert!(grad_rel <= 1e-10, "gradient: relative error {grad_rel:e}");
+
+    let fitted = Fitc::params(m).condition(&data, &theta).unwrap();
+    assert_eq!(fitted.neg_log_evidence(), value);
+    assert_eq!(fitted.training().iterations, 0);
+}
+
+#[test]
+fn sinc_end_to_end() {
+    let fit = |seed: u64| {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let train = ssgp::data::sinc_data(100, false, 0.05, &mut rng).unwrap();
+        let test = ssgp::data::sinc_data(1000, true, 0.05, &mut rng).unwrap();
+        let model = Fitc::params(20).seed(seed).fit(&train).unwrap();
+        (train, test, model)
+    };
+    let (train, test, model) = fit(3);
+    let pred = model.predict(test.x()).unwrap();
+    let nmse = ssgp::metrics::nmse(test.y(), &pred, train.y_mean()).unwrap();
+    let t = model.training();
+    println!(
+        "sinc FITC m=20: NMSE {nmse:.4}, −log p(y) {:.3} → {:.3} in {} iterations / {} evaluations ({:?}); ℓ = {:.3}, σ0² = {:.3}, σn² = {:.5}",
+        t.initial_neg_log_evidence,
+        t.neg_log_evidence,
+        t.iterations,
+        t.evaluations,
+        t.termination,
+        model.lengthscales()[0],
+        model.signal_variance(),
+        model.noise_variance()
+    );
+    assert!(nmse <= 0.03, "NMSE {nmse}");
+    assert!(t.neg_log_evidence <= t.initial_neg_log_evidence);
+    assert!(
+        t.neg_log_evidence < t.initial_neg_log_evidence - 1.0,
+        "training made no progress"
+    );
+    assert_eq!(model.neg_log_evidence(), t.neg_log_evidence);
+    assert!(pred.variance.iter().all(|v| *v > 0.0));
+    assert_eq!(model.pseudo_inputs().shape(), (20, 1));
+    assert_eq!(model.parameters().len(), 1 + 2 + 20);
+
+    // Same seed, same fit.
+    let (_, _, again) = fit(3);
+    assert_eq!(model.parameters(), again.parameters());
+    assert_eq!(again.predict(test.x()).unwrap(), pred);
+
+    // Through the trait objects.
+    let boxed: Box<dyn Regressor> = Box::new(Fitc::params(20).seed(3));
+    assert_eq!(boxed.name(), "fitc");
+    let fitted = boxed.fit_boxed(&train).unwrap();
+    assert_eq!(fitted.name(), "fitc");
+    assert_eq!(fitted.predict(test.x()).unwrap(), pred);
+}
+
+#[test]
+fn fixed_pseudo_inputs_stay_where_they_were_put() {
+    let mut rng = StdRng::seed_from_u64(4);
+    let train = ssgp::data::sinc_data(80, false, 0.05, &mut rng).unwrap();
+    let xb = DMatrix::from_fn(6, 1, |j, _| -1.0 + j as f64);
+    let model = Fitc::params(6)
+        .pseudo_inputs(xb.clone())
+        .fixed_pseudo_inputs(true)
+        .initial_lengthscales(DVector::from_element(1, 1.0))
+        .max_evaluations(60)
+        .threads(1)
+        .fit(&train)
+        .unwrap();
+    assert_eq!(model.pseudo_inputs(), &xb);
+    assert_eq!(&model.parameters().as_slice()[3..], xb.as_slice());
+    assert!(model.training().evaluations <= 60);
+    assert!(model.training().neg_log_evidence < model.training().initial_neg_log_evidence);
+}
+
+#[test]
+fn bad_inputs_are_typed_errors() {
+    let mut rng = StdRng::seed_from_u64(1);
+    let train = ssgp::data::sinc_data(30, false, 0.05, &mut rng).unwrap();
+    assert!(matches!(
+        Fitc::params(0).fit(&train),
+        Err(Error::InvalidParameter { name: "m", .. })
+    ));
+    assert!(matches!(
+        Fitc::params(31).fit(&train),
+        Err(Error::InvalidParameter { name: "m", .. })
+    ));
+    assert!(matches!(
+        Fitc::params(5).jitter(-1.0).check(),
+        Err(Error::InvalidParameter { name: "jitter", .. })
+    ));
+    assert!(matches!(
+        Fitc::params(5).noise_floor(f64::NAN).check(),
+        Err(Error::InvalidParameter {
+            name: "noise_floor",
+            ..
+        })
+    ));
+    assert!(matches!(
+        Fitc::params(5).pseudo_inputs(DMatrix::zeros(4, 1)).check(),
+        Err(Error::InvalidParameter {
+            name: "pseudo_inputs",
+            ..
+        })
+    ));
+    assert!(matches!(
+        Fitc::params(5)
+            .pseudo_inputs(DMatrix::zeros(5, 2))
+            .fit(&train),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    assert!(matches!(
+        Fitc::params(2)
+            .pseudo_inputs(DMatrix::from_element(2, 1, f64::INFINITY))
+            .check(),
+        Err(Error::NonFinite { .. })
+    ));
+    assert!(matches!(
+        Fitc::params(5)
+            .initial_lengthscales(DVector::from_element(1, 0.0))
+            .check(),
+        Err(Error::InvalidParameter {
+            name: "initial_lengthscales",
+            ..
+        })
+    ));
+
+    let constant = Dataset::new(
+        DMatrix::from_fn(20, 2, |i, d| if d == 1 { 3.0 } else { i as f64 }),
+        DVector::from_fn(20, |i, _| (i as f64).sin()),
+    )
+    .unwrap();
+    assert!(matches!(
+        Fitc::params(5).fit(&constant),
+        Err(Error::ConstantInput { column: 1, .. })
+    ));
+
+    let model = Fitc::params(5).max_iterations(3).fit(&train).unwrap();
+    assert!(matches!(
+        model.predict(&DMatrix::zeros(4, 2)),
+        Err(Error::DimensionMismatch {
+            expected: 1,
+            found: 2,
+            ..
+        })
+    ));
+    let mut xs = DMatrix::zeros(4, 1);
+    xs[(2, 0)] = f64::NAN;
+    assert!(matches!(
+        model.predict(&xs),
+        Err(Error::NonFinite { row: 2, .. })
+    ));
+    assert!(matches!(
+        model.predict(&DMatrix::zeros(0, 1)),
+        Err(Error::EmptyData { .. })
+    ));
+    assert!(matches!(
+        Fitc::params(5).condition(&train, &DVector::zeros(4)),
+        Err(Error::DimensionMismatch { .. })
+    ));
+
+    // Coincident pseudo-inputs without jitter: a typed Cholesky failure, not a panic.
+    let y = train.y().add_scalar(-train.y_mean());
+    let obj = FitcObjective::new(train.x(), &y, 2)
+        .unwrap()
+        .jitter(0.0)
+        .unwrap();
+    let theta = DVector::from_vec(vec![0.0, 0.0, -1.0, 0.5, 0.5]);
+    assert!(matches!(
+        obj.value_and_gradient(&theta),
+        Err(Error::NotPositiveDefinite { .. })
+    ));
+    assert!(matches!(
+        obj.value_and_gradient(&DVector::zeros(3)),
+        Err(Error::DimensionMismatch { .. })
+    ));
+}
