@@ -150,7 +150,10 @@ impl FittedEnsemble {
             Combine::Mixture => {
                 let preds = self.member_predictions(x)?;
                 let k = preds.len() as f64;
-                let mean = preds.iter().fold(DVector::zeros(x.nrows()), |a, p| a + &p.mean) / k;
+                let mean = preds
+                    .iter()
+                    .fold(DVector::zeros(x.nrows()), |a, p| a + &p.mean)
+                    / k;
                 let second = |var: fn(&Predictive) -> &DVector<f64>| {
                     preds.iter().fold(DVector::zeros(x.nrows()), |a, p| {
                         a + var(p) + p.mean.component_mul(&p.mean)

@@ -175,6 +175,9 @@ struct Record {
     max_evaluations: usize,
     budget_hit: bool,
     failure: Option<Error>,
+    /// Iterations (line searches) completed, counted here so a run that argmin ends with an
+    /// error still reports them.
+    iterations: u64,
 }
 
 /// The argmin `Problem`: evaluates the objective once per θ and records the best point.
@@ -340,12 +343,18 @@ impl<P, S: Solver<P, CgState>> Solver<P, CgState> for Cg<S> {
     }
 
     fn terminate(&mut self, state: &CgState) -> TerminationStatus {
+        // argmin asks before every iteration, the first included: `get_iter` is the number done.
+        let done = state.get_iter();
+        if done == 0 {
+            return TerminationStatus::NotTerminated;
+        }
         let cost = state.get_cost();
         self.history.push(cost);
+        self.record.borrow_mut().iterations = done;
         if let Some(observer) = &self.observer {
             let rec = self.record.borrow();
             observer(&Progress {
-                iteration: state.get_iter() + 1,
+                iteration: done,
                 evaluations: rec.evaluations,
                 value: cost,
                 best_value: rec.best.as_ref().map_or(cost, |b| b.1),
@@ -394,8 +403,8 @@ pub fn minimize<O: Objective>(
         max_evaluations: config.max_evaluations,
         budget_hit: false,
         failure: None,
+        iterations: 0,
     }));
-    let mut iterations = 0;
     let termination = if config.max_iterations == 0 {
         Termination::NotStarted
     } else {
@@ -426,13 +435,10 @@ pub fn minimize<O: Objective>(
             .run();
         let rec = record.borrow();
         match run {
-            Ok(res) => {
-                iterations = res.state.get_iter();
-                match res.state.get_termination_reason() {
-                    Some(TerminationReason::MaxItersReached) => Termination::MaxIterations,
-                    _ => Termination::Converged,
-                }
-            }
+            Ok(res) => match res.state.get_termination_reason() {
+                Some(TerminationReason::MaxItersReached) => Termination::MaxIterations,
+                _ => Termination::Converged,
+            },
             Err(e) => {
                 if rec.budget_hit {
                     Termination::MaxEvaluations
@@ -452,7 +458,7 @@ pub fn minimize<O: Objective>(
         value,
         gradient,
         initial_value: f0,
-        iterations,
+        iterations: rec.iterations,
         evaluations: rec.evaluations,
         termination,
     })
@@ -499,6 +505,10 @@ mod tests {
         let rep = minimize(&Rosenbrock, x0.clone(), &tight).unwrap();
         assert_eq!(rep.evaluations, 7);
         assert_eq!(rep.termination, Termination::MaxEvaluations);
+        assert!(
+            rep.iterations >= 1,
+            "iterations completed before the budget ran out are counted"
+        );
         assert!(rep.value <= rep.initial_value);
 
         let iters = OptimConfig {

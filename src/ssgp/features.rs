@@ -50,6 +50,7 @@ pub(crate) fn design_matrix_into(
     let (cos_part, sin_part) = phi.as_mut_slice().split_at_mut(len * m);
     const BLOCK: usize = 4096;
     let trig = |(c, s): (&mut [f64], &mut [f64])| {
+        linalg::clear_avx_upper();
         for (ci, si) in c.iter_mut().zip(s.iter_mut()) {
             let (sn, cs) = ci.sin_cos();
             *ci = cs;

@@ -427,6 +427,7 @@ impl<'a> SsgpObjective<'a> {
             let (cos, sin) = phi.as_slice().split_at(len * m);
             let r = r.as_slice();
             let per_column = |(j, (((gc, gs), c), s)): ColumnBlocks<'_>| {
+                linalg::clear_avx_upper();
                 chain_through_trig(gc, gs, c, s, r, alpha[j], alpha[m + j]);
             };
             if matches!(par, Par::Seq) {
