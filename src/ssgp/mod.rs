@@ -30,7 +30,7 @@ pub mod objective;
 pub mod params;
 
 pub use objective::{SsgpHyperparameters, SsgpObjective};
-pub use params::SsgpParams;
+pub use params::{NoiseBound, SsgpParams};
 
 use crate::data::{check_inputs, Dataset};
 use crate::error::{Error, Result};
@@ -92,6 +92,19 @@ impl SsgpParams {
     /// if A cannot be factored at the starting point.
     pub fn fit(&self, data: &Dataset) -> Result<FittedSsgp> {
         self.check()?;
+        if let NoiseBound::FixedSpectralPoints { fraction } = self.noise_bound {
+            let estimate = self
+                .clone()
+                .fixed_spectral_points(true)
+                .noise_bound(NoiseBound::None)
+                .fit(data)?
+                .noise_variance();
+            return self
+                .clone()
+                .noise_bound(NoiseBound::None)
+                .noise_floor(self.noise_floor.max(fraction * estimate))
+                .fit(data);
+        }
         let d = data.dim();
         let mut init = initial_hyperparameters(data)?;
         if let Some(l) = &self.initial_lengthscales {
@@ -180,6 +193,7 @@ impl SsgpParams {
             neg_log_evidence: value,
             training,
             fixed: self.fixed_spectral_points,
+            noise_floor: self.noise_floor,
             par: linalg::par(self.threads),
             chunk_rows: self.chunk_rows,
         })
@@ -211,6 +225,7 @@ pub struct FittedSsgp {
     neg_log_evidence: f64,
     training: TrainingSummary,
     fixed: bool,
+    noise_floor: f64,
     par: Par,
     chunk_rows: usize,
 }
@@ -303,6 +318,11 @@ impl FittedSsgp {
     /// Noise variance σn².
     pub fn noise_variance(&self) -> f64 {
         self.hyper.noise_variance
+    }
+
+    /// The lower bound σn² was trained under (the configured floor, or the data-estimated bound).
+    pub fn noise_floor(&self) -> f64 {
+        self.noise_floor
     }
 
     /// All hyperparameters in natural units.

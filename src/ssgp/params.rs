@@ -7,6 +7,20 @@ use crate::ssgp::objective::{DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_ROWS};
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
 
+/// A lower bound on σn² estimated from the data before training — a guard against SSGP's
+/// overconfidence on small data sets (paper §5.4), where the learned noise collapses towards 0.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum NoiseBound {
+    /// No bound beyond [`SsgpParams::noise_floor`].
+    None,
+    /// Fit SSGP with fixed spectral points first (same m, seed and budget; it barely overfits,
+    /// §5.4) and bound σn² below by `fraction` times its noise variance.
+    FixedSpectralPoints {
+        /// Multiplier of the estimated noise variance (1 = the estimate itself).
+        fraction: f64,
+    },
+}
+
 /// Configuration of an SSGP fit; build it with [`super::Ssgp::params`] and train with
 /// [`SsgpParams::fit`](super::SsgpParams::fit).
 ///
@@ -20,6 +34,7 @@ pub struct SsgpParams {
     pub(crate) initial_draws: usize,
     pub(crate) fixed_spectral_points: bool,
     pub(crate) noise_floor: f64,
+    pub(crate) noise_bound: NoiseBound,
     pub(crate) optim: OptimConfig,
     pub(crate) threads: usize,
     pub(crate) chunk_rows: usize,
@@ -37,6 +52,7 @@ impl SsgpParams {
             initial_draws: 100,
             fixed_spectral_points: false,
             noise_floor: 0.0,
+            noise_bound: NoiseBound::None,
             optim: OptimConfig::default(),
             threads: 0,
             chunk_rows: DEFAULT_CHUNK_ROWS,
@@ -71,6 +87,13 @@ impl SsgpParams {
     /// Lower bound on the noise variance σn² (§5.2; e.g. bin²/12 for targets quantised in bins).
     pub fn noise_floor(mut self, floor: f64) -> Self {
         self.noise_floor = floor;
+        self
+    }
+
+    /// A lower bound on σn² estimated from the data (default [`NoiseBound::None`]); combined with
+    /// [`SsgpParams::noise_floor`] by taking the larger.
+    pub fn noise_bound(mut self, bound: NoiseBound) -> Self {
+        self.noise_bound = bound;
         self
     }
 
@@ -180,6 +203,14 @@ impl SsgpParams {
         }
         .validate()?;
         self.optim.validate()?;
+        if let NoiseBound::FixedSpectralPoints { fraction } = self.noise_bound {
+            if !(fraction > 0.0 && fraction.is_finite()) {
+                return Err(Error::InvalidParameter {
+                    name: "noise_bound",
+                    reason: format!("fraction {fraction} is not positive and finite"),
+                });
+            }
+        }
         if let Some(l) = &self.initial_lengthscales {
             if l.iter().any(|v| !(*v > 0.0 && v.is_finite())) {
                 return Err(Error::InvalidParameter {
