@@ -74,6 +74,10 @@ pub fn squared_distances(a: &DMatrix<f64>, b: &DMatrix<f64>, par: Par) -> DMatri
 
 /// SE-ARD covariance matrix K with K_ij = σ0² exp(−½ Σ_d (a_id − b_jd)²/ℓ_d²), for `a` n×D and
 /// `b` p×D (eq. 3). Returns n×p.
+///
+/// Both input sets are centred on the mean of `b` before the distances are expanded as
+/// ‖a‖² + ‖b‖² − 2abᵀ, so inputs far from the origin (offsets of 10⁹ and more) do not cancel
+/// catastrophically.
 pub fn se_ard(
     a: &DMatrix<f64>,
     b: &DMatrix<f64>,
@@ -81,9 +85,15 @@ pub fn se_ard(
     signal_variance: f64,
     par: Par,
 ) -> DMatrix<f64> {
-    let za = scale_inputs(a, lengthscales);
-    let zb = scale_inputs(b, lengthscales);
-    let mut k = squared_distances(&za, &zb, par);
+    let center = b.row_mean();
+    let shifted = |x: &DMatrix<f64>| {
+        let mut z = x.clone();
+        for (d, mut col) in z.column_iter_mut().enumerate() {
+            col.add_scalar_mut(-center[d]);
+        }
+        scale_inputs(&z, lengthscales)
+    };
+    let mut k = squared_distances(&shifted(a), &shifted(b), par);
     k.apply(|v| *v = signal_variance * (-0.5 * *v).exp());
     k
 }
@@ -108,6 +118,16 @@ mod tests {
                 assert_relative_eq!(k[(i, j)], 1.7 * (-0.5 * s).exp(), epsilon = 1e-13);
             }
         }
+    }
+
+    #[test]
+    fn se_ard_is_accurate_far_from_the_origin() {
+        let a = DMatrix::from_fn(6, 2, |i, j| (i as f64 * 0.7 - j as f64).sin());
+        let b = DMatrix::from_fn(5, 2, |i, j| (i as f64 * 0.3 + j as f64).cos());
+        let ell = DVector::from_vec(vec![0.5, 1.5]);
+        let near = se_ard(&a, &b, &ell, 1.0, Par::Seq);
+        let far = se_ard(&a.add_scalar(1e9), &b.add_scalar(1e9), &ell, 1.0, Par::Seq);
+        assert_relative_eq!(near, far, epsilon = 1e-5);
     }
 
     #[test]

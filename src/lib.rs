@@ -39,6 +39,7 @@
 //! | [`linalg`] | Cholesky and triangular solves on faer's blocked kernels, over nalgebra buffers |
 //! | [`model`] | the [`Regressor`] / [`FittedRegressor`] traits every model implements |
 //! | [`metrics`] | NMSE and MNLP (eq. 13) |
+//! | [`standardize`] | centring and scaling of inputs and targets around any model, undone in predictions |
 //! | [`predictive`] | [`Predictive`]: means and variances of y* and f* |
 //!
 //! Each model is a configuration (`Ssgp::params(m)`, a builder checked before any work) that
@@ -58,6 +59,7 @@ pub mod model;
 pub mod optim;
 pub mod predictive;
 pub mod ssgp;
+pub mod standardize;
 
 pub use data::Dataset;
 pub use error::{Error, Result};

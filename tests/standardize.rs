@@ -1,0 +1,66 @@
+//! Standardisation: fits on raw and standardised data agree up to the scaling.
+
+use nalgebra::DMatrix;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use ssgp::data::sinc_data;
+use ssgp::metrics::{mnlp, nmse};
+use ssgp::ssgp::Ssgp;
+use ssgp::standardize::{Scaler, Standardized};
+use ssgp::{Dataset, FittedRegressor};
+
+fn affine(data: &Dataset, a: f64, b: f64, c: f64, d: f64) -> Dataset {
+    Dataset::new(data.x().map(|v| a * v + b), data.y().map(|v| c * v + d)).unwrap()
+}
+
+#[test]
+fn raw_and_standardised_fits_agree_up_to_the_scaling() {
+    let mut rng = StdRng::seed_from_u64(1);
+    let train = sinc_data(100, false, 0.05, &mut rng).unwrap();
+    let test = sinc_data(400, true, 0.05, &mut rng).unwrap();
+    let (a, b, c, d) = (120.0, 700.0, 0.01, 3.0);
+    let (train_s, test_s) = (affine(&train, a, b, c, d), affine(&test, a, b, c, d));
+    let params = Ssgp::params(10).seed(1).initial_draws(20);
+    let raw = params.fit(&train).unwrap();
+    let std = Standardized::new(params.clone()).fit(&train_s).unwrap();
+    let p_raw = raw.predict(test.x()).unwrap();
+    let p_std = std.predict(test_s.x()).unwrap();
+    let (n_raw, n_std) = (
+        nmse(test.y(), &p_raw, train.y_mean()).unwrap(),
+        nmse(test_s.y(), &p_std, train_s.y_mean()).unwrap(),
+    );
+    let (l_raw, l_std) = (
+        mnlp(test.y(), &p_raw).unwrap(),
+        mnlp(test_s.y(), &p_std).unwrap() - c.ln(),
+    );
+    println!("raw NMSE {n_raw:.5} MNLP {l_raw:.4}; standardised NMSE {n_std:.5} MNLP (rescaled) {l_std:.4}");
+    assert!((n_raw - n_std).abs() < 1e-3, "{n_raw} vs {n_std}");
+    assert!((l_raw - l_std).abs() < 2e-2, "{l_raw} vs {l_std}");
+    for j in (0..400).step_by(37) {
+        assert!(
+            (p_std.mean[j] - (c * p_raw.mean[j] + d)).abs() < 0.02 * c,
+            "point {j}"
+        );
+    }
+    // The reported evidence is on the original scale: n·log c apart from the unscaled fit's.
+    let shift = train.len() as f64 * c.ln();
+    assert!((std.neg_log_evidence() - (raw.neg_log_evidence() + shift)).abs() < 1.0);
+    let scaler = Scaler::fit(&train_s).unwrap();
+    assert!((scaler.y_mean - (c * train.y_mean() + d)).abs() < 1e-12);
+}
+
+#[test]
+fn scaler_rejects_constant_columns_and_targets() {
+    let x = DMatrix::from_fn(3, 2, |i, j| if j == 0 { i as f64 } else { 2.0 });
+    let y = nalgebra::DVector::from_vec(vec![1.0, 2.0, 3.0]);
+    assert!(matches!(
+        Scaler::fit(&Dataset::new(x.clone(), y).unwrap()),
+        Err(ssgp::Error::ConstantInput { column: 1, .. })
+    ));
+    let flat = nalgebra::DVector::from_element(3, 1.0);
+    let x = DMatrix::from_fn(3, 1, |i, _| i as f64);
+    assert!(matches!(
+        Scaler::fit(&Dataset::new(x, flat).unwrap()),
+        Err(ssgp::Error::ConstantTargets { .. })
+    ));
+}
