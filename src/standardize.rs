@@ -46,7 +46,7 @@ impl Scaler {
         for (d, col) in x.column_iter().enumerate() {
             let mean = col.sum() / n;
             let sd = (col.map(|v| (v - mean).powi(2)).sum() / n).sqrt();
-            if !(sd > 0.0) {
+            if sd.is_nan() || sd <= 0.0 {
                 return Err(Error::ConstantInput {
                     column: d,
                     value: col[0],
@@ -57,7 +57,7 @@ impl Scaler {
         }
         let y_mean = data.y_mean();
         let y_scale = (data.y().map(|v| (v - y_mean).powi(2)).sum() / n).sqrt();
-        if !(y_scale > 0.0) {
+        if y_scale.is_nan() || y_scale <= 0.0 {
             return Err(Error::ConstantTargets { value: y_mean });
         }
         Ok(Self {
