@@ -12,6 +12,7 @@ use nalgebra::DMatrix;
 
 /// How a training run went.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TrainingSummary {
     /// −log p(y|θ) at the initial parameters (after any initial draws were compared).
     pub initial_neg_log_evidence: f64,

@@ -131,6 +131,7 @@ impl OptimConfig {
 /// Why the optimiser stopped.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Termination {
     /// The relative decrease over the window fell below the tolerance.
     Converged,

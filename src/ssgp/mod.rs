@@ -194,7 +194,7 @@ impl SsgpParams {
             training,
             fixed: self.fixed_spectral_points,
             noise_floor: self.noise_floor,
-            par: linalg::par(self.threads),
+            threads: self.threads,
             chunk_rows: self.chunk_rows,
         })
     }
@@ -216,7 +216,12 @@ impl Regressor for SsgpParams {
 
 /// A trained SSGP: the hyperparameters and the Gaussian posterior over the 2m weights,
 /// N(α, σn²A⁻¹), from which predictions (eq. 7) cost O(m) (mean) and O(m²) (variance) per point.
+///
+/// With the `serde` feature it can be saved and loaded; use a format that round-trips floats
+/// exactly (a binary one, or serde_json with its `float_roundtrip` feature) and predictions after
+/// loading are bit-identical.
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct FittedSsgp {
     hyper: SsgpHyperparameters,
     posterior: WeightPosterior,
@@ -226,7 +231,7 @@ pub struct FittedSsgp {
     training: TrainingSummary,
     fixed: bool,
     noise_floor: f64,
-    par: Par,
+    threads: usize,
     chunk_rows: usize,
 }
 
@@ -251,6 +256,7 @@ impl FittedSsgp {
         let mut mean = DVector::zeros(n);
         let mut latent = DVector::zeros(n);
         let mut phi = DMatrix::zeros(0, 0);
+        let par = linalg::par(self.threads);
         let mut start = 0;
         while start < n {
             let len = self.chunk_rows.min(n - start);
@@ -258,14 +264,14 @@ impl FittedSsgp {
                 linalg::rows_view(x, start, len),
                 &self.posterior.omega,
                 &mut phi,
-                self.par,
+                par,
             );
             let mut mu = DMatrix::zeros(len, 1);
-            linalg::gemm(view_mut(&mut mu), false, view(&phi), alpha, 1.0, self.par);
+            linalg::gemm(view_mut(&mut mu), false, view(&phi), alpha, 1.0, par);
             linalg::solve_lower(
                 view(&self.posterior.l),
                 view_mut(&mut phi).transpose_mut(),
-                self.par,
+                par,
             );
             for i in 0..len {
                 mean[start + i] = mu[i] + self.y_mean;

@@ -36,6 +36,7 @@ pub const DEFAULT_CACHE_BYTES: usize = 512 << 20;
 
 /// The hyperparameters θ stands for, in natural units.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct SsgpHyperparameters {
     /// Lengthscales ℓ (D).
     pub lengthscales: DVector<f64>,
@@ -49,6 +50,7 @@ pub struct SsgpHyperparameters {
 
 /// The trained posterior over the 2m weights: N(α, σn² A⁻¹) with A = LLᵀ.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct WeightPosterior {
     /// Lower Cholesky factor L of A (2m×2m).
     pub l: DMatrix<f64>,
