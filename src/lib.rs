@@ -3,6 +3,7 @@
 
 pub mod data;
 pub mod error;
+pub mod full_gp;
 pub mod kernel;
 pub mod linalg;
 pub mod metrics;
@@ -12,6 +13,7 @@ pub mod predictive;
 
 pub use data::Dataset;
 pub use error::{Error, Result};
+pub use full_gp::{FittedFullGp, FullGp, FullGpParams};
 pub use model::{FittedRegressor, NoiseParam, Regressor, TrainingSummary};
 pub use optim::{OptimConfig, Progress, Termination};
 pub use predictive::Predictive;
