@@ -1,0 +1,273 @@
+//! The full GP: gradient against finite differences, evidence and predictions against dense
+//! nalgebra formulas, the sinc toy, and input validation.
+
+use approx::assert_relative_eq;
+use nalgebra::{DMatrix, DVector};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use ssgp::full_gp::{Hyperparameters, NegLogEvidence};
+use ssgp::kernel::se_ard;
+use ssgp::{Dataset, Error, FittedRegressor, FullGp, NoiseParam, Regressor, Termination};
+
+/// n random points in [−2, 2]^D with a smooth target plus noise.
+fn random_data(n: usize, dim: usize, seed: u64) -> Dataset {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let x = DMatrix::from_fn(n, dim, |_, _| rng.random_range(-2.0..2.0));
+    let y = DVector::from_fn(n, |i, _| {
+        let s: f64 = x
+            .row(i)
+            .iter()
+            .enumerate()
+            .map(|(d, v)| (v * (d + 1) as f64).sin())
+            .sum();
+        s + 0.1 * rng.random_range(-1.0..1.0)
+    });
+    Dataset::new(x, y).unwrap()
+}
+
+fn random_theta(dim: usize, rng: &mut StdRng) -> DVector<f64> {
+    DVector::from_fn(dim + 2, |i, _| {
+        if i < dim {
+            rng.random_range(-0.7..0.9)
+        } else if i == dim {
+            rng.random_range(-0.5..0.5)
+        } else {
+            rng.random_range(-2.5..-0.5)
+        }
+    })
+}
+
+#[test]
+fn gradient_matches_central_differences() {
+    let mut rng = StdRng::seed_from_u64(11);
+    for (n, dim) in [(12, 1), (30, 3), (45, 6)] {
+        let data = random_data(n, dim, n as u64);
+        for floor in [0.0, 0.02] {
+            let objective = NegLogEvidence::new(&data, NoiseParam { floor }, 0).unwrap();
+            for _ in 0..3 {
+                let theta = random_theta(dim, &mut rng);
+                let eval = objective.evaluate(&theta).unwrap();
+                assert_eq!(eval.jitter, 0.0);
+                let g = &eval.gradient;
+                let scale = g.amax();
+                let h = 1e-5;
+                for i in 0..theta.len() {
+                    let mut plus = theta.clone();
+                    plus[i] += h;
+                    let mut minus = theta.clone();
+                    minus[i] -= h;
+                    let fd = (objective.evaluate(&plus).unwrap().value
+                        - objective.evaluate(&minus).unwrap().value)
+                        / (2.0 * h);
+                    let tol = 1e-5 * g[i].abs().max(1e-3 * scale);
+                    assert!(
+                        (fd - g[i]).abs() <= tol,
+                        "n={n} D={dim} floor={floor} θ={:?} component {i}: analytic {} vs fd {fd} (tol {tol})",
+                        theta.as_slice(),
+                        g[i]
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// K + σn² I on the raw inputs with nalgebra, and the centred targets.
+fn dense_system(data: &Dataset, h: &Hyperparameters) -> (DMatrix<f64>, DVector<f64>) {
+    let mut ky = se_ard(
+        data.x(),
+        data.x(),
+        &h.lengthscales,
+        h.signal_variance,
+        ssgp::linalg::par(1),
+    );
+    for i in 0..data.len() {
+        ky[(i, i)] += h.noise_variance;
+    }
+    (ky, data.y().add_scalar(-data.y_mean()))
+}
+
+#[test]
+fn evidence_and_predictions_match_dense_formulas() {
+    let mut rng = StdRng::seed_from_u64(5);
+    let noise = NoiseParam { floor: 0.0 };
+    for (n, dim) in [(20, 2), (37, 4)] {
+        let data = random_data(n, dim, 100 + n as u64);
+        let objective = NegLogEvidence::new(&data, noise, 1).unwrap();
+        let theta = random_theta(dim, &mut rng);
+        let h = Hyperparameters::from_theta(&theta, dim, noise).unwrap();
+        let (ky, y) = dense_system(&data, &h);
+        let chol = ky.clone().cholesky().unwrap();
+        let naive = 0.5 * chol.determinant().ln()
+            + 0.5 * y.dot(&chol.solve(&y))
+            + 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
+        let value = objective.evaluate(&theta).unwrap().value;
+        assert_relative_eq!(value, naive, max_relative = 1e-10);
+
+        let fitted = FullGp::params().condition(&data, &theta).unwrap();
+        assert_relative_eq!(fitted.neg_log_evidence(), naive, max_relative = 1e-10);
+        assert_eq!(fitted.jitter(), 0.0);
+        assert_eq!(fitted.training().termination, Termination::NotStarted);
+
+        let xt = DMatrix::from_fn(9, dim, |_, _| rng.random_range(-2.5..2.5));
+        let pred = fitted.predict(&xt).unwrap();
+        let ks = se_ard(
+            &xt,
+            data.x(),
+            &h.lengthscales,
+            h.signal_variance,
+            ssgp::linalg::par(1),
+        );
+        let inv = ky.try_inverse().unwrap();
+        let mean = &ks * &inv * &y;
+        for j in 0..9 {
+            let k = ks.row(j).transpose();
+            let var = h.noise_variance + h.signal_variance - (k.transpose() * &inv * &k)[0];
+            assert_relative_eq!(pred.mean[j], mean[j] + data.y_mean(), epsilon = 1e-10);
+            assert_relative_eq!(pred.variance[j], var, epsilon = 1e-10);
+            assert_relative_eq!(
+                pred.latent_variance[j],
+                var - h.noise_variance,
+                epsilon = 1e-10
+            );
+        }
+    }
+}
+
+fn sinc_problem() -> (Dataset, Dataset) {
+    let mut rng = StdRng::seed_from_u64(2010);
+    let train = ssgp::data::sinc_data(100, false, 0.05, &mut rng).unwrap();
+    let test = ssgp::data::sinc_data(1000, true, 0.05, &mut rng).unwrap();
+    (train, test)
+}
+
+#[test]
+fn sinc_is_learned_and_training_never_worsens_the_evidence() {
+    let (train, test) = sinc_problem();
+    let fitted = FullGp::params().fit(&train).unwrap();
+    let t = fitted.training();
+    assert!(t.neg_log_evidence <= t.initial_neg_log_evidence, "{t:?}");
+    assert!(t.evaluations > 1 && t.iterations > 0, "{t:?}");
+    assert_relative_eq!(
+        fitted.neg_log_evidence(),
+        t.neg_log_evidence,
+        max_relative = 1e-12
+    );
+    let pred = fitted.predict(test.x()).unwrap();
+    let nmse = ssgp::metrics::nmse(test.y(), &pred, train.y_mean()).unwrap();
+    assert!(nmse <= 0.03, "NMSE {nmse}, {t:?}");
+    // The learned noise is close to the true 0.05².
+    assert!(
+        (0.0015..0.004).contains(&fitted.noise_variance()),
+        "{}",
+        fitted.noise_variance()
+    );
+
+    // Through the object-safe traits.
+    let model: Box<dyn Regressor> = Box::new(FullGp::params().max_evaluations(5));
+    assert_eq!(model.name(), "full");
+    let boxed: Box<dyn FittedRegressor> = model.fit_boxed(&train).unwrap();
+    assert_eq!(boxed.name(), "full");
+    assert!(boxed.training().evaluations <= 5);
+    assert_eq!(boxed.predict(test.x()).unwrap().len(), 1000);
+}
+
+#[test]
+fn subset_learns_on_part_and_conditions_on_all() {
+    let (train, test) = sinc_problem();
+    let params = FullGp::params().hyperparameter_subset(Some(50)).seed(3);
+    let fitted = params.fit(&train).unwrap();
+    assert_eq!(fitted.len(), 100);
+    let t = fitted.training();
+    assert!(t.neg_log_evidence <= t.initial_neg_log_evidence);
+    // The evidence reported by the model is that of all 100 points at the learned θ.
+    let all = NegLogEvidence::new(&train, NoiseParam { floor: 0.0 }, 0).unwrap();
+    let on_all = all.evaluate(fitted.parameters()).unwrap().value;
+    assert_relative_eq!(fitted.neg_log_evidence(), on_all, max_relative = 1e-10);
+    assert!((fitted.neg_log_evidence() - t.neg_log_evidence).abs() > 1.0);
+    // Conditioning at the same θ gives the same model; the seed is reproducible.
+    let again = params.condition(&train, fitted.parameters()).unwrap();
+    let pred = fitted.predict(test.x()).unwrap();
+    assert_eq!(pred, again.predict(test.x()).unwrap());
+    assert_eq!(
+        params.fit(&train).unwrap().parameters(),
+        fitted.parameters()
+    );
+    let nmse = ssgp::metrics::nmse(test.y(), &pred, train.y_mean()).unwrap();
+    assert!(nmse <= 0.05, "NMSE {nmse}");
+    // A subset as large as the data is the plain fit.
+    let full = FullGp::params().fit(&train).unwrap();
+    let whole = FullGp::params()
+        .hyperparameter_subset(Some(100))
+        .fit(&train)
+        .unwrap();
+    assert_eq!(full.parameters(), whole.parameters());
+}
+
+#[test]
+fn bad_inputs_are_typed_errors() {
+    let (train, _) = sinc_problem();
+    let fitted = FullGp::params().max_iterations(2).fit(&train).unwrap();
+    assert!(matches!(
+        fitted.predict(&DMatrix::zeros(3, 2)),
+        Err(Error::DimensionMismatch {
+            expected: 1,
+            found: 2,
+            ..
+        })
+    ));
+    let mut nan = DMatrix::zeros(3, 1);
+    nan[(1, 0)] = f64::NAN;
+    assert!(matches!(
+        fitted.predict(&nan),
+        Err(Error::NonFinite { row: 1, .. })
+    ));
+    assert!(matches!(
+        fitted.predict(&DMatrix::zeros(0, 1)),
+        Err(Error::EmptyData { .. })
+    ));
+
+    let mut x = DMatrix::from_fn(10, 2, |i, _| i as f64);
+    x.column_mut(1).fill(4.0);
+    let constant = Dataset::new(x, DVector::from_fn(10, |i, _| (i as f64).sin())).unwrap();
+    assert!(matches!(
+        FullGp::params().fit(&constant),
+        Err(Error::ConstantInput { column: 1, .. })
+    ));
+
+    for size in [0, 101] {
+        assert!(matches!(
+            FullGp::params()
+                .hyperparameter_subset(Some(size))
+                .fit(&train),
+            Err(Error::InvalidParameter {
+                name: "hyperparameter_subset",
+                ..
+            })
+        ));
+    }
+    assert!(FullGp::params()
+        .hyperparameter_subset(Some(0))
+        .check()
+        .is_err());
+    assert!(FullGp::params().noise_floor(-1.0).check().is_err());
+    assert!(FullGp::params().max_evaluations(0).check().is_err());
+    assert!(FullGp::params()
+        .initial_lengthscales(DVector::from_vec(vec![0.0]))
+        .check()
+        .is_err());
+    assert!(matches!(
+        FullGp::params()
+            .initial_lengthscales(DVector::from_vec(vec![1.0, 1.0]))
+            .fit(&train),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    assert!(matches!(
+        FullGp::params().condition(&train, &DVector::zeros(4)),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    assert!(matches!(
+        FullGp::params().condition(&train, &DVector::from_vec(vec![0.0, f64::NAN, 0.0])),
+        Err(Error::NonFinite { row: 1, .. })
+    ));
+}
