@@ -1,8 +1,10 @@
 //! The sinc toy of the paper's Figure 2: 100 noisy observations of sinc(x) on [−1, 5].
 //!
 //! Fits SSGP with 10 learned spectral points (20 basis functions), SSGP with the paper's 20 fixed
-//! spectral points, prints NMSE and MNLP on a 1000-point noisy test grid, and draws the posterior
-//! mean, the 95% band of f* (noise-free, as in the paper), the data and three posterior samples.
+//! spectral points, FITC with 20 learned pseudo-inputs and the full GP, prints NMSE and MNLP on a
+//! 1000-point noisy test grid, and draws three panels: the posterior mean, the 95% band of f*
+//! (noise-free, as in the paper) and the data, with three posterior samples for SSGP and the
+//! pseudo-inputs for FITC (after Figure 2).
 //!
 //! `cargo run --release --example sinc [-- OUTPUT.svg]` (default `target/sinc.svg`).
 
@@ -12,7 +14,7 @@ use rand::SeedableRng;
 use ssgp::data::sinc_data;
 use ssgp::metrics::{mnlp, nmse};
 use ssgp::ssgp::{FittedSsgp, Ssgp};
-use ssgp::{Dataset, Predictive};
+use ssgp::{Dataset, Fitc, FittedFitc, FittedRegressor, FullGp, Predictive};
 use std::error::Error;
 
 fn main() -> Result<(), Box<dyn Error>> {
@@ -30,11 +32,15 @@ fn main() -> Result<(), Box<dyn Error>> {
         .fixed_spectral_points(true)
         .fit(&train)?;
     report("SSGP, 20 fixed spectral points", &fixed, &train, &test)?;
+    let fitc = Fitc::params(20).seed(1).fit(&train)?;
+    report("FITC, 20 learned pseudo-inputs", &fitc, &train, &test)?;
+    let full = FullGp::params().fit(&train)?;
+    report("full GP", &full, &train, &test)?;
 
     let grid = sinc_data(400, true, 0.0, &mut rng)?;
-    let root = SVGBackend::new(&out, (1200, 450)).into_drawing_area();
+    let root = SVGBackend::new(&out, (1500, 420)).into_drawing_area();
     root.fill(&WHITE)?;
-    let panels = root.split_evenly((1, 2));
+    let panels = root.split_evenly((1, 3));
     draw_ssgp(
         &panels[0],
         "(a) SSGP, 10 learned spectral points",
@@ -43,9 +49,16 @@ fn main() -> Result<(), Box<dyn Error>> {
         &grid,
         &mut rng,
     )?;
-    draw_ssgp(
+    draw_fitc(
         &panels[1],
-        "SSGP, 20 fixed spectral points (paper Fig. 2a)",
+        "(b) FITC, 20 learned pseudo-inputs",
+        &fitc,
+        &train,
+        &grid,
+    )?;
+    draw_ssgp(
+        &panels[2],
+        "SSGP, 20 fixed spectral points (as Fig. 2a)",
         &fixed,
         &train,
         &grid,
@@ -58,7 +71,7 @@ fn main() -> Result<(), Box<dyn Error>> {
 
 fn report(
     name: &str,
-    fitted: &FittedSsgp,
+    fitted: &dyn FittedRegressor,
     train: &Dataset,
     test: &Dataset,
 ) -> Result<(), Box<dyn Error>> {
@@ -102,6 +115,37 @@ where
         }
     }
     draw_data(&mut chart, train)?;
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    Ok(())
+}
+
+fn draw_fitc<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    fitted: &FittedFitc,
+    train: &Dataset,
+    grid: &Dataset,
+) -> Result<(), Box<dyn Error>>
+where
+    DB::ErrorType: 'static,
+{
+    let pred = fitted.predict(grid.x())?;
+    let mut chart = base_chart(area, title, grid, &pred)?;
+    draw_data(&mut chart, train)?;
+    chart
+        .draw_series(
+            fitted
+                .pseudo_inputs()
+                .column(0)
+                .iter()
+                .map(|&u| TriangleMarker::new((u, -0.7), 5, RED.filled())),
+        )?
+        .label("pseudo-inputs")
+        .legend(|(x, y)| TriangleMarker::new((x + 10, y), 5, RED.filled()));
     chart
         .configure_series_labels()
         .background_style(WHITE.mix(0.8))
