@@ -112,42 +112,18 @@ pub(crate) fn syrk_lower(
     }
 }
 
-/// The inverses of the 64×64 diagonal blocks of a lower-triangular L, for the blocked solves.
-pub(crate) fn inverse_diagonal_blocks(l: &DMatrix<f64>, par: Par) -> Vec<DMatrix<f64>> {
-    let k = l.nrows();
-    (0..k)
-        .step_by(BLOCK)
-        .map(|j| {
-            let w = BLOCK.min(k - j);
-            let block = l.view((j, j), (w, w)).into_owned();
-            invert_lower(&block, par)
-        })
-        .collect()
-}
-
 /// Right-side triangular solves on a tall matrix: X ← X L⁻ᵀ, then X ← X L⁻¹, so that on return
-/// X = X₀ A⁻¹ for A = LLᵀ (X: n×k, L: k×k lower, `inv_blocks` from [`inverse_diagonal_blocks`]).
+/// X = X₀ A⁻¹ for A = LLᵀ (X: n×k, L: k×k lower). Nothing is inverted.
 ///
 /// Blocked left-looking solves in 64-column blocks: each block is updated by one gemm with the
-/// blocks already solved and then multiplied by its diagonal block's inverse, the usual way of
-/// running a triangular solve at gemm speed (as MAGMA's trsm does). Only 64×64 triangles are
-/// ever inverted; A⁻¹ and L⁻¹ are never formed. 2·n·k² flops, nearly all in gemms; `tmp` is an
-/// n×64 scratch buffer (resized as needed).
-pub(crate) fn right_solve_cholesky(
-    x: &mut DMatrix<f64>,
-    l: &DMatrix<f64>,
-    inv_blocks: &[DMatrix<f64>],
-    tmp: &mut DMatrix<f64>,
-    par: Par,
-) {
-    let (n, k) = x.shape();
-    if tmp.nrows() != n || tmp.ncols() < BLOCK.min(k) {
-        *tmp = DMatrix::zeros(n, BLOCK.min(k));
-    }
+/// blocks already solved, then solved against its 64×64 diagonal triangle. 2·n·k² flops, all but
+/// n·k·64 of them in gemms (faer's own solve recurses down to 4×4 blocks on this shape).
+pub(crate) fn right_solve_cholesky(x: &mut DMatrix<f64>, l: &DMatrix<f64>, par: Par) {
+    let k = x.ncols();
     let lv = view(l);
     let starts: Vec<usize> = (0..k).step_by(BLOCK).collect();
     // Forward: Z Lᵀ = X, block J: Z_J = (X_J − Z_{<J} L_{J,<J}ᵀ) L_JJ⁻ᵀ.
-    for (bi, &j) in starts.iter().enumerate() {
+    for &j in &starts {
         let w = BLOCK.min(k - j);
         let mut xv = view_mut(x);
         let (done, mut rest) = xv.rb_mut().split_at_col_mut(j);
@@ -162,10 +138,10 @@ pub(crate) fn right_solve_cholesky(
                 par,
             );
         }
-        apply_block(xj, view(&inv_blocks[bi]).transpose(), tmp, par);
+        solve_lower(lv.submatrix(j, j, w, w), xj.transpose_mut(), par);
     }
     // Backward: B L = Z, block J: B_J = (Z_J − B_{>J} L_{>J,J}) L_JJ⁻¹.
-    for (bi, &j) in starts.iter().enumerate().rev() {
+    for &j in starts.iter().rev() {
         let w = BLOCK.min(k - j);
         let mut xv = view_mut(x);
         let (head, tail) = xv.rb_mut().split_at_col_mut(j + w);
@@ -180,17 +156,8 @@ pub(crate) fn right_solve_cholesky(
                 par,
             );
         }
-        apply_block(xj, view(&inv_blocks[bi]), tmp, par);
+        solve_lower_transpose(lv.submatrix(j, j, w, w), xj.transpose_mut(), par);
     }
-}
-
-/// `xj ← xj · m` for an n×w block and a w×w matrix, through the scratch buffer.
-fn apply_block(mut xj: MatMut<'_, f64>, m: MatRef<'_, f64>, tmp: &mut DMatrix<f64>, par: Par) {
-    let (n, w) = (xj.nrows(), xj.ncols());
-    let mut t = view_mut(tmp);
-    let mut t = t.rb_mut().submatrix_mut(0, 0, n, w);
-    gemm(t.rb_mut(), false, xj.rb(), m, 1.0, par);
-    xj.copy_from(t.rb());
 }
 
 /// Copies the lower triangle of a square matrix onto its upper triangle.
@@ -445,9 +412,7 @@ mod tests {
             cholesky_in_place_lower(&mut l, "test", par(2)).unwrap();
             let x0 = DMatrix::from_fn(77, k, |i, j| ((i * 5 + j * 3) as f64).sin());
             let mut x = x0.clone();
-            let inv = inverse_diagonal_blocks(&l, Par::Seq);
-            let mut tmp = DMatrix::zeros(0, 0);
-            right_solve_cholesky(&mut x, &l, &inv, &mut tmp, par(2));
+            right_solve_cholesky(&mut x, &l, par(2));
             let expected = a
                 .clone()
                 .cholesky()

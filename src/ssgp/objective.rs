@@ -78,7 +78,6 @@ struct Workspace {
     phi_chunks: Vec<DMatrix<f64>>,
     phi: DMatrix<f64>,
     solved: DMatrix<f64>,
-    scratch: DMatrix<f64>,
 }
 
 /// SSGP's objective θ ↦ −log p(y|θ) and ∇θ on a data set: a pure function of (data, θ).
@@ -396,7 +395,6 @@ impl<'a> SsgpObjective<'a> {
         let alpha_col = MatRef::from_column_major_slice(alpha.as_slice(), k, 1);
         let mut d_omega = DMatrix::zeros(m, d);
         let mut r = DMatrix::zeros(0, 1);
-        let inv_blocks = linalg::inverse_diagonal_blocks(l, par);
         for (ci, (start, len)) in self.chunks().enumerate() {
             let phi = if cache {
                 &ws.phi_chunks[ci]
@@ -415,7 +413,7 @@ impl<'a> SsgpObjective<'a> {
                 *solved = DMatrix::zeros(len, k);
             }
             solved.copy_from(phi);
-            linalg::right_solve_cholesky(solved, l, &inv_blocks, &mut ws.scratch, par);
+            linalg::right_solve_cholesky(solved, l, par);
             // r = (y − Φα)/σn² = K⁻¹y on these rows.
             if r.nrows() != len {
                 r = DMatrix::zeros(len, 1);
