@@ -115,49 +115,67 @@ pub(crate) fn syrk_lower(
 /// Right-side triangular solves on a tall matrix: X ← X L⁻ᵀ, then X ← X L⁻¹, so that on return
 /// X = X₀ A⁻¹ for A = LLᵀ (X: n×k, L: k×k lower). Nothing is inverted.
 ///
-/// Blocked left-looking solves in 64-column blocks: each block is updated by one gemm with the
-/// blocks already solved, then solved against its 64×64 diagonal triangle. 2·n·k² flops, all but
-/// n·k·64 of them in gemms (faer's own solve recurses down to 4×4 blocks on this shape).
+/// Recursive halving of the triangle: each level is one gemm with an inner dimension of half the
+/// remaining block, down to 64×64 triangles solved by faer. 2·n·k² flops, all but about n·k·64 of
+/// them in large gemms (faer's own solve, on this shape, recurses to 4×4 blocks whose updates
+/// are memory bound).
 pub(crate) fn right_solve_cholesky(x: &mut DMatrix<f64>, l: &DMatrix<f64>, par: Par) {
-    let k = x.ncols();
     let lv = view(l);
-    let starts: Vec<usize> = (0..k).step_by(BLOCK).collect();
-    // Forward: Z Lᵀ = X, block J: Z_J = (X_J − Z_{<J} L_{J,<J}ᵀ) L_JJ⁻ᵀ.
-    for &j in &starts {
-        let w = BLOCK.min(k - j);
-        let mut xv = view_mut(x);
-        let (done, mut rest) = xv.rb_mut().split_at_col_mut(j);
-        let mut xj = rest.rb_mut().subcols_mut(0, w);
-        if j > 0 {
-            gemm(
-                xj.rb_mut(),
-                true,
-                done.rb(),
-                lv.submatrix(j, 0, w, j).transpose(),
-                -1.0,
-                par,
-            );
-        }
-        solve_lower(lv.submatrix(j, j, w, w), xj.transpose_mut(), par);
+    solve_right_lower_transpose(view_mut(x), lv, par);
+    solve_right_lower(view_mut(x), lv, par);
+}
+
+/// X ← X L⁻ᵀ (i.e. solves Z Lᵀ = X) by recursive halving.
+fn solve_right_lower_transpose(mut x: MatMut<'_, f64>, l: MatRef<'_, f64>, par: Par) {
+    let k = l.nrows();
+    if k <= BLOCK {
+        faer::linalg::triangular_solve::solve_lower_triangular_in_place(l, x.transpose_mut(), par);
+        clear_avx_upper();
+        return;
     }
-    // Backward: B L = Z, block J: B_J = (Z_J − B_{>J} L_{>J,J}) L_JJ⁻¹.
-    for &j in starts.iter().rev() {
-        let w = BLOCK.min(k - j);
-        let mut xv = view_mut(x);
-        let (head, tail) = xv.rb_mut().split_at_col_mut(j + w);
-        let mut xj = head.subcols_mut(j, w);
-        if j + w < k {
-            gemm(
-                xj.rb_mut(),
-                true,
-                tail.rb(),
-                lv.submatrix(j + w, j, k - j - w, w),
-                -1.0,
-                par,
-            );
-        }
-        solve_lower_transpose(lv.submatrix(j, j, w, w), xj.transpose_mut(), par);
+    let h = split_point(k);
+    let (mut left, mut right) = x.rb_mut().split_at_col_mut(h);
+    solve_right_lower_transpose(left.rb_mut(), l.submatrix(0, 0, h, h), par);
+    gemm(
+        right.rb_mut(),
+        true,
+        left.rb(),
+        l.submatrix(h, 0, k - h, h).transpose(),
+        -1.0,
+        par,
+    );
+    solve_right_lower_transpose(right, l.submatrix(h, h, k - h, k - h), par);
+}
+
+/// X ← X L⁻¹ (i.e. solves B L = X) by recursive halving, last block first.
+fn solve_right_lower(mut x: MatMut<'_, f64>, l: MatRef<'_, f64>, par: Par) {
+    let k = l.nrows();
+    if k <= BLOCK {
+        faer::linalg::triangular_solve::solve_upper_triangular_in_place(
+            l.transpose(),
+            x.transpose_mut(),
+            par,
+        );
+        clear_avx_upper();
+        return;
     }
+    let h = split_point(k);
+    let (mut left, mut right) = x.rb_mut().split_at_col_mut(h);
+    solve_right_lower(right.rb_mut(), l.submatrix(h, h, k - h, k - h), par);
+    gemm(
+        left.rb_mut(),
+        true,
+        right.rb(),
+        l.submatrix(h, 0, k - h, h),
+        -1.0,
+        par,
+    );
+    solve_right_lower(left, l.submatrix(0, 0, h, h), par);
+}
+
+/// Where to halve a triangle of size k > BLOCK: a multiple of BLOCK near k/2.
+fn split_point(k: usize) -> usize {
+    (k / 2).div_ceil(BLOCK).max(1) * BLOCK
 }
 
 /// Copies the lower triangle of a square matrix onto its upper triangle.

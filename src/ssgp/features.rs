@@ -51,11 +51,7 @@ pub(crate) fn design_matrix_into(
     const BLOCK: usize = 4096;
     let trig = |(c, s): (&mut [f64], &mut [f64])| {
         linalg::clear_avx_upper();
-        for (ci, si) in c.iter_mut().zip(s.iter_mut()) {
-            let (sn, cs) = ci.sin_cos();
-            *ci = cs;
-            *si = sn;
-        }
+        super::trig::sin_cos_in_place(c, s);
     };
     if matches!(par, Par::Seq) {
         trig((cos_part, sin_part));

@@ -28,6 +28,7 @@
 pub mod features;
 pub mod objective;
 pub mod params;
+mod trig;
 
 pub use objective::{SsgpHyperparameters, SsgpObjective};
 pub use params::{NoiseBound, SsgpParams};
