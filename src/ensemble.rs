@@ -205,6 +205,17 @@ impl FittedRegressor for FittedEnsemble {
         FittedEnsemble::predict(self, x)
     }
 
+    /// The best member's σn², or the mixture's mean σn² (the mixture's noise is that average).
+    fn noise_variance(&self) -> f64 {
+        match self.combine {
+            Combine::Best => self.members[self.best].noise_variance(),
+            Combine::Mixture => {
+                self.members.iter().map(|m| m.noise_variance()).sum::<f64>()
+                    / self.members.len() as f64
+            }
+        }
+    }
+
     /// The best member's −log p(y|θ) (a mixture has no single evidence).
     fn neg_log_evidence(&self) -> f64 {
         self.members[self.best].neg_log_evidence()

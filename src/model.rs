@@ -65,6 +65,9 @@ pub trait FittedRegressor: Send + Sync {
     /// −log p(y|θ) of the training targets (centred by their mean) at the fitted θ.
     fn neg_log_evidence(&self) -> f64;
 
+    /// The noise variance σn² in the predictive variances: `variance` − `latent_variance`.
+    fn noise_variance(&self) -> f64;
+
     /// How training went.
     fn training(&self) -> &TrainingSummary;
 }

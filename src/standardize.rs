@@ -173,6 +173,11 @@ impl FittedRegressor for FittedStandardized {
         Ok(self.scaler.inverse_predictive(self.inner.predict(&z)?))
     }
 
+    /// σn² on the original target scale.
+    fn noise_variance(&self) -> f64 {
+        self.inner.noise_variance() * self.scaler.y_scale * self.scaler.y_scale
+    }
+
     /// −log p(y|θ) on the original target scale.
     fn neg_log_evidence(&self) -> f64 {
         self.inner.neg_log_evidence() + self.shift

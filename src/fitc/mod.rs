@@ -185,6 +185,10 @@ impl FittedRegressor for FittedFitc {
         FittedFitc::predict(self, x)
     }
 
+    fn noise_variance(&self) -> f64 {
+        self.noise_variance()
+    }
+
     fn neg_log_evidence(&self) -> f64 {
         self.neg_log_evidence
     }

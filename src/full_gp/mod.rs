@@ -416,6 +416,10 @@ impl FittedRegressor for FittedFullGp {
         FittedFullGp::predict(self, x)
     }
 
+    fn noise_variance(&self) -> f64 {
+        self.noise_variance()
+    }
+
     fn neg_log_evidence(&self) -> f64 {
         self.neg_log_evidence
     }

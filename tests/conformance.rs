@@ -1,0 +1,149 @@
+//! One suite run over every model of the crate (as GPflow's shared tests): shapes, positive
+//! variances, variance of y* = latent variance + σn² ≥ σn², training never worsens the evidence,
+//! and every bad input gives its error.
+
+use nalgebra::{DMatrix, DVector};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use ssgp::data::sinc_data;
+use ssgp::ensemble::{Combine, Ensemble};
+use ssgp::metrics::nmse;
+use ssgp::ssgp::Ssgp;
+use ssgp::standardize::Standardized;
+use ssgp::{Dataset, Error, Fitc, FullGp, Regressor};
+
+fn models() -> Vec<Box<dyn Regressor>> {
+    let small = Ssgp::params(6)
+        .seed(2)
+        .initial_draws(5)
+        .max_evaluations(150);
+    vec![
+        Box::new(small.clone()),
+        Box::new(
+            Ssgp::params(8)
+                .seed(2)
+                .initial_draws(5)
+                .fixed_spectral_points(true),
+        ),
+        Box::new(Fitc::params(10).seed(2).max_evaluations(150)),
+        Box::new(FullGp::params().max_evaluations(150)),
+        Box::new(Ensemble::ssgp(&small, 3, Combine::Mixture)),
+        Box::new(Ensemble::ssgp(&small, 3, Combine::Best)),
+        Box::new(Standardized::new(small)),
+    ]
+}
+
+#[test]
+fn every_model_predicts_well_formed_gaussians() {
+    let mut rng = StdRng::seed_from_u64(9);
+    let train = sinc_data(60, false, 0.05, &mut rng).unwrap();
+    let test = sinc_data(200, true, 0.05, &mut rng).unwrap();
+    for model in models() {
+        let name = model.name();
+        let fitted = model
+            .fit_boxed(&train)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(fitted.name(), name);
+        let pred = fitted.predict(test.x()).unwrap();
+        assert_eq!(
+            (
+                pred.mean.len(),
+                pred.variance.len(),
+                pred.latent_variance.len()
+            ),
+            (200, 200, 200),
+            "{name}"
+        );
+        let sn2 = fitted.noise_variance();
+        assert!(sn2 > 0.0, "{name}: σn² {sn2}");
+        for j in 0..200 {
+            assert!(pred.latent_variance[j] >= 0.0, "{name}");
+            assert!(
+                pred.variance[j] > 0.0 && pred.variance[j] >= sn2 * (1.0 - 1e-12),
+                "{name}: {} < {sn2}",
+                pred.variance[j]
+            );
+            assert!(pred.mean[j].is_finite());
+        }
+        let t = fitted.training();
+        assert!(
+            t.neg_log_evidence <= t.initial_neg_log_evidence,
+            "{name}: {t:?}"
+        );
+        assert!(fitted.neg_log_evidence().is_finite());
+        let e = nmse(test.y(), &pred, train.y_mean()).unwrap();
+        assert!(e < 0.2, "{name}: NMSE {e}");
+    }
+}
+
+#[test]
+fn every_model_rejects_bad_input_with_its_error() {
+    let mut rng = StdRng::seed_from_u64(9);
+    let train = sinc_data(40, false, 0.05, &mut rng).unwrap();
+    let constant_column = Dataset::new(
+        DMatrix::from_fn(20, 2, |i, j| if j == 0 { i as f64 } else { 1.0 }),
+        DVector::from_fn(20, |i, _| (i as f64).sin()),
+    )
+    .unwrap();
+    let constant_targets = Dataset::new(
+        DMatrix::from_fn(20, 1, |i, _| i as f64),
+        DVector::from_element(20, 0.5),
+    )
+    .unwrap();
+    for model in models() {
+        let name = model.name();
+        assert!(
+            matches!(
+                model.fit_boxed(&constant_column),
+                Err(Error::ConstantInput { column: 1, .. })
+            ),
+            "{name}: constant column"
+        );
+        assert!(
+            matches!(
+                model.fit_boxed(&constant_targets),
+                Err(Error::ConstantTargets { .. })
+            ),
+            "{name}: constant targets"
+        );
+        let fitted = model.fit_boxed(&train).unwrap();
+        assert!(
+            matches!(
+                fitted.predict(&DMatrix::zeros(4, 3)),
+                Err(Error::DimensionMismatch { .. })
+            ),
+            "{name}: wrong D"
+        );
+        let mut nan = DMatrix::zeros(4, 1);
+        nan[(2, 0)] = f64::NAN;
+        assert!(
+            matches!(fitted.predict(&nan), Err(Error::NonFinite { row: 2, .. })),
+            "{name}: NaN"
+        );
+        let mut inf = DMatrix::zeros(4, 1);
+        inf[(1, 0)] = f64::INFINITY;
+        assert!(
+            matches!(fitted.predict(&inf), Err(Error::NonFinite { .. })),
+            "{name}: infinity"
+        );
+        assert!(
+            matches!(
+                fitted.predict(&DMatrix::zeros(0, 1)),
+                Err(Error::EmptyData { .. })
+            ),
+            "{name}: no rows"
+        );
+    }
+    assert!(matches!(
+        Ssgp::params(0).fit(&train),
+        Err(Error::InvalidParameter { .. })
+    ));
+    assert!(matches!(
+        Fitc::params(0).fit(&train),
+        Err(Error::InvalidParameter { .. })
+    ));
+    assert!(matches!(
+        Ensemble::new(vec![], Combine::Mixture).fit(&train),
+        Err(Error::InvalidParameter { .. })
+    ));
+}
