@@ -29,6 +29,7 @@ pub struct FitcParams {
     pseudo_inputs: Option<DMatrix<f64>>,
     fixed_pseudo_inputs: bool,
     initial_lengthscales: Option<DVector<f64>>,
+    lengthscales_from_full_gp: Option<usize>,
 }
 
 impl FitcParams {
@@ -43,6 +44,7 @@ impl FitcParams {
             pseudo_inputs: None,
             fixed_pseudo_inputs: false,
             initial_lengthscales: None,
+            lengthscales_from_full_gp: None,
         }
     }
 
@@ -100,6 +102,14 @@ impl FitcParams {
         self
     }
 
+    /// Starting lengthscales learned by a full GP on a seeded random subset of `subset` training
+    /// points (all if fewer), as the paper does for Pumadyn-32nm (§5.2). Ignored when lengthscales
+    /// are given.
+    pub fn initial_lengthscales_from_full_gp(mut self, subset: usize) -> Self {
+        self.lengthscales_from_full_gp = Some(subset);
+        self
+    }
+
     /// Starting lengthscales ℓ (D) instead of half the range of each input.
     pub fn initial_lengthscales(mut self, lengthscales: DVector<f64>) -> Self {
         self.initial_lengthscales = Some(lengthscales);
@@ -118,6 +128,12 @@ impl FitcParams {
     /// optimiser budget, user pseudo-inputs without m rows, or non-positive initial lengthscales;
     /// [`Error::NonFinite`] for a NaN or infinity in the user pseudo-inputs.
     pub fn check(&self) -> Result<()> {
+        if self.lengthscales_from_full_gp == Some(0) {
+            return Err(Error::InvalidParameter {
+                name: "lengthscales_from_full_gp",
+                reason: "the subset must hold at least one point".into(),
+            });
+        }
         if self.m == 0 {
             return Err(Error::InvalidParameter {
                 name: "m",
@@ -157,6 +173,13 @@ impl FitcParams {
     /// initial θ cannot be factored.
     pub fn fit(&self, data: &Dataset) -> Result<FittedFitc> {
         self.check()?;
+        if let (Some(subset), None) = (self.lengthscales_from_full_gp, &self.initial_lengthscales) {
+            let lengthscales =
+                crate::full_gp::lengthscales_from_subset(data, subset, self.seed, self.threads)?;
+            let mut params = self.clone().initial_lengthscales(lengthscales);
+            params.lengthscales_from_full_gp = None;
+            return params.fit(data);
+        }
         let (n, dim) = (data.len(), data.dim());
         let pseudo = match &self.pseudo_inputs {
             Some(p) => {

@@ -39,6 +39,26 @@ use rand::SeedableRng;
 /// this many entries (128 MB).
 const PREDICT_BATCH_ENTRIES: usize = 1 << 24;
 
+/// Lengthscales learned by a full GP on a seeded random subset of `subset` points of `data` (all
+/// of them if fewer): the initialisation the paper uses for Pumadyn-32nm (§5.2), offered by SSGP
+/// and FITC.
+///
+/// # Errors
+/// As [`FullGpParams::learn`].
+pub fn lengthscales_from_subset(
+    data: &Dataset,
+    subset: usize,
+    seed: u64,
+    threads: usize,
+) -> Result<DVector<f64>> {
+    let report = FullGp::params()
+        .seed(seed)
+        .threads(threads)
+        .hyperparameter_subset(Some(subset.min(data.len())))
+        .learn(data)?;
+    Ok(report.theta.rows(0, data.dim()).map(f64::exp))
+}
+
 /// The full GP; start from [`FullGp::params`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FullGp;
@@ -169,6 +189,19 @@ impl FullGpParams {
     /// (even with given lengthscales: a constant input column carries no information, remove it);
     /// the objective's errors at the initial θ; as [`Self::condition`].
     pub fn fit(&self, data: &Dataset) -> Result<FittedFullGp> {
+        let report = self.learn(data)?;
+        let mut fitted = self.condition(data, &report.theta)?;
+        fitted.training = TrainingSummary::from(&report);
+        Ok(fitted)
+    }
+
+    /// Learns the hyperparameters only (on the configured subset, or all of `data`), without
+    /// conditioning on all the data: what [`FullGpParams::fit`] does before its final Cholesky.
+    /// The returned report's `theta` is in the layout of [`objective`].
+    ///
+    /// # Errors
+    /// As [`FullGpParams::fit`], but for the conditioning.
+    pub fn learn(&self, data: &Dataset) -> Result<crate::optim::OptimReport> {
         self.check()?;
         let subset;
         let train = match self.hyperparameter_subset {
@@ -205,13 +238,8 @@ impl FullGpParams {
             noise_variance: init.noise_variance,
         }
         .to_theta(self.noise());
-        let report = {
-            let objective = NegLogEvidence::new(train, self.noise(), self.threads)?;
-            minimize(&objective, theta0, &self.optim)?
-        };
-        let mut fitted = self.condition(data, &report.theta)?;
-        fitted.training = TrainingSummary::from(&report);
-        Ok(fitted)
+        let objective = NegLogEvidence::new(train, self.noise(), self.threads)?;
+        minimize(&objective, theta0, &self.optim)
     }
 
     /// The posterior of a full GP on all of `data` at hyperparameters θ (layout in [`objective`]),

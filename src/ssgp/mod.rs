@@ -93,6 +93,13 @@ impl SsgpParams {
     /// if A cannot be factored at the starting point.
     pub fn fit(&self, data: &Dataset) -> Result<FittedSsgp> {
         self.check()?;
+        if let (Some(subset), None) = (self.lengthscales_from_full_gp, &self.initial_lengthscales) {
+            let lengthscales =
+                crate::full_gp::lengthscales_from_subset(data, subset, self.seed, self.threads)?;
+            let mut params = self.clone().initial_lengthscales(lengthscales);
+            params.lengthscales_from_full_gp = None;
+            return params.fit(data);
+        }
         if let NoiseBound::FixedSpectralPoints { fraction } = self.noise_bound {
             let estimate = self
                 .clone()

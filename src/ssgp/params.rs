@@ -41,6 +41,7 @@ pub struct SsgpParams {
     pub(crate) cache_bytes: usize,
     pub(crate) density: Arc<dyn SpectralDensity>,
     pub(crate) initial_lengthscales: Option<DVector<f64>>,
+    pub(crate) lengthscales_from_full_gp: Option<usize>,
     pub(crate) initial_unit_frequencies: Option<DMatrix<f64>>,
 }
 
@@ -59,6 +60,7 @@ impl SsgpParams {
             cache_bytes: DEFAULT_CACHE_BYTES,
             density: Arc::new(SquaredExponential),
             initial_lengthscales: None,
+            lengthscales_from_full_gp: None,
             initial_unit_frequencies: None,
         }
     }
@@ -156,6 +158,14 @@ impl SsgpParams {
         self
     }
 
+    /// Initial lengthscales learned by a full GP on a seeded random subset of `subset` training
+    /// points (all of them if fewer), as the paper does for Pumadyn-32nm (§5.2) to avoid a bad
+    /// local optimum on problems with irrelevant inputs. Ignored when lengthscales are given.
+    pub fn initial_lengthscales_from_full_gp(mut self, subset: usize) -> Self {
+        self.lengthscales_from_full_gp = Some(subset);
+        self
+    }
+
     /// Initial unit frequencies W (m×D; spectral points s_r = W_r ⊘ (2πℓ)) instead of random
     /// draws: a warm start, or values from elsewhere.
     pub fn initial_unit_frequencies(mut self, w: DMatrix<f64>) -> Self {
@@ -190,6 +200,12 @@ impl SsgpParams {
             return Err(Error::InvalidParameter {
                 name: "initial_draws",
                 reason: "at least one draw of spectral points is needed".into(),
+            });
+        }
+        if self.lengthscales_from_full_gp == Some(0) {
+            return Err(Error::InvalidParameter {
+                name: "lengthscales_from_full_gp",
+                reason: "the subset must hold at least one point".into(),
             });
         }
         if self.chunk_rows == 0 {

@@ -1,0 +1,93 @@
+//! Initial lengthscales from a full GP on a subset (paper §5.2, Pumadyn-32nm), for SSGP and FITC.
+
+use nalgebra::{DMatrix, DVector};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use ssgp::full_gp::lengthscales_from_subset;
+use ssgp::metrics::nmse;
+use ssgp::ssgp::Ssgp;
+use ssgp::{Dataset, Error, Fitc};
+
+/// 8 inputs of which only the first two matter (an ARD problem like Pumadyn-32nm).
+fn ard_problem(n: usize, rng: &mut StdRng) -> Dataset {
+    let x = DMatrix::from_fn(n, 8, |_, _| rng.random_range(-1.0..1.0));
+    let y = DVector::from_fn(n, |i, _| {
+        f64::sin(3.0 * x[(i, 0)]) * f64::cos(2.0 * x[(i, 1)]) + 0.05 * rng.random_range(-1.0..1.0)
+    });
+    Dataset::new(x, y).unwrap()
+}
+
+#[test]
+fn full_gp_initialisation_starts_from_the_subset_lengthscales() {
+    let mut rng = StdRng::seed_from_u64(5);
+    let train = ard_problem(300, &mut rng);
+    let test = ard_problem(500, &mut rng);
+    let ell = lengthscales_from_subset(&train, 150, 3, 0).unwrap();
+    println!("full-GP lengthscales on 150 points: {:.2}", ell.transpose());
+    // ARD found the two relevant inputs: their lengthscales are far shorter than the others'.
+    assert!(ell[0].max(ell[1]) * 3.0 < ell.rows(2, 6).min(), "{ell}");
+
+    let base = Ssgp::params(20)
+        .seed(3)
+        .initial_draws(10)
+        .max_evaluations(300);
+    let from_gp = base
+        .clone()
+        .initial_lengthscales_from_full_gp(150)
+        .fit(&train)
+        .unwrap();
+    let explicit = base
+        .clone()
+        .initial_lengthscales(ell.clone())
+        .fit(&train)
+        .unwrap();
+    assert_eq!(
+        from_gp.parameters(),
+        explicit.parameters(),
+        "same start, same fit"
+    );
+    let default = base.fit(&train).unwrap();
+    let (e_gp, e_default) = (
+        nmse(
+            test.y(),
+            &from_gp.predict(test.x()).unwrap(),
+            train.y_mean(),
+        )
+        .unwrap(),
+        nmse(
+            test.y(),
+            &default.predict(test.x()).unwrap(),
+            train.y_mean(),
+        )
+        .unwrap(),
+    );
+    println!(
+        "SSGP NMSE: full-GP initialisation {e_gp:.4}, half-range initialisation {e_default:.4}"
+    );
+
+    let fitc = Fitc::params(20)
+        .seed(3)
+        .max_evaluations(300)
+        .initial_lengthscales_from_full_gp(150)
+        .fit(&train)
+        .unwrap();
+    let fitc_explicit = Fitc::params(20)
+        .seed(3)
+        .max_evaluations(300)
+        .initial_lengthscales(ell)
+        .fit(&train)
+        .unwrap();
+    assert_eq!(fitc.parameters(), fitc_explicit.parameters());
+    assert!(matches!(
+        Ssgp::params(5)
+            .initial_lengthscales_from_full_gp(0)
+            .fit(&train),
+        Err(Error::InvalidParameter { .. })
+    ));
+    assert!(matches!(
+        Fitc::params(5)
+            .initial_lengthscales_from_full_gp(0)
+            .fit(&train),
+        Err(Error::InvalidParameter { .. })
+    ));
+}
