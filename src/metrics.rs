@@ -72,6 +72,39 @@ pub fn mnlp(y_test: &DVector<f64>, pred: &Predictive) -> Result<f64> {
     Ok(0.5 * total / y_test.len() as f64)
 }
 
+/// How well the predictive variances match the errors on held-out data: a check for the
+/// overconfidence of paper §5.4, where the means are good and the variances far too small.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Calibration {
+    /// Fraction of test targets within one predictive standard deviation (0.683 if calibrated).
+    pub within_one_sd: f64,
+    /// Fraction within two standard deviations (0.954 if calibrated).
+    pub within_two_sd: f64,
+    /// Mean of the squared standardised errors ((y − μ)/σ)² (1 if calibrated, ≫ 1 if overconfident,
+    /// ≪ 1 if underconfident).
+    pub mean_squared_z: f64,
+}
+
+/// Calibration of the noisy predictive on held-out targets.
+///
+/// # Errors
+/// As [`mnlp`].
+pub fn calibration(y_test: &DVector<f64>, pred: &Predictive) -> Result<Calibration> {
+    mnlp(y_test, pred)?;
+    let n = y_test.len() as f64;
+    let z2: Vec<f64> = y_test
+        .iter()
+        .zip(pred.mean.iter())
+        .zip(pred.variance.iter())
+        .map(|((y, mu), var)| (y - mu).powi(2) / var)
+        .collect();
+    Ok(Calibration {
+        within_one_sd: z2.iter().filter(|&&z| z <= 1.0).count() as f64 / n,
+        within_two_sd: z2.iter().filter(|&&z| z <= 4.0).count() as f64 / n,
+        mean_squared_z: z2.iter().sum::<f64>() / n,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +119,9 @@ mod tests {
         let expected = 0.5 * (6.0 / 4.0 + (2.0 * std::f64::consts::PI).ln());
         assert_relative_eq!(mnlp(&y, &pred).unwrap(), expected, epsilon = 1e-15);
         assert!(mnlp(&DVector::zeros(3), &pred).is_err());
+        let c = calibration(&y, &pred).unwrap();
+        assert_relative_eq!(c.mean_squared_z, 6.0 / 4.0);
+        assert_relative_eq!(c.within_one_sd, 0.75);
+        assert_relative_eq!(c.within_two_sd, 1.0);
     }
 }

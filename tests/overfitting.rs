@@ -7,7 +7,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use ssgp::data::sinc_data;
 use ssgp::ensemble::{Combine, Ensemble};
-use ssgp::metrics::{mnlp, nmse};
+use ssgp::metrics::{calibration, mnlp, nmse};
 use ssgp::ssgp::{NoiseBound, Ssgp, SsgpParams};
 use ssgp::Dataset;
 
@@ -65,6 +65,9 @@ fn single_fit_is_overconfident_and_the_remedies_restore_calibration() {
     );
     println!("mixture of 8: NMSE {nmse_m:.4} MNLP {mnlp_m:.2}");
     assert!(mnlp_m < 0.0, "mixture MNLP {mnlp_m}");
+    let c = calibration(test.y(), &pred).unwrap();
+    println!("mixture calibration: {c:?}");
+    assert!(c.within_two_sd > 0.7, "{c:?}");
     assert!(nmse_m < 0.05);
     let spread = mixture.spread(test.x()).unwrap().ratio();
     println!("spread between restarts / within: {spread:.1}");
@@ -120,5 +123,11 @@ fn restarts_agree_where_ssgp_does_not_overfit() {
     let spread = fitted.spread(test.x()).unwrap().ratio();
     println!("sinc spread ratio {spread:.3}");
     assert!(spread < 1.0, "{spread}");
+    let c = calibration(test.y(), &fitted.predict(test.x()).unwrap()).unwrap();
+    println!("sinc calibration: {c:?}");
+    assert!(
+        (c.within_two_sd - 0.954).abs() < 0.05 && (c.mean_squared_z - 1.0).abs() < 0.3,
+        "{c:?}"
+    );
     assert_eq!(fitted.members().len(), 4);
 }
