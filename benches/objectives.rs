@@ -7,15 +7,22 @@
 //! Flop counts are fixed definitions, so the figure cannot be flattered:
 //! - SSGP: 12·n·m² = 3·n·(2m)²: the symmetric rank-2m product ΦᵀΦ and the two triangular solves
 //!   for ΦA⁻¹ that the gradient needs (trig, the phases and O(m³) terms not counted);
-//! - `gemm_gflops`: faer's f64 matrix product — the one the crate uses — at shape (2m×n)·(n×2m),
-//!   2·n·(2m)² flops, with the same thread count.
+//! - FITC: 7·n·m², the count of its gemms and triangular solves (V = L_u⁻¹K_uf, the Woodbury
+//!   product VΛ⁻¹Vᵀ, and the solves and product of the gradient; kernels and O(nmD) terms not
+//!   counted), see `src/fitc/objective.rs`;
+//! - full GP: n³ (Cholesky n³/3, triangular inverse n³/3, L⁻ᵀL⁻¹ n³/3: the leading terms);
+//! - `gemm_gflops`: faer's f64 matrix product — the one the crate uses — with the same thread
+//!   count, at shape (2m×n)·(n×2m) for SSGP, (m×n)·(n×m) for FITC, and (n×n)·(n×512) for the
+//!   full GP (its kernels are square).
 
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use ssgp::fitc::FitcObjective;
+use ssgp::full_gp::NegLogEvidence;
 use ssgp::optim::Objective;
 use ssgp::ssgp::{Ssgp, SsgpHyperparameters};
-use ssgp::Dataset;
+use ssgp::{Dataset, NoiseParam};
 use std::time::Instant;
 
 fn median_seconds(reps: usize, mut f: impl FnMut()) -> f64 {
@@ -31,22 +38,23 @@ fn median_seconds(reps: usize, mut f: impl FnMut()) -> f64 {
     times[times.len() / 2]
 }
 
-/// Rate (GFLOP/s) of faer's gemm at (k×n)·(n×k), as used for ΦᵀΦ.
-fn gemm_gflops(n: usize, k: usize, threads: usize, reps: usize) -> f64 {
+/// Rate (GFLOP/s) of faer's gemm at (k×n)·(n×r), as used for ΦᵀΦ when r = k.
+fn gemm_gflops(n: usize, k: usize, r: usize, threads: usize, reps: usize) -> f64 {
     let a = faer::Mat::<f64>::from_fn(n, k, |i, j| ((i * 31 + j * 17) % 97) as f64 / 97.0);
-    let mut c = faer::Mat::<f64>::zeros(k, k);
+    let b = faer::Mat::<f64>::from_fn(n, r, |i, j| ((i * 13 + j * 7) % 89) as f64 / 89.0);
+    let mut c = faer::Mat::<f64>::zeros(k, r);
     let par = ssgp::linalg::par(threads);
     let secs = median_seconds(reps, || {
         faer::linalg::matmul::matmul(
             c.as_mut(),
             faer::Accum::Replace,
             a.transpose(),
-            a.as_ref(),
+            b.as_ref(),
             1.0,
             par,
         );
     });
-    2.0 * n as f64 * (k * k) as f64 / secs / 1e9
+    2.0 * n as f64 * (k * r) as f64 / secs / 1e9
 }
 
 fn random_data(n: usize, d: usize, rng: &mut StdRng) -> Dataset {
@@ -101,7 +109,7 @@ fn main() {
         let secs = median_seconds(reps, || {
             objective.value_and_gradient(&theta).expect("evaluates");
         });
-        let gemm = gemm_gflops(n, 2 * m, threads, reps);
+        let gemm = gemm_gflops(n, 2 * m, 2 * m, threads, reps);
         emit(
             "ssgp",
             n,
@@ -112,5 +120,44 @@ fn main() {
             12.0 * n as f64 * (m * m) as f64,
             gemm,
         );
+    }
+    let y = data.y().add_scalar(-data.y_mean());
+    for m in [50, 100, 250, 375] {
+        let objective = FitcObjective::new(data.x(), &y, m)
+            .expect("valid")
+            .threads(threads);
+        let mut theta = DVector::zeros(d + 2 + m * d);
+        theta[d + 1] = 0.5 * 0.1f64.ln();
+        for (j, v) in theta.rows_mut(d + 2, m * d).iter_mut().enumerate() {
+            *v = data.x()[((j % m) * 37 % n, j / m)];
+        }
+        let secs = median_seconds(reps, || {
+            objective.value_and_gradient(&theta).expect("evaluates");
+        });
+        let gemm = gemm_gflops(n, m, m, threads, reps);
+        emit(
+            "fitc",
+            n,
+            m,
+            d,
+            threads,
+            secs,
+            7.0 * n as f64 * (m * m) as f64,
+            gemm,
+        );
+    }
+    let full_sizes: &[usize] = if quick { &[2000] } else { &[2000, 5000, 10000] };
+    for &nf in full_sizes {
+        let sub = random_data(nf, d, &mut rng);
+        let objective =
+            NegLogEvidence::new(&sub, NoiseParam { floor: 0.0 }, threads).expect("valid");
+        let mut theta = DVector::zeros(d + 2);
+        theta[d + 1] = 0.5 * 0.1f64.ln();
+        let full_reps = if nf >= 10_000 { 1 } else { reps.min(3) };
+        let secs = median_seconds(full_reps, || {
+            objective.value_and_gradient(&theta).expect("evaluates");
+        });
+        let gemm = gemm_gflops(nf, nf, 512, threads, 3);
+        emit("full", nf, 0, d, threads, secs, (nf as f64).powi(3), gemm);
     }
 }
