@@ -2,7 +2,7 @@
 //! at the same number of basis functions and the full GP — the paper's headline comparison (§5.2).
 //!
 //! `cargo run --release --example kin40k [-- --basis B --evals E --seed S --threads T]`
-//! (defaults: 200 basis functions = 100 spectral points or 200 pseudo-inputs; 1000 evaluations, the
+//! (defaults: 100 basis functions = 50 spectral points or 100 pseudo-inputs; 1000 evaluations, the
 //! original code's budget). Progress goes to stderr; the results table to stdout.
 
 #[path = "support/mod.rs"]
@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use support::{run, Settings};
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let mut basis = 200;
+    let mut basis = 100;
     let mut seed = 1;
     let mut settings = Settings {
         iterations: 500,
