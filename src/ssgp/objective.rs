@@ -75,9 +75,29 @@ struct FirstPass {
 
 #[derive(Default)]
 struct Workspace {
+    /// The design matrix of every chunk, when it is kept between the passes.
     phi_chunks: Vec<DMatrix<f64>>,
+    /// One set of buffers per worker.
+    workers: Vec<WorkerBuffers>,
+}
+
+/// A worker's buffers, reused across evaluations; `a`, `b` and `d_omega` hold its chunk's partial
+/// sums until they are added up in chunk order.
+#[derive(Default)]
+struct WorkerBuffers {
     phi: DMatrix<f64>,
     solved: DMatrix<f64>,
+    r: DMatrix<f64>,
+    a: DMatrix<f64>,
+    b: DMatrix<f64>,
+    d_omega: DMatrix<f64>,
+}
+
+/// Resizes `m` to r×c if needed (contents are then overwritten by the caller).
+fn shape(m: &mut DMatrix<f64>, r: usize, c: usize) {
+    if m.shape() != (r, c) {
+        *m = DMatrix::zeros(r, c);
+    }
 }
 
 /// SSGP's objective θ ↦ −log p(y|θ) and ∇θ on a data set: a pure function of (data, θ).
@@ -97,6 +117,8 @@ pub struct SsgpObjective<'a> {
     fixed: Option<DMatrix<f64>>,
     noise: NoiseParam,
     par: Par,
+    /// Chunk jobs run at once (each single-threaded).
+    workers: usize,
     chunk_rows: usize,
     cache_bytes: usize,
     workspace: Mutex<Workspace>,
@@ -122,6 +144,7 @@ impl<'a> SsgpObjective<'a> {
             fixed: None,
             noise: NoiseParam { floor: 0.0 },
             par: linalg::par(0),
+            workers: rayon::current_num_threads().max(1),
             chunk_rows: DEFAULT_CHUNK_ROWS,
             cache_bytes: DEFAULT_CACHE_BYTES,
             workspace: Mutex::new(Workspace::default()),
@@ -166,6 +189,11 @@ impl<'a> SsgpObjective<'a> {
     /// Threads for the dense kernels (0 = all of rayon's, 1 = sequential).
     pub fn threads(mut self, threads: usize) -> Self {
         self.par = linalg::par(threads);
+        self.workers = if threads == 0 {
+            rayon::current_num_threads().max(1)
+        } else {
+            threads
+        };
         self
     }
 
@@ -295,11 +323,14 @@ impl<'a> SsgpObjective<'a> {
         Ok((first.value, first.posterior))
     }
 
-    fn chunks(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+    /// Row ranges (start, len): at most `chunk_rows` long, as many as a multiple of the workers
+    /// so every wave of parallel chunk jobs is full, and of equal size (±1).
+    fn chunks(&self) -> Vec<(usize, usize)> {
         let n = self.x.nrows();
-        (0..n)
-            .step_by(self.chunk_rows)
-            .map(move |s| (s, self.chunk_rows.min(n - s)))
+        let w = self.workers;
+        let count = n.div_ceil(self.chunk_rows).div_ceil(w) * w;
+        let size = n.div_ceil(count.clamp(1, n));
+        (0..n).step_by(size).map(|s| (s, size.min(n - s))).collect()
     }
 
     fn y_rows(&self, start: usize, len: usize) -> MatRef<'_, f64> {
@@ -319,31 +350,57 @@ impl<'a> SsgpObjective<'a> {
         let sn2 = h.noise_variance;
         let omega = scaled_frequencies(&h.unit_frequencies, &h.lengthscales);
         let cache = want_gradient && n.saturating_mul(k).saturating_mul(8) <= self.cache_bytes;
-        let n_chunks = self.chunks().count();
+        let ranges = self.chunks();
         if cache {
-            ws.phi_chunks.resize_with(n_chunks, || DMatrix::zeros(0, 0));
+            ws.phi_chunks
+                .resize_with(ranges.len(), || DMatrix::zeros(0, 0));
         } else {
             ws.phi_chunks.clear();
         }
-
+        ws.workers.resize_with(self.workers, WorkerBuffers::default);
         let mut a = DMatrix::zeros(k, k);
         let mut b = DMatrix::zeros(k, 1);
-        for (ci, (start, len)) in self.chunks().enumerate() {
-            let phi = if cache {
-                &mut ws.phi_chunks[ci]
+        // Waves of chunk jobs, one per worker, each single-threaded; partial sums added in chunk
+        // order so the result does not depend on scheduling.
+        for (wave, rows) in ranges.chunks(self.workers).enumerate() {
+            let base = wave * self.workers;
+            let cached: Vec<Option<&mut DMatrix<f64>>> = if cache {
+                ws.phi_chunks[base..base + rows.len()]
+                    .iter_mut()
+                    .map(Some)
+                    .collect()
             } else {
-                &mut ws.phi
+                rows.iter().map(|_| None).collect()
             };
-            design_matrix_into(linalg::rows_view(self.x, start, len), &omega, phi, par);
-            linalg::syrk_lower(view_mut(&mut a), ci > 0, view(phi), par);
-            linalg::gemm(
-                view_mut(&mut b),
-                ci > 0,
-                view(phi).transpose(),
-                self.y_rows(start, len),
-                1.0,
-                par,
-            );
+            rows.par_iter()
+                .zip(ws.workers[..rows.len()].par_iter_mut())
+                .zip(cached.into_par_iter())
+                .for_each(|((&(start, len), wb), cached)| {
+                    linalg::clear_avx_upper();
+                    let WorkerBuffers { phi: own, a, b, .. } = wb;
+                    let phi = cached.unwrap_or(own);
+                    design_matrix_into(
+                        linalg::rows_view(self.x, start, len),
+                        &omega,
+                        phi,
+                        Par::Seq,
+                    );
+                    shape(a, k, k);
+                    shape(b, k, 1);
+                    linalg::syrk_lower(view_mut(a), false, view(phi), Par::Seq);
+                    linalg::gemm(
+                        view_mut(b),
+                        false,
+                        view(phi).transpose(),
+                        self.y_rows(start, len),
+                        1.0,
+                        Par::Seq,
+                    );
+                });
+            for wb in &ws.workers[..rows.len()] {
+                a += &wb.a;
+                b += &wb.b;
+            }
         }
         let lambda = m as f64 * sn2 / h.signal_variance;
         for i in 0..k {
@@ -394,68 +451,77 @@ impl<'a> SsgpObjective<'a> {
         let sn2 = h.noise_variance;
         let alpha_col = MatRef::from_column_major_slice(alpha.as_slice(), k, 1);
         let mut d_omega = DMatrix::zeros(m, d);
-        let mut r = DMatrix::zeros(0, 1);
-        for (ci, (start, len)) in self.chunks().enumerate() {
-            let phi = if cache {
-                &ws.phi_chunks[ci]
+        let ranges = self.chunks();
+        for (wave, rows) in ranges.chunks(self.workers).enumerate() {
+            let base = wave * self.workers;
+            let cached: Vec<Option<&DMatrix<f64>>> = if cache {
+                ws.phi_chunks[base..base + rows.len()]
+                    .iter()
+                    .map(Some)
+                    .collect()
             } else {
-                design_matrix_into(
-                    linalg::rows_view(self.x, start, len),
-                    omega,
-                    &mut ws.phi,
-                    par,
-                );
-                &ws.phi
+                rows.iter().map(|_| None).collect()
             };
-            // ΦA⁻¹ for this chunk, by blocked right-side triangular solves with L.
-            let solved = &mut ws.solved;
-            if solved.shape() != (len, k) {
-                *solved = DMatrix::zeros(len, k);
+            rows.par_iter()
+                .zip(ws.workers[..rows.len()].par_iter_mut())
+                .zip(cached.into_par_iter())
+                .for_each(|((&(start, len), wb), cached)| {
+                    linalg::clear_avx_upper();
+                    let WorkerBuffers {
+                        phi: own,
+                        solved,
+                        r,
+                        d_omega,
+                        ..
+                    } = wb;
+                    let phi: &DMatrix<f64> = match cached {
+                        Some(p) => p,
+                        None => {
+                            design_matrix_into(
+                                linalg::rows_view(self.x, start, len),
+                                omega,
+                                own,
+                                Par::Seq,
+                            );
+                            own
+                        }
+                    };
+                    // ΦA⁻¹ for this chunk, by right-side triangular solves with L.
+                    shape(solved, len, k);
+                    solved.copy_from(phi);
+                    linalg::right_solve_cholesky(solved, l, Par::Seq);
+                    // r = (y − Φα)/σn² = K⁻¹y on these rows.
+                    shape(r, len, 1);
+                    r.copy_from_slice(&self.y.as_slice()[start..start + len]);
+                    linalg::gemm(view_mut(r), true, view(phi), alpha_col, -1.0, Par::Seq);
+                    *r /= sn2;
+                    // g_ir = G^sin_ir cos θ_ir − G^cos_ir sin θ_ir with G = ΦA⁻¹ − rαᵀ, written
+                    // over the cosine block of `solved`.
+                    let (g_cos, g_sin) = solved.as_mut_slice().split_at_mut(len * m);
+                    let (cos, sin) = phi.as_slice().split_at(len * m);
+                    for (j, (((gc, gs), c), s)) in g_cos
+                        .chunks_mut(len)
+                        .zip(g_sin.chunks(len))
+                        .zip(cos.chunks(len))
+                        .zip(sin.chunks(len))
+                        .enumerate()
+                    {
+                        chain_through_trig(gc, gs, c, s, r.as_slice(), alpha[j], alpha[m + j]);
+                    }
+                    let g = MatRef::from_column_major_slice(&solved.as_slice()[..len * m], len, m);
+                    shape(d_omega, m, d);
+                    linalg::gemm(
+                        view_mut(d_omega),
+                        false,
+                        g.transpose(),
+                        linalg::rows_view(self.x, start, len),
+                        1.0,
+                        Par::Seq,
+                    );
+                });
+            for wb in &ws.workers[..rows.len()] {
+                d_omega += &wb.d_omega;
             }
-            solved.copy_from(phi);
-            linalg::right_solve_cholesky(solved, l, par);
-            // r = (y − Φα)/σn² = K⁻¹y on these rows.
-            if r.nrows() != len {
-                r = DMatrix::zeros(len, 1);
-            }
-            r.copy_from_slice(&self.y.as_slice()[start..start + len]);
-            linalg::gemm(view_mut(&mut r), true, view(phi), alpha_col, -1.0, par);
-            r /= sn2;
-            // g_ir = G^sin_ir cos θ_ir − G^cos_ir sin θ_ir with G = ΦA⁻¹ − rαᵀ, written over the
-            // cosine block of `solved`.
-            let (g_cos, g_sin) = solved.as_mut_slice().split_at_mut(len * m);
-            let (cos, sin) = phi.as_slice().split_at(len * m);
-            let r = r.as_slice();
-            let per_column = |(j, (((gc, gs), c), s)): ColumnBlocks<'_>| {
-                linalg::clear_avx_upper();
-                chain_through_trig(gc, gs, c, s, r, alpha[j], alpha[m + j]);
-            };
-            if matches!(par, Par::Seq) {
-                g_cos
-                    .chunks_mut(len)
-                    .zip(g_sin.chunks_mut(len))
-                    .zip(cos.chunks(len))
-                    .zip(sin.chunks(len))
-                    .enumerate()
-                    .for_each(per_column);
-            } else {
-                g_cos
-                    .par_chunks_mut(len)
-                    .zip(g_sin.par_chunks_mut(len))
-                    .zip(cos.par_chunks(len))
-                    .zip(sin.par_chunks(len))
-                    .enumerate()
-                    .for_each(per_column);
-            }
-            let g = MatRef::from_column_major_slice(&solved.as_slice()[..len * m], len, m);
-            linalg::gemm(
-                view_mut(&mut d_omega),
-                ci > 0,
-                g.transpose(),
-                linalg::rows_view(self.x, start, len),
-                1.0,
-                par,
-            );
         }
         // σ0 and σn enter through λ = mσn²/σ0² and the explicit terms of eq. 8.
         let l_inv = linalg::invert_lower(l, par);
@@ -479,12 +545,6 @@ impl<'a> SsgpObjective<'a> {
         grad
     }
 }
-
-/// Column j of (G^cos, G^sin, cos θ, sin θ) for one chunk.
-type ColumnBlocks<'s> = (
-    usize,
-    (((&'s mut [f64], &'s mut [f64]), &'s [f64]), &'s [f64]),
-);
 
 /// One spectral point's column of the chain rule through cos/sin: with G = ΦA⁻¹ − rαᵀ,
 /// overwrites `b_cos` (ΦA⁻¹'s cosine column) with g_i = G^sin_i cos θ_i − G^cos_i sin θ_i.
