@@ -24,7 +24,9 @@ fn synthetic(n: usize, rng: &mut StdRng) -> Result<Dataset, ssgp::Error> {
     let x = DMatrix::from_fn(n, 8, |_, _| rng.random_range(-1.0..1.0));
     let y = DVector::from_fn(n, |i, _| {
         let r = x.row(i);
-        f64::sin(2.0 * r[0]) * f64::cos(r[1]) + r[2] * r[3] + 0.5 * f64::sin(3.0 * r[4])
+        f64::sin(2.0 * r[0]) * f64::cos(r[1])
+            + r[2] * r[3]
+            + 0.5 * f64::sin(3.0 * r[4])
             + 0.1 * r[5]
             + 0.1 * rng.sample::<f64, _>(StandardNormal)
     });
@@ -32,7 +34,11 @@ fn synthetic(n: usize, rng: &mut StdRng) -> Result<Dataset, ssgp::Error> {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let n: usize = std::env::args().nth(1).map(|s| s.parse()).transpose()?.unwrap_or(1_000_000);
+    let n: usize = std::env::args()
+        .nth(1)
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(1_000_000);
     let mut rng = StdRng::seed_from_u64(7);
     let train = synthetic(n, &mut rng)?;
     let test = synthetic(10_000, &mut rng)?;
