@@ -53,14 +53,7 @@ fn parse() -> Result<Args, Box<dyn Error>> {
         seed: 1,
         out: root.join("target/benchmark"),
         json: false,
-        settings: Settings {
-            iterations: 500,
-            evaluations: 1000,
-            noise_floor: 0.0,
-            full_subset: 2000,
-            threads: 0,
-            progress: true,
-        },
+        settings: Settings::default(),
     };
     let mut it = std::env::args().skip(1);
     let mut train_given = None;

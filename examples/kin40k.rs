@@ -16,14 +16,7 @@ use support::{run, Settings};
 fn main() -> Result<(), Box<dyn Error>> {
     let mut basis = 100;
     let mut seed = 1;
-    let mut settings = Settings {
-        iterations: 500,
-        evaluations: 1000,
-        noise_floor: 0.0,
-        full_subset: 2000,
-        threads: 0,
-        progress: true,
-    };
+    let mut settings = Settings::default();
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;

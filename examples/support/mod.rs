@@ -34,6 +34,21 @@ pub struct Settings {
     pub progress: bool,
 }
 
+impl Default for Settings {
+    /// The original code's budget (1000 evaluations, about 500 line searches), no noise floor,
+    /// the full GP's hyperparameters from 2000 points, all cores, progress shown.
+    fn default() -> Self {
+        Self {
+            iterations: 500,
+            evaluations: 1000,
+            noise_floor: 0.0,
+            full_subset: 2000,
+            threads: 0,
+            progress: true,
+        }
+    }
+}
+
 /// One fitted model's figures.
 #[derive(Clone, Debug)]
 pub struct Run {

@@ -337,31 +337,23 @@ impl<'a> SsgpObjective<'a> {
         MatRef::from_column_major_slice(&self.y.as_slice()[start..start + len], len, 1)
     }
 
-    /// Pass 1 (a fold over row chunks): A = ΦᵀΦ + λI, b = Φᵀy, the factor L and −log p(y|θ).
-    fn first_pass(
+    /// Runs `job` on every row chunk — in waves of one chunk per worker, in parallel, each job
+    /// single-threaded with its worker's buffers and the chunk's cached design matrix (if
+    /// `cache`) — then `reduce` on each worker's buffers in chunk order, so sums do not depend on
+    /// scheduling. This is the map-reduce both passes are made of.
+    fn waves(
         &self,
-        theta: &DVector<f64>,
         ws: &mut Workspace,
-        want_gradient: bool,
-    ) -> Result<FirstPass> {
-        let h = self.unpack(theta)?;
-        let (n, m, k) = (self.x.nrows(), self.m, 2 * self.m);
-        let par = self.par;
-        let sn2 = h.noise_variance;
-        let omega = scaled_frequencies(&h.unit_frequencies, &h.lengthscales);
-        let cache = want_gradient && n.saturating_mul(k).saturating_mul(8) <= self.cache_bytes;
+        cache: bool,
+        job: impl Fn((usize, usize), &mut WorkerBuffers, Option<&mut DMatrix<f64>>) + Sync,
+        mut reduce: impl FnMut(&WorkerBuffers),
+    ) {
         let ranges = self.chunks();
         if cache {
             ws.phi_chunks
                 .resize_with(ranges.len(), || DMatrix::zeros(0, 0));
-        } else {
-            ws.phi_chunks.clear();
         }
         ws.workers.resize_with(self.workers, WorkerBuffers::default);
-        let mut a = DMatrix::zeros(k, k);
-        let mut b = DMatrix::zeros(k, 1);
-        // Waves of chunk jobs, one per worker, each single-threaded; partial sums added in chunk
-        // order so the result does not depend on scheduling.
         for (wave, rows) in ranges.chunks(self.workers).enumerate() {
             let base = wave * self.workers;
             let cached: Vec<Option<&mut DMatrix<f64>>> = if cache {
@@ -375,33 +367,56 @@ impl<'a> SsgpObjective<'a> {
             rows.par_iter()
                 .zip(ws.workers[..rows.len()].par_iter_mut())
                 .zip(cached.into_par_iter())
-                .for_each(|((&(start, len), wb), cached)| {
+                .for_each(|((&range, wb), cached)| {
                     linalg::clear_avx_upper();
-                    let WorkerBuffers { phi: own, a, b, .. } = wb;
-                    let phi = cached.unwrap_or(own);
-                    design_matrix_into(
-                        linalg::rows_view(self.x, start, len),
-                        &omega,
-                        phi,
-                        Par::Seq,
-                    );
-                    shape(a, k, k);
-                    shape(b, k, 1);
-                    linalg::syrk_lower(view_mut(a), false, view(phi), Par::Seq);
-                    linalg::gemm(
-                        view_mut(b),
-                        false,
-                        view(phi).transpose(),
-                        self.y_rows(start, len),
-                        1.0,
-                        Par::Seq,
-                    );
+                    job(range, wb, cached);
                 });
-            for wb in &ws.workers[..rows.len()] {
+            ws.workers[..rows.len()].iter().for_each(&mut reduce);
+        }
+    }
+
+    /// Pass 1 (a fold over row chunks): A = ΦᵀΦ + λI, b = Φᵀy, the factor L and −log p(y|θ).
+    fn first_pass(
+        &self,
+        theta: &DVector<f64>,
+        ws: &mut Workspace,
+        want_gradient: bool,
+    ) -> Result<FirstPass> {
+        let h = self.unpack(theta)?;
+        let (n, m, k) = (self.x.nrows(), self.m, 2 * self.m);
+        let par = self.par;
+        let sn2 = h.noise_variance;
+        let omega = scaled_frequencies(&h.unit_frequencies, &h.lengthscales);
+        let cache = want_gradient && n.saturating_mul(k).saturating_mul(8) <= self.cache_bytes;
+        if !cache {
+            ws.phi_chunks.clear();
+        }
+        let mut a = DMatrix::zeros(k, k);
+        let mut b = DMatrix::zeros(k, 1);
+        self.waves(
+            ws,
+            cache,
+            |(start, len), wb, cached| {
+                let WorkerBuffers { phi: own, a, b, .. } = wb;
+                let phi = cached.unwrap_or(own);
+                design_matrix_into(linalg::rows_view(self.x, start, len), &omega, phi, Par::Seq);
+                shape(a, k, k);
+                shape(b, k, 1);
+                linalg::syrk_lower(view_mut(a), false, view(phi), Par::Seq);
+                linalg::gemm(
+                    view_mut(b),
+                    false,
+                    view(phi).transpose(),
+                    self.y_rows(start, len),
+                    1.0,
+                    Par::Seq,
+                );
+            },
+            |wb| {
                 a += &wb.a;
                 b += &wb.b;
-            }
-        }
+            },
+        );
         let lambda = m as f64 * sn2 / h.signal_variance;
         for i in 0..k {
             a[(i, i)] += lambda;
@@ -451,78 +466,64 @@ impl<'a> SsgpObjective<'a> {
         let sn2 = h.noise_variance;
         let alpha_col = MatRef::from_column_major_slice(alpha.as_slice(), k, 1);
         let mut d_omega = DMatrix::zeros(m, d);
-        let ranges = self.chunks();
-        for (wave, rows) in ranges.chunks(self.workers).enumerate() {
-            let base = wave * self.workers;
-            let cached: Vec<Option<&DMatrix<f64>>> = if cache {
-                ws.phi_chunks[base..base + rows.len()]
-                    .iter()
-                    .map(Some)
-                    .collect()
-            } else {
-                rows.iter().map(|_| None).collect()
-            };
-            rows.par_iter()
-                .zip(ws.workers[..rows.len()].par_iter_mut())
-                .zip(cached.into_par_iter())
-                .for_each(|((&(start, len), wb), cached)| {
-                    linalg::clear_avx_upper();
-                    let WorkerBuffers {
-                        phi: own,
-                        solved,
-                        r,
-                        d_omega,
-                        ..
-                    } = wb;
-                    let phi: &DMatrix<f64> = match cached {
-                        Some(p) => p,
-                        None => {
-                            design_matrix_into(
-                                linalg::rows_view(self.x, start, len),
-                                omega,
-                                own,
-                                Par::Seq,
-                            );
-                            own
-                        }
-                    };
-                    // ΦA⁻¹ for this chunk, by right-side triangular solves with L.
-                    shape(solved, len, k);
-                    solved.copy_from(phi);
-                    linalg::right_solve_cholesky(solved, l, Par::Seq);
-                    // r = (y − Φα)/σn² = K⁻¹y on these rows.
-                    shape(r, len, 1);
-                    r.copy_from_slice(&self.y.as_slice()[start..start + len]);
-                    linalg::gemm(view_mut(r), true, view(phi), alpha_col, -1.0, Par::Seq);
-                    *r /= sn2;
-                    // g_ir = G^sin_ir cos θ_ir − G^cos_ir sin θ_ir with G = ΦA⁻¹ − rαᵀ, written
-                    // over the cosine block of `solved`.
-                    let (g_cos, g_sin) = solved.as_mut_slice().split_at_mut(len * m);
-                    let (cos, sin) = phi.as_slice().split_at(len * m);
-                    for (j, (((gc, gs), c), s)) in g_cos
-                        .chunks_mut(len)
-                        .zip(g_sin.chunks(len))
-                        .zip(cos.chunks(len))
-                        .zip(sin.chunks(len))
-                        .enumerate()
-                    {
-                        chain_through_trig(gc, gs, c, s, r.as_slice(), alpha[j], alpha[m + j]);
+        self.waves(
+            ws,
+            cache,
+            |(start, len), wb, cached| {
+                let WorkerBuffers {
+                    phi: own,
+                    solved,
+                    r,
+                    d_omega,
+                    ..
+                } = wb;
+                let phi: &DMatrix<f64> = match cached {
+                    Some(p) => &*p,
+                    None => {
+                        design_matrix_into(
+                            linalg::rows_view(self.x, start, len),
+                            omega,
+                            own,
+                            Par::Seq,
+                        );
+                        own
                     }
-                    let g = MatRef::from_column_major_slice(&solved.as_slice()[..len * m], len, m);
-                    shape(d_omega, m, d);
-                    linalg::gemm(
-                        view_mut(d_omega),
-                        false,
-                        g.transpose(),
-                        linalg::rows_view(self.x, start, len),
-                        1.0,
-                        Par::Seq,
-                    );
-                });
-            for wb in &ws.workers[..rows.len()] {
-                d_omega += &wb.d_omega;
-            }
-        }
+                };
+                // ΦA⁻¹ for this chunk, by right-side triangular solves with L.
+                shape(solved, len, k);
+                solved.copy_from(phi);
+                linalg::right_solve_cholesky(solved, l, Par::Seq);
+                // r = (y − Φα)/σn² = K⁻¹y on these rows.
+                shape(r, len, 1);
+                r.copy_from_slice(&self.y.as_slice()[start..start + len]);
+                linalg::gemm(view_mut(r), true, view(phi), alpha_col, -1.0, Par::Seq);
+                *r /= sn2;
+                // g_ir = G^sin_ir cos θ_ir − G^cos_ir sin θ_ir with G = ΦA⁻¹ − rαᵀ, written
+                // over the cosine block of `solved`.
+                let (g_cos, g_sin) = solved.as_mut_slice().split_at_mut(len * m);
+                let (cos, sin) = phi.as_slice().split_at(len * m);
+                for (j, (((gc, gs), c), s)) in g_cos
+                    .chunks_mut(len)
+                    .zip(g_sin.chunks(len))
+                    .zip(cos.chunks(len))
+                    .zip(sin.chunks(len))
+                    .enumerate()
+                {
+                    chain_through_trig(gc, gs, c, s, r.as_slice(), alpha[j], alpha[m + j]);
+                }
+                let g = MatRef::from_column_major_slice(&solved.as_slice()[..len * m], len, m);
+                shape(d_omega, m, d);
+                linalg::gemm(
+                    view_mut(d_omega),
+                    false,
+                    g.transpose(),
+                    linalg::rows_view(self.x, start, len),
+                    1.0,
+                    Par::Seq,
+                );
+            },
+            |wb| d_omega += &wb.d_omega,
+        );
         // σ0 and σn enter through λ = mσn²/σ0² and the explicit terms of eq. 8.
         let l_inv = linalg::invert_lower(l, par);
         let trace_a_inv = l_inv.norm_squared();
