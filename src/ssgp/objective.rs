@@ -186,7 +186,8 @@ impl<'a> SsgpObjective<'a> {
         Ok(self)
     }
 
-    /// Threads for the dense kernels (0 = all of rayon's, 1 = sequential).
+    /// Threads (0 = all of rayon's, 1 = sequential): that many row chunks are processed at once,
+    /// each by a single-threaded job; the 2m×2m factorisation uses faer's parallel kernels.
     pub fn threads(mut self, threads: usize) -> Self {
         self.par = linalg::par(threads);
         self.workers = if threads == 0 {

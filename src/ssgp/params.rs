@@ -123,8 +123,9 @@ impl SsgpParams {
         self
     }
 
-    /// Threads for the dense kernels and the design matrix (0 = all cores, the default; 1 =
-    /// sequential).
+    /// Threads (0 = all of rayon's, by default one per core; 1 = sequential). The evidence and
+    /// gradient process row chunks in parallel, one single-threaded chunk job per thread, and add
+    /// the partial sums in chunk order: a fit is reproducible for a given seed and thread count.
     pub fn threads(mut self, threads: usize) -> Self {
         self.threads = threads;
         self
