@@ -13,7 +13,8 @@
 //! (ignored by the full GP, which learns its hyperparameters on `--full-subset` points, default 2000,
 //! and conditions on all). Repetitions use seeds S, S+1, …. Writes `runs.csv`, `nmse.svg` and
 //! `mnlp.svg` to `--out` (default `target/benchmark`); `--json` prints one JSON object per fitted
-//! model on stdout (progress goes to stderr unless `--quiet`).
+//! model on stdout (progress goes to stderr unless `--quiet`). `--from-csv FILE` redraws the plots
+//! from a `runs.csv` of an earlier run without fitting anything.
 
 #[path = "support/mod.rs"]
 mod support;
@@ -32,13 +33,14 @@ struct Args {
     seed: u64,
     out: PathBuf,
     json: bool,
+    from_csv: Option<PathBuf>,
     settings: Settings,
 }
 
 fn usage() -> String {
     "usage: benchmark [--train FILE --test FILE | --data DIR] [--methods ssgp,ssgp-fixed,fitc,full] \
      [--basis 50,100,200] [--reps N] [--seed S] [--iters K] [--evals E] [--noise-floor V] \
-     [--full-subset N] [--threads T] [--out DIR] [--json] [--quiet]"
+     [--full-subset N] [--threads T] [--out DIR] [--json] [--quiet] [--from-csv FILE]"
         .into()
 }
 
@@ -53,6 +55,7 @@ fn parse() -> Result<Args, Box<dyn Error>> {
         seed: 1,
         out: root.join("target/benchmark"),
         json: false,
+        from_csv: None,
         settings: Settings::default(),
     };
     let mut it = std::env::args().skip(1);
@@ -101,6 +104,7 @@ fn parse() -> Result<Args, Box<dyn Error>> {
             "--threads" => a.settings.threads = value()?.parse()?,
             "--out" => a.out = PathBuf::from(value()?),
             "--json" => a.json = true,
+            "--from-csv" => a.from_csv = Some(PathBuf::from(value()?)),
             "--quiet" => a.settings.progress = false,
             "--help" | "-h" => {
                 println!("{}", usage());
@@ -125,6 +129,21 @@ fn parse() -> Result<Args, Box<dyn Error>> {
 
 fn main() -> Result<(), Box<dyn Error>> {
     let args = parse()?;
+    if let Some(path) = &args.from_csv {
+        let text = std::fs::read_to_string(path)?;
+        let runs: Vec<Run> = text
+            .lines()
+            .skip(1)
+            .filter(|l| !l.trim().is_empty())
+            .map(Run::from_csv)
+            .collect::<Result<_, _>>()?;
+        std::fs::create_dir_all(&args.out)?;
+        let out = |f: &str| args.out.join(f).to_string_lossy().into_owned();
+        plot(&out("nmse.svg"), "NMSE", &runs, |r| r.nmse, true)?;
+        plot(&out("mnlp.svg"), "MNLP", &runs, |r| r.mnlp, false)?;
+        eprintln!("redrew {} runs into {}", runs.len(), args.out.display());
+        return Ok(());
+    }
     let train = Dataset::from_csv(&args.train)?;
     let test = Dataset::from_csv(&args.test)?;
     if train.dim() != test.dim() {

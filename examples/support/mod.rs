@@ -68,6 +68,32 @@ pub struct Run {
 }
 
 impl Run {
+    /// Parses a line written by [`Run::csv`].
+    pub fn from_csv(line: &str) -> Result<Self, Box<dyn Error>> {
+        let f: Vec<&str> = line.trim().split(',').collect();
+        if f.len() != 13 {
+            return Err(format!("expected 13 fields in `{line}`").into());
+        }
+        let opt = |s: &str| -> Result<Option<usize>, Box<dyn Error>> {
+            Ok(if s.is_empty() { None } else { Some(s.parse()?) })
+        };
+        Ok(Self {
+            method: f[0].to_string(),
+            basis: opt(f[1])?,
+            m: opt(f[2])?,
+            seed: f[3].parse()?,
+            n_train: f[4].parse()?,
+            n_test: f[5].parse()?,
+            nmse: f[6].parse()?,
+            mnlp: f[7].parse()?,
+            nlml: f[8].parse()?,
+            train_seconds: f[9].parse()?,
+            predict_seconds: f[10].parse()?,
+            iterations: f[11].parse()?,
+            evaluations: f[12].parse()?,
+        })
+    }
+
     /// The run as one JSON object (no external crate: the fields are numbers and plain names).
     pub fn json(&self) -> String {
         let opt = |v: Option<usize>| v.map_or("null".to_string(), |v| v.to_string());
@@ -314,10 +340,13 @@ pub fn plot(
             .configure_mesh()
             .x_desc("number of basis functions")
             .y_desc(title)
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| format!("{v:.3}"))
             .draw()?;
         draw_lines(&mut chart, runs, value, &colors, bx_lo, bx_hi)?;
         chart
             .configure_series_labels()
+            .position(SeriesLabelPosition::LowerLeft)
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
             .draw()?;
@@ -333,10 +362,13 @@ pub fn plot(
             .configure_mesh()
             .x_desc("number of basis functions")
             .y_desc(title)
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| format!("{v:.3}"))
             .draw()?;
         draw_lines(&mut chart, runs, value, &colors, bx_lo, bx_hi)?;
         chart
             .configure_series_labels()
+            .position(SeriesLabelPosition::LowerLeft)
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
             .draw()?;
