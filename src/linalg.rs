@@ -85,7 +85,7 @@ pub(crate) fn gemm(
 }
 
 /// Column-block width of the blocked symmetric and triangular kernels below.
-const BLOCK: usize = 64;
+const BLOCK: usize = 32;
 
 /// Lower triangle of `dst ← [dst +] phiᵀ phi` for `phi` n×k: a symmetric rank-k update at about
 /// half a gemm's flops. faer's triangular product computes the whole square here, so the
