@@ -37,8 +37,9 @@ fn ssgp_evidence_and_gradient_match_original_code() {
     let expected = read_column("ssgp_kin40k_m100_nlml_grad.csv");
     assert_eq!(theta.len(), 810);
     assert_eq!(expected.len(), 811);
-    // Both the cached and the streaming (recompute Φ per chunk) paths, in odd-sized chunks.
-    for (chunk, cache) in [(4096, usize::MAX), (777, 0)] {
+    // The cached, the partly cached (3 chunks of 1000 rows kept) and the streaming (Φ recomputed
+    // per chunk) paths, in odd-sized chunks.
+    for (chunk, cache) in [(4096, usize::MAX), (1000, 3 * 1000 * 200 * 8), (777, 0)] {
         let objective = SsgpObjective::new(&data, 100)
             .unwrap()
             .chunk_rows(chunk)

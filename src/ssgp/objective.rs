@@ -30,8 +30,8 @@ use std::sync::Mutex;
 
 /// Default number of rows per chunk of the design matrix.
 pub const DEFAULT_CHUNK_ROWS: usize = 4096;
-/// Default memory (bytes) the objective may use to keep the whole design matrix between the value
-/// pass and the gradient pass; above it, Φ is recomputed chunk by chunk.
+/// Default memory (bytes) the objective may use to keep the design matrix between the value pass
+/// and the gradient pass; the chunks beyond it are recomputed.
 pub const DEFAULT_CACHE_BYTES: usize = 512 << 20;
 
 /// The hyperparameters θ stands for, in natural units.
@@ -69,8 +69,8 @@ struct FirstPass {
     q: f64,
     /// λ = mσn²/σ0².
     lambda: f64,
-    /// Whether Φ was kept in the workspace.
-    cached: bool,
+    /// How many leading chunks of Φ were kept in the workspace.
+    cached: usize,
 }
 
 #[derive(Default)]
@@ -204,8 +204,9 @@ impl<'a> SsgpObjective<'a> {
         self
     }
 
-    /// Bytes the whole design matrix may take to be kept between the two passes; 0 always
-    /// recomputes it chunk by chunk (the streaming mode, O(chunk·m) memory).
+    /// Bytes of the design matrix that may be kept between the two passes (default 512 MiB): as
+    /// many leading row chunks as fit are kept, the others recomputed; 0 always recomputes it
+    /// chunk by chunk (the streaming mode, O(chunk·m) memory beyond the data).
     pub fn cache_bytes(mut self, bytes: usize) -> Self {
         self.cache_bytes = bytes;
         self
@@ -339,32 +340,24 @@ impl<'a> SsgpObjective<'a> {
     }
 
     /// Runs `job` on every row chunk — in waves of one chunk per worker, in parallel, each job
-    /// single-threaded with its worker's buffers and the chunk's cached design matrix (if
-    /// `cache`) — then `reduce` on each worker's buffers in chunk order, so sums do not depend on
-    /// scheduling. This is the map-reduce both passes are made of.
+    /// single-threaded with its worker's buffers and, for the first `cached` chunks, the chunk's
+    /// slot of the design-matrix cache — then `reduce` on each worker's buffers in chunk order, so
+    /// sums do not depend on scheduling. This is the map-reduce both passes are made of.
     fn waves(
         &self,
         ws: &mut Workspace,
-        cache: bool,
+        cached: usize,
         job: impl Fn((usize, usize), &mut WorkerBuffers, Option<&mut DMatrix<f64>>) + Sync,
         mut reduce: impl FnMut(&WorkerBuffers),
     ) {
         let ranges = self.chunks();
-        if cache {
-            ws.phi_chunks
-                .resize_with(ranges.len(), || DMatrix::zeros(0, 0));
-        }
+        ws.phi_chunks.truncate(cached);
+        ws.phi_chunks.resize_with(cached, || DMatrix::zeros(0, 0));
         ws.workers.resize_with(self.workers, WorkerBuffers::default);
-        for (wave, rows) in ranges.chunks(self.workers).enumerate() {
-            let base = wave * self.workers;
-            let cached: Vec<Option<&mut DMatrix<f64>>> = if cache {
-                ws.phi_chunks[base..base + rows.len()]
-                    .iter_mut()
-                    .map(Some)
-                    .collect()
-            } else {
-                rows.iter().map(|_| None).collect()
-            };
+        let mut slots = ws.phi_chunks.iter_mut();
+        for rows in ranges.chunks(self.workers) {
+            let cached: Vec<Option<&mut DMatrix<f64>>> =
+                rows.iter().map(|_| slots.next()).collect();
             rows.par_iter()
                 .zip(ws.workers[..rows.len()].par_iter_mut())
                 .zip(cached.into_par_iter())
@@ -388,10 +381,13 @@ impl<'a> SsgpObjective<'a> {
         let par = self.par;
         let sn2 = h.noise_variance;
         let omega = scaled_frequencies(&h.unit_frequencies, &h.lengthscales);
-        let cache = want_gradient && n.saturating_mul(k).saturating_mul(8) <= self.cache_bytes;
-        if !cache {
-            ws.phi_chunks.clear();
-        }
+        // Keep as many leading chunks of Φ for the gradient pass as the memory budget allows.
+        let chunk_bytes = self.chunks()[0].1.saturating_mul(k).saturating_mul(8);
+        let cache = if want_gradient {
+            (self.cache_bytes / chunk_bytes.max(1)).min(self.chunks().len())
+        } else {
+            0
+        };
         let mut a = DMatrix::zeros(k, k);
         let mut b = DMatrix::zeros(k, 1);
         self.waves(

@@ -137,9 +137,10 @@ impl SsgpParams {
         self
     }
 
-    /// Memory (bytes) allowed for keeping the whole n×2m design matrix between the value and the
-    /// gradient pass (default 512 MiB); above it Φ is streamed in chunks and computed twice per
-    /// evaluation, so training memory stays O(chunk·m + m² + mD) beyond the data.
+    /// Memory (bytes) allowed for keeping the n×2m design matrix between the value and the
+    /// gradient pass (default 512 MiB): as many leading row chunks as fit are kept and the rest are
+    /// computed twice per evaluation, so training memory is at most this plus O(chunk·m + m² + mD)
+    /// beyond the data.
     pub fn cache_bytes(mut self, bytes: usize) -> Self {
         self.cache_bytes = bytes;
         self
