@@ -316,3 +316,35 @@ fn bad_input_is_a_clear_error() {
         Err(Error::NonFinite { row: 1, .. })
     ));
 }
+
+#[test]
+fn observer_reports_every_iteration() {
+    use std::sync::{Arc, Mutex};
+    let (train, _) = sinc_problem();
+    let seen: Arc<Mutex<Vec<ssgp::Progress>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    let fitted = Ssgp::params(5)
+        .initial_draws(3)
+        .max_iterations(12)
+        .observer(Arc::new(move |p: &ssgp::Progress| {
+            sink.lock().unwrap().push(*p)
+        }))
+        .fit(&train)
+        .unwrap();
+    let seen = seen.lock().unwrap();
+    let iterations: Vec<u64> = seen.iter().map(|p| p.iteration).collect();
+    assert_eq!(
+        iterations,
+        (1..=fitted.training().iterations).collect::<Vec<_>>()
+    );
+    assert!(seen
+        .windows(2)
+        .all(|w| w[1].evaluations >= w[0].evaluations && w[1].best_value <= w[0].best_value));
+    assert!(seen
+        .iter()
+        .all(|p| p.gradient_norm.is_finite() && p.best_value <= p.value));
+    assert_eq!(
+        seen.last().unwrap().best_value,
+        fitted.training().neg_log_evidence
+    );
+}

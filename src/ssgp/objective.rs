@@ -14,8 +14,10 @@
 //! Cost per evaluation: one symmetric rank-2m update (n(2m)² flops), two triangular solves with n
 //! right-hand sides (2n(2m)²), the phases and ∂/∂Ω gemms (4nmD), 2nm sines and cosines, and
 //! O(m³) for the 2m×2m factor: 12nm² + O(nmD + m³) in all. No n×n matrix is formed and A is never
-//! inverted. Both passes are folds over row chunks whose partial results add up (A, b, yᵀy, and
-//! ∂/∂Ω), so memory beyond the data is O(chunk·m + m² + mD) when the design matrix is not cached.
+//! inverted (tr A⁻¹ = ‖L⁻¹‖²_F, for the σ gradients, inverts the 2m×2m triangle only). Both passes
+//! are folds over row chunks whose partial results add up (A, b and ∂/∂Ω), run in parallel waves
+//! with a fixed summation order, so memory beyond the data is O(chunk·m + m² + mD) plus whatever
+//! part of the design matrix the cache budget keeps.
 
 use crate::data::Dataset;
 use crate::error::{Error, Result};
