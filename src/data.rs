@@ -34,6 +34,19 @@ pub(crate) fn check_finite(what: &'static str, m: &DMatrix<f64>) -> Result<()> {
     Ok(())
 }
 
+/// Returns an error naming the first non-finite entry of `v`, if any.
+pub(crate) fn check_finite_vector(what: &'static str, v: &DVector<f64>) -> Result<()> {
+    match v.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+        Some((row, &value)) => Err(Error::NonFinite {
+            what,
+            row,
+            col: 0,
+            value,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Checks a matrix of test inputs against the training dimension D.
 pub(crate) fn check_inputs(x: &DMatrix<f64>, dim: usize) -> Result<()> {
     if x.ncols() != dim {
@@ -70,14 +83,7 @@ impl Dataset {
             });
         }
         check_finite("inputs", &x)?;
-        if let Some((row, &value)) = y.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-            return Err(Error::NonFinite {
-                what: "targets",
-                row,
-                col: 0,
-                value,
-            });
-        }
+        check_finite_vector("targets", &y)?;
         Ok(Self { x, y })
     }
 

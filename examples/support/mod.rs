@@ -311,7 +311,7 @@ pub fn plot(
     if all.is_empty() {
         return Ok(());
     }
-    let (mut lo, mut hi) = all
+    let (lo, hi) = all
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
             (a.min(v), b.max(v))
@@ -328,28 +328,14 @@ pub fn plot(
     let colors = [BLUE, RED, GREEN, BLACK];
     let x_range = (bx_lo..bx_hi).log_scale();
     if log_y {
-        lo = lo.max(1e-12) / 1.3;
-        hi *= 1.3;
+        let y_range = (lo.max(1e-12) / 1.3..hi * 1.3).log_scale();
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(35)
             .y_label_area_size(60)
-            .build_cartesian_2d(x_range, (lo..hi).log_scale())?;
-        chart
-            .configure_mesh()
-            .x_desc("number of basis functions")
-            .y_desc(title)
-            .x_label_formatter(&|v| format!("{v:.0}"))
-            .y_label_formatter(&|v| format!("{v:.3}"))
-            .draw()?;
-        draw_lines(&mut chart, runs, value, &colors, bx_lo, bx_hi)?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()?;
+            .build_cartesian_2d(x_range, y_range)?;
+        finish(&mut chart, title, runs, value, &colors, bx_lo, bx_hi)?;
     } else {
         let pad = 0.1 * (hi - lo).max(1e-3);
         let mut chart = ChartBuilder::on(&root)
@@ -358,22 +344,43 @@ pub fn plot(
             .x_label_area_size(35)
             .y_label_area_size(60)
             .build_cartesian_2d(x_range, (lo - pad)..(hi + pad))?;
-        chart
-            .configure_mesh()
-            .x_desc("number of basis functions")
-            .y_desc(title)
-            .x_label_formatter(&|v| format!("{v:.0}"))
-            .y_label_formatter(&|v| format!("{v:.3}"))
-            .draw()?;
-        draw_lines(&mut chart, runs, value, &colors, bx_lo, bx_hi)?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()?;
+        finish(&mut chart, title, runs, value, &colors, bx_lo, bx_hi)?;
     }
     root.present()?;
+    Ok(())
+}
+
+/// Axes, the lines and the legend of a plot.
+fn finish<'a, DB: DrawingBackend + 'a, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    title: &str,
+    runs: &[Run],
+    value: fn(&Run) -> f64,
+    colors: &[RGBColor],
+    bx_lo: f64,
+    bx_hi: f64,
+) -> Result<(), Box<dyn Error>>
+where
+    DB::ErrorType: 'static,
+    X: plotters::coord::ranged1d::Ranged<ValueType = f64>
+        + plotters::coord::ranged1d::ValueFormatter<f64>,
+    Y: plotters::coord::ranged1d::Ranged<ValueType = f64>
+        + plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    chart
+        .configure_mesh()
+        .x_desc("number of basis functions")
+        .y_desc(title)
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| format!("{v:.3}"))
+        .draw()?;
+    draw_lines(chart, runs, value, colors, bx_lo, bx_hi)?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
     Ok(())
 }
 

@@ -39,7 +39,7 @@
 //! Cost: about 7nm² flops in faer gemms and triangular solves, plus O(nmD) for the kernel and its
 //! derivatives; memory O(nm).
 
-use crate::data::check_finite;
+use crate::data::{check_finite, check_finite_vector};
 use crate::error::{Error, Result};
 use crate::kernel;
 use crate::linalg::{self, par};
@@ -388,14 +388,7 @@ impl<'a> FitcObjective<'a> {
             });
         }
         check_finite("inputs", x)?;
-        if let Some((row, &value)) = y.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-            return Err(Error::NonFinite {
-                what: "targets",
-                row,
-                col: 0,
-                value,
-            });
-        }
+        check_finite_vector("targets", y)?;
         Ok(Self {
             x,
             y,
