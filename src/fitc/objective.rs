@@ -460,14 +460,7 @@ impl<'a> FitcObjective<'a> {
                 found: theta.len(),
             });
         }
-        if let Some((row, &value)) = theta.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-            return Err(Error::NonFinite {
-                what: "FITC parameters",
-                row,
-                col: 0,
-                value,
-            });
-        }
+        crate::data::check_finite_vector("FITC parameters", theta)?;
         Ok(Hyper::unpack(
             theta,
             self.dim(),

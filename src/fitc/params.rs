@@ -252,14 +252,7 @@ impl FitcParams {
                 found: theta.len(),
             });
         }
-        if let Some((row, &value)) = theta.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-            return Err(Error::NonFinite {
-                what: "FITC parameters",
-                row,
-                col: 0,
-                value,
-            });
-        }
+        crate::data::check_finite_vector("FITC parameters", theta)?;
         self.build(data, &centred(data), theta.clone(), None)
     }
 

@@ -80,14 +80,7 @@ impl Hyperparameters {
                 found: theta.len(),
             });
         }
-        if let Some((row, &value)) = theta.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-            return Err(Error::NonFinite {
-                what: "full-GP hyperparameters θ",
-                row,
-                col: 0,
-                value,
-            });
-        }
+        crate::data::check_finite_vector("full-GP hyperparameters θ", theta)?;
         let lengthscales = theta.rows(0, dim).map(f64::exp);
         let signal_variance = (2.0 * theta[dim]).exp();
         let noise_variance = noise.variance(theta[dim + 1]);

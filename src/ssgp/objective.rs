@@ -290,14 +290,7 @@ impl<'a> SsgpObjective<'a> {
                 found: theta.len(),
             });
         }
-        if let Some((i, &v)) = theta.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-            return Err(Error::NonFinite {
-                what: "SSGP parameter vector",
-                row: i,
-                col: 0,
-                value: v,
-            });
-        }
+        crate::data::check_finite_vector("SSGP parameter vector", theta)?;
         let d = self.x.ncols();
         let w = match &self.fixed {
             Some(w) => w.clone(),
