@@ -196,7 +196,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             }
         }
     }
-    let csv: String = std::iter::once(Run::csv_header().to_string())
+    let csv: String = std::iter::once(Run::csv_header())
         .chain(runs.iter().map(Run::csv))
         .collect::<Vec<_>>()
         .join("\n");

@@ -50,7 +50,7 @@ impl Default for Settings {
 }
 
 /// One fitted model's figures.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Run {
     pub method: String,
     pub basis: Option<usize>,
@@ -94,51 +94,56 @@ impl Run {
         })
     }
 
+    /// (name, value) of every field, in CSV column order; `none` stands for an absent size.
+    fn fields(&self, none: &str) -> [(&'static str, String); 13] {
+        let opt = |v: Option<usize>| v.map_or(none.to_string(), |v| v.to_string());
+        [
+            ("method", self.method.clone()),
+            ("basis", opt(self.basis)),
+            ("m", opt(self.m)),
+            ("seed", self.seed.to_string()),
+            ("n_train", self.n_train.to_string()),
+            ("n_test", self.n_test.to_string()),
+            ("nmse", self.nmse.to_string()),
+            ("mnlp", self.mnlp.to_string()),
+            ("nlml", self.nlml.to_string()),
+            ("train_seconds", format!("{:.3}", self.train_seconds)),
+            ("predict_seconds", format!("{:.3}", self.predict_seconds)),
+            ("iterations", self.iterations.to_string()),
+            ("evaluations", self.evaluations.to_string()),
+        ]
+    }
+
     /// The run as one JSON object (no external crate: the fields are numbers and plain names).
     pub fn json(&self) -> String {
-        let opt = |v: Option<usize>| v.map_or("null".to_string(), |v| v.to_string());
-        format!(
-            "{{\"method\":\"{}\",\"basis\":{},\"m\":{},\"seed\":{},\"n_train\":{},\"n_test\":{},\"nmse\":{},\"mnlp\":{},\"nlml\":{},\"train_seconds\":{:.3},\"predict_seconds\":{:.3},\"iterations\":{},\"evaluations\":{}}}",
-            self.method,
-            opt(self.basis),
-            opt(self.m),
-            self.seed,
-            self.n_train,
-            self.n_test,
-            self.nmse,
-            self.mnlp,
-            self.nlml,
-            self.train_seconds,
-            self.predict_seconds,
-            self.iterations,
-            self.evaluations
-        )
+        let body: Vec<String> = self
+            .fields("null")
+            .iter()
+            .map(|(k, v)| match *k {
+                "method" => format!("\"{k}\":\"{v}\""),
+                _ => format!("\"{k}\":{v}"),
+            })
+            .collect();
+        format!("{{{}}}", body.join(","))
     }
 
     /// CSV header matching [`Run::csv`].
-    pub fn csv_header() -> &'static str {
-        "method,basis,m,seed,n_train,n_test,nmse,mnlp,nlml,train_seconds,predict_seconds,iterations,evaluations"
+    pub fn csv_header() -> String {
+        Run::default()
+            .fields("")
+            .iter()
+            .map(|(k, _)| *k)
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// The run as a CSV line.
     pub fn csv(&self) -> String {
-        let opt = |v: Option<usize>| v.map_or(String::new(), |v| v.to_string());
-        format!(
-            "{},{},{},{},{},{},{},{},{},{:.3},{:.3},{},{}",
-            self.method,
-            opt(self.basis),
-            opt(self.m),
-            self.seed,
-            self.n_train,
-            self.n_test,
-            self.nmse,
-            self.mnlp,
-            self.nlml,
-            self.train_seconds,
-            self.predict_seconds,
-            self.iterations,
-            self.evaluations
-        )
+        self.fields("")
+            .iter()
+            .map(|(_, v)| v.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }
 
