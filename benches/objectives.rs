@@ -9,7 +9,7 @@
 //!   for ΦA⁻¹ that the gradient needs (trig, the phases and O(m³) terms not counted);
 //! - FITC: 7·n·m², the count of its gemms and triangular solves (V = L_u⁻¹K_uf, the Woodbury
 //!   product VΛ⁻¹Vᵀ, and the solves and product of the gradient; kernels and O(nmD) terms not
-//!   counted), see `src/fitc/objective.rs`;
+//!   counted), see `src/fitc/evidence.rs`;
 //! - full GP: n³ (Cholesky n³/3, triangular inverse n³/3, L⁻ᵀL⁻¹ n³/3: the leading terms);
 //! - `gemm_gflops`: faer's f64 matrix product — the one the crate uses — with the same thread
 //!   count, at shape (2m×n)·(n×2m) for SSGP, (m×n)·(n×m) for FITC, and (n×n)·(n×512) for the
@@ -18,11 +18,9 @@
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use ssgp::fitc::FitcObjective;
-use ssgp::full_gp::NegLogEvidence;
 use ssgp::optim::Objective;
 use ssgp::ssgp::{Ssgp, SsgpHyperparameters};
-use ssgp::{Dataset, NoiseParam};
+use ssgp::{Dataset, Fitc, FullGp, Hyperparameters, ParamGuard};
 use std::time::Instant;
 
 fn median_seconds(reps: usize, mut f: impl FnMut()) -> f64 {
@@ -95,14 +93,14 @@ fn main() {
     let (n, d) = (10_000, 8);
     let data = random_data(n, d, &mut rng);
     for m in [50, 100, 250, 375] {
-        let objective = Ssgp::params(m)
-            .threads(threads)
-            .objective(&data)
-            .expect("valid");
+        let params = Ssgp::params(m).threads(threads).check().expect("valid");
+        let objective = params.evidence(&data).expect("valid");
         let hyper = SsgpHyperparameters {
-            lengthscales: DVector::from_element(d, 1.0),
-            signal_variance: 1.0,
-            noise_variance: 0.1,
+            hyper: Hyperparameters {
+                lengthscales: DVector::from_element(d, 1.0),
+                signal_variance: 1.0,
+                noise_variance: 0.1,
+            },
             unit_frequencies: DMatrix::from_fn(m, d, |_, _| rng.random_range(-2.0..2.0)),
         };
         let theta = objective.pack(&hyper).expect("valid");
@@ -121,11 +119,9 @@ fn main() {
             gemm,
         );
     }
-    let y = data.y().add_scalar(-data.y_mean());
     for m in [50, 100, 250, 375] {
-        let objective = FitcObjective::new(data.x(), &y, m)
-            .expect("valid")
-            .threads(threads);
+        let params = Fitc::params(m).threads(threads).check().expect("valid");
+        let objective = params.evidence(&data).expect("valid");
         let mut theta = DVector::zeros(d + 2 + m * d);
         theta[d + 1] = 0.5 * 0.1f64.ln();
         for (j, v) in theta.rows_mut(d + 2, m * d).iter_mut().enumerate() {
@@ -149,8 +145,8 @@ fn main() {
     let full_sizes: &[usize] = if quick { &[2000] } else { &[2000, 5000, 10000] };
     for &nf in full_sizes {
         let sub = random_data(nf, d, &mut rng);
-        let objective =
-            NegLogEvidence::new(&sub, NoiseParam { floor: 0.0 }, threads).expect("valid");
+        let params = FullGp::params().threads(threads).check().expect("valid");
+        let objective = params.evidence(&sub);
         let mut theta = DVector::zeros(d + 2);
         theta[d + 1] = 0.5 * 0.1f64.ln();
         let full_reps = if nf >= 10_000 { 1 } else { reps.min(3) };

@@ -11,7 +11,7 @@ mod support;
 use ssgp::Dataset;
 use std::error::Error;
 use std::path::PathBuf;
-use support::{run, Settings};
+use support::{print_table, run, Settings};
 
 fn main() -> Result<(), Box<dyn Error>> {
     let mut basis = 100;
@@ -47,25 +47,12 @@ fn main() -> Result<(), Box<dyn Error>> {
         eprintln!("training {method} …");
         rows.push(run(method, basis, seed, &settings, &train, &test)?);
     }
-    println!(
-        "\nKin-40k, {basis} basis functions, seed {seed}, budget {} evaluations",
-        settings.evaluations
+    print_table(
+        &format!(
+            "Kin-40k, {basis} basis functions, seed {seed}, budget {} evaluations",
+            settings.evaluations
+        ),
+        &rows,
     );
-    println!(
-        "{:<8} {:>6} {:>8} {:>9} {:>12} {:>10} {:>8}",
-        "method", "m", "NMSE", "MNLP", "−log p(y|θ)", "train [s]", "evals"
-    );
-    for r in &rows {
-        println!(
-            "{:<8} {:>6} {:>8.4} {:>+9.4} {:>12.2} {:>10.1} {:>8}",
-            r.method,
-            r.m.map_or("-".into(), |m| m.to_string()),
-            r.nmse,
-            r.mnlp,
-            r.nlml,
-            r.train_seconds,
-            r.evaluations
-        );
-    }
     Ok(())
 }

@@ -45,7 +45,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     eprintln!("{n} training points, 8 inputs; SSGP m = 100, 100 iterations, 10 initial draws");
     let start = Instant::now();
     let progress = Arc::new(move |p: &Progress| {
-        if p.iteration % 5 == 0 {
+        if p.iteration.is_multiple_of(5) {
             eprintln!(
                 "  iter {:>3}  evals {:>3}  −log p(y|θ) {:>14.2}  {:>7.1}s",
                 p.iteration,

@@ -16,7 +16,7 @@
 
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::model::{FittedRegressor, Regressor, TrainingSummary};
+use crate::model::{Fit, FittedRegressor, Regressor, TrainingSummary};
 use crate::predictive::Predictive;
 use crate::ssgp::SsgpParams;
 use nalgebra::{DMatrix, DVector};
@@ -29,6 +29,16 @@ pub enum Combine {
     Best,
     /// Equal-weight mixture of every member's predictive Gaussian.
     Mixture,
+}
+
+impl Combine {
+    /// `best-of` or `mixture`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Combine::Best => "best-of",
+            Combine::Mixture => "mixture",
+        }
+    }
 }
 
 /// A set of configured models fitted independently (e.g. one SSGP per seed).
@@ -46,7 +56,9 @@ impl Ensemble {
     /// `restarts` copies of an SSGP configuration with seeds s, s+1, … (s its own seed).
     pub fn ssgp(params: &SsgpParams, restarts: usize, combine: Combine) -> Self {
         let members = (0..restarts as u64)
-            .map(|i| Box::new(params.clone().seed(params.seed_value() + i)) as Box<dyn Regressor>)
+            .map(|i| {
+                Box::new(params.clone().seed(params.0.training.seed + i)) as Box<dyn Regressor>
+            })
             .collect();
         Self { members, combine }
     }
@@ -84,16 +96,15 @@ impl Ensemble {
     }
 }
 
-impl Regressor for Ensemble {
+impl Fit for Ensemble {
+    type Fitted = FittedEnsemble;
+
     fn name(&self) -> &'static str {
-        match self.combine {
-            Combine::Best => "best-of",
-            Combine::Mixture => "mixture",
-        }
+        self.combine.name()
     }
 
-    fn fit_boxed(&self, data: &Dataset) -> Result<Box<dyn FittedRegressor>> {
-        Ok(Box::new(self.fit(data)?))
+    fn fit(&self, data: &Dataset) -> Result<FittedEnsemble> {
+        Ensemble::fit(self, data)
     }
 }
 
@@ -195,10 +206,7 @@ impl FittedEnsemble {
 
 impl FittedRegressor for FittedEnsemble {
     fn name(&self) -> &'static str {
-        match self.combine {
-            Combine::Best => "best-of",
-            Combine::Mixture => "mixture",
-        }
+        self.combine.name()
     }
 
     fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {

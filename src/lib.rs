@@ -29,35 +29,52 @@
 //! ```
 //!
 //! # Map of the crate
+//! The paper's pipeline, each step owned by one module that every model uses:
+//!
+//! ```text
+//! data → start values → kernel / features → evidence + gradient → optimiser → posterior → prediction
+//! ```
+//!
 //! | module | what it holds |
 //! |---|---|
 //! | [`data`] | [`Dataset`] (validated once), CSV loading with line-numbered errors, the sinc toy |
-//! | [`ensemble`] | restarts kept as the best fit or combined as a mixture, and their spread (§5.4) |
-//! | [`kernel`] | the SE-ARD covariance (eq. 3) and its spectral density (eq. 12), shared by every model |
+//! | [`params`] | validated settings ([`ParamGuard`]) and the training settings every model shares |
+//! | [`init`] | start values: lengthscale strategies ([`LengthscaleInit`]), σ0², σn², spectral points, pseudo-inputs |
+//! | [`hyperparameters`] | the shared [`Hyperparameters`] (ℓ, σ0², σn²), the noise parametrisation and the θ layout |
+//! | [`kernel`] | the SE-ARD covariance (eq. 3) and its spectral density (eq. 12) |
 //! | [`ssgp`] | spectral points, design matrix, evidence and gradient, training, prediction, posterior samples |
+//! | [`fitc`] | FITC (Snelson & Ghahramani 2006): pseudo-inputs, evidence and gradient, prediction |
+//! | [`full_gp`] | the exact GP (eq. 2–4): evidence and gradient, subset training, prediction |
 //! | [`optim`] | argmin's nonlinear CG over any [`optim::Objective`], with budgets, a convergence test and best-θ keeping |
-//! | [`linalg`] | Cholesky and triangular solves on faer's blocked kernels, over nalgebra buffers |
-//! | [`model`] | the [`Regressor`] / [`FittedRegressor`] traits every model implements |
-//! | [`metrics`] | NMSE and MNLP (eq. 13) |
+//! | [`linalg`] | Cholesky with the one [`linalg::Jitter`] policy, triangular solves, BLAS-3 kernels on faer |
+//! | [`model`] | the [`Fit`], [`Regressor`] and [`FittedRegressor`] traits and the [`TrainingSummary`] |
+//! | [`predictive`] | [`Predictive`]: means and variances of y* and f* (the chunked prediction loop is shared) |
+//! | [`ensemble`] | restarts kept as the best fit or combined as a mixture, and their spread (§5.4) |
 //! | [`standardize`] | centring and scaling of inputs and targets around any model, undone in predictions |
-//! | [`predictive`] | [`Predictive`]: means and variances of y* and f* |
+//! | [`metrics`] | NMSE and MNLP (eq. 13), calibration |
+//! | [`error`] | the crate's one [`Error`] type |
 //!
-//! Each model is a configuration (`Ssgp::params(m)`, a builder checked before any work) that
-//! [`fit`](ssgp::SsgpParams::fit)s a [`Dataset`] into a fitted model that predicts. The evidence
-//! and its gradient are pure functions of (data, θ) — [`ssgp::SsgpObjective`] — kept apart from
+//! Each model is a configuration (`Ssgp::params(m)`, a builder) that [`ParamGuard::check`]
+//! validates once and that then [`fit`](ssgp::ValidSsgpParams::fit)s a [`Dataset`] into a fitted
+//! model that predicts. The evidence and its gradient are pure functions of (data, θ) —
+//! [`ssgp::SsgpEvidence`], [`fitc::FitcEvidence`], [`full_gp::FullGpEvidence`] — kept apart from
 //! the optimiser loop. Positive parameters live in log space; every failure is an [`Error`].
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 pub mod data;
 pub mod ensemble;
 pub mod error;
 pub mod fitc;
 pub mod full_gp;
+pub mod hyperparameters;
+pub mod init;
 pub mod kernel;
 pub mod linalg;
 pub mod metrics;
 pub mod model;
 pub mod optim;
+pub mod params;
+mod predict;
 pub mod predictive;
 pub mod ssgp;
 pub mod standardize;
@@ -66,6 +83,15 @@ pub use data::Dataset;
 pub use error::{Error, Result};
 pub use fitc::{Fitc, FitcParams, FittedFitc};
 pub use full_gp::{FittedFullGp, FullGp, FullGpParams};
-pub use model::{FittedRegressor, NoiseParam, Regressor, TrainingSummary};
+pub use hyperparameters::{Hyperparameters, NoiseParam};
+pub use init::LengthscaleInit;
+pub use model::{Fit, FittedRegressor, Regressor, TrainingSummary};
 pub use optim::{OptimConfig, Progress, Termination};
+pub use params::ParamGuard;
 pub use predictive::Predictive;
+pub use ssgp::{FittedSsgp, Ssgp, SsgpParams};
+
+/// The README's code, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

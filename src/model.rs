@@ -1,8 +1,11 @@
-//! The interface every model shares: SSGP, FITC and the full GP.
+//! The interface every model shares: SSGP, FITC, the full GP and the wrappers around them.
 //!
-//! A configured model ([`Regressor`]) is fitted to a [`Dataset`] and yields a [`FittedRegressor`]
-//! that predicts. Both traits are object safe, so benchmarks can loop over
-//! `Vec<Box<dyn Regressor>>`.
+//! - [`Fit`]: a configuration that trains into a concrete fitted type (generic code keeps the
+//!   type: a standardised SSGP still samples functions);
+//! - [`Regressor`] / [`FittedRegressor`]: the object-safe forms, so benchmarks can loop over
+//!   `Vec<Box<dyn Regressor>>`; every [`Fit`] is a [`Regressor`], and `Box<dyn Regressor>` is
+//!   itself a [`Fit`];
+//! - [`TrainingSummary`]: how a training run went, the same for every model.
 
 use crate::data::Dataset;
 use crate::error::Result;
@@ -26,6 +29,21 @@ pub struct TrainingSummary {
     pub termination: Termination,
 }
 
+impl TrainingSummary {
+    /// The summary of a model built at given parameters without training: no iterations, no
+    /// evaluations, [`Termination::NotStarted`], and −log p(y|θ) = `neg_log_evidence` before and
+    /// after.
+    pub fn untrained(neg_log_evidence: f64) -> Self {
+        Self {
+            initial_neg_log_evidence: neg_log_evidence,
+            neg_log_evidence,
+            iterations: 0,
+            evaluations: 0,
+            termination: Termination::NotStarted,
+        }
+    }
+}
+
 impl From<&OptimReport> for TrainingSummary {
     fn from(r: &OptimReport) -> Self {
         Self {
@@ -38,16 +56,54 @@ impl From<&OptimReport> for TrainingSummary {
     }
 }
 
-/// A configured model, ready to be fitted.
-pub trait Regressor: Send + Sync {
-    /// A short name: `ssgp`, `ssgp-fixed`, `fitc` or `full`.
+/// A configured model that trains into a concrete fitted type.
+pub trait Fit: Send + Sync {
+    /// What training returns.
+    type Fitted: FittedRegressor + 'static;
+
+    /// A short name: `ssgp`, `ssgp-fixed`, `fitc`, `full`, `mixture` or `best-of`.
     fn name(&self) -> &'static str;
 
     /// Learns the hyperparameters on `data` and returns the fitted model.
     ///
     /// # Errors
-    /// Whatever the model's validation and training return (constant inputs, failed Cholesky, …).
+    /// Whatever the model's validation and training return (bad settings, constant inputs, a
+    /// failed Cholesky, …).
+    fn fit(&self, data: &Dataset) -> Result<Self::Fitted>;
+}
+
+/// A configured model, ready to be fitted (the object-safe form of [`Fit`]).
+pub trait Regressor: Send + Sync {
+    /// A short name: `ssgp`, `ssgp-fixed`, `fitc`, `full`, `mixture` or `best-of`.
+    fn name(&self) -> &'static str;
+
+    /// Learns the hyperparameters on `data` and returns the fitted model.
+    ///
+    /// # Errors
+    /// As [`Fit::fit`].
     fn fit_boxed(&self, data: &Dataset) -> Result<Box<dyn FittedRegressor>>;
+}
+
+impl<T: Fit> Regressor for T {
+    fn name(&self) -> &'static str {
+        Fit::name(self)
+    }
+
+    fn fit_boxed(&self, data: &Dataset) -> Result<Box<dyn FittedRegressor>> {
+        Ok(Box::new(self.fit(data)?))
+    }
+}
+
+impl Fit for Box<dyn Regressor> {
+    type Fitted = Box<dyn FittedRegressor>;
+
+    fn name(&self) -> &'static str {
+        self.as_ref().name()
+    }
+
+    fn fit(&self, data: &Dataset) -> Result<Box<dyn FittedRegressor>> {
+        self.as_ref().fit_boxed(data)
+    }
 }
 
 /// A fitted model.
@@ -72,85 +128,24 @@ pub trait FittedRegressor: Send + Sync {
     fn training(&self) -> &TrainingSummary;
 }
 
-/// The paper's initial hyperparameters (§4.2, step 1), used by every model: ℓ_d = half the range of
-/// input d, σ0² = var(y) (the 1/n variance), σn² = σ0²/4.
-///
-/// # Errors
-/// [`crate::Error::ConstantInput`] for an input column with zero range (ℓ_d would be 0),
-/// [`crate::Error::ConstantTargets`] if var(y) = 0.
-pub fn initial_hyperparameters(data: &Dataset) -> Result<InitialHyperparameters> {
-    let x = data.x();
-    let mut lengthscales = nalgebra::DVector::zeros(x.ncols());
-    for (d, col) in x.column_iter().enumerate() {
-        let (lo, hi) = (col.min(), col.max());
-        if hi - lo <= 0.0 {
-            return Err(crate::Error::ConstantInput {
-                column: d,
-                value: lo,
-            });
-        }
-        lengthscales[d] = 0.5 * (hi - lo);
-    }
-    let mean = data.y_mean();
-    let var = data.y().map(|v| (v - mean).powi(2)).mean();
-    if var <= 0.0 {
-        return Err(crate::Error::ConstantTargets { value: mean });
-    }
-    Ok(InitialHyperparameters {
-        lengthscales,
-        signal_variance: var,
-        noise_variance: var / 4.0,
-    })
-}
-
-/// Starting values of the SE-ARD hyperparameters, see [`initial_hyperparameters`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct InitialHyperparameters {
-    /// ℓ (D).
-    pub lengthscales: nalgebra::DVector<f64>,
-    /// σ0².
-    pub signal_variance: f64,
-    /// σn².
-    pub noise_variance: f64,
-}
-
-/// The noise variance as an unconstrained parameter p, with an optional lower bound (§5.2):
-/// σn² = floor + e^{2p}. Without a floor (floor = 0), p = log σn.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct NoiseParam {
-    /// The lower bound on σn² (0 for none).
-    pub floor: f64,
-}
-
-impl NoiseParam {
-    /// σn² at parameter p.
-    pub fn variance(&self, p: f64) -> f64 {
-        self.floor + (2.0 * p).exp()
+impl FittedRegressor for Box<dyn FittedRegressor> {
+    fn name(&self) -> &'static str {
+        self.as_ref().name()
     }
 
-    /// dσn²/dp at parameter p.
-    pub fn variance_derivative(&self, p: f64) -> f64 {
-        2.0 * (2.0 * p).exp()
+    fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
+        self.as_ref().predict(x)
     }
 
-    /// The parameter p for a noise variance (at least twice the floor's distance is kept: a value
-    /// at or below the floor starts just above it, at floor + max(v − floor, floor·1e-3)).
-    pub fn param(&self, variance: f64) -> f64 {
-        let excess = (variance - self.floor).max(self.floor * 1e-3);
-        0.5 * excess.max(f64::MIN_POSITIVE).ln()
+    fn neg_log_evidence(&self) -> f64 {
+        self.as_ref().neg_log_evidence()
     }
 
-    /// Checks the floor.
-    ///
-    /// # Errors
-    /// [`crate::Error::InvalidParameter`] for a negative or non-finite floor.
-    pub fn validate(&self) -> Result<()> {
-        if !(self.floor >= 0.0 && self.floor.is_finite()) {
-            return Err(crate::Error::InvalidParameter {
-                name: "noise_floor",
-                reason: format!("{} is not a finite non-negative variance", self.floor),
-            });
-        }
-        Ok(())
+    fn noise_variance(&self) -> f64 {
+        self.as_ref().noise_variance()
+    }
+
+    fn training(&self) -> &TrainingSummary {
+        self.as_ref().training()
     }
 }

@@ -15,9 +15,11 @@
 
 use crate::data::{check_inputs, Dataset};
 use crate::error::{Error, Result};
-use crate::model::{FittedRegressor, Regressor, TrainingSummary};
+use crate::model::{Fit, FittedRegressor, TrainingSummary};
 use crate::predictive::Predictive;
+use crate::ssgp::{FittedSsgp, PosteriorSample};
 use nalgebra::{DMatrix, DVector};
+use rand::Rng;
 
 /// Means and standard deviations (1/n) of each input column and of the targets.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,11 +105,17 @@ impl Scaler {
 }
 
 /// A model trained on standardised data, predicting on the original scale.
+///
+/// Generic over the wrapped configuration, so the fitted model keeps its type: a standardised SSGP
+/// still exposes its hyperparameters (on the standardised scale, through
+/// [`FittedStandardized::inner`]) and samples functions on the original scale
+/// ([`FittedStandardized::sample_posterior`]). `Standardized<Box<dyn Regressor>>` wraps any model.
+#[derive(Debug, Clone)]
 pub struct Standardized<R> {
     inner: R,
 }
 
-impl<R: Regressor> Standardized<R> {
+impl<R: Fit> Standardized<R> {
     /// Wraps a model configuration.
     pub fn new(inner: R) -> Self {
         Self { inner }
@@ -117,9 +125,9 @@ impl<R: Regressor> Standardized<R> {
     ///
     /// # Errors
     /// As [`Scaler::fit`] and the wrapped model's fit.
-    pub fn fit(&self, data: &Dataset) -> Result<FittedStandardized> {
+    pub fn fit(&self, data: &Dataset) -> Result<FittedStandardized<R::Fitted>> {
         let scaler = Scaler::fit(data)?;
-        let inner = self.inner.fit_boxed(&scaler.transform(data)?)?;
+        let inner = self.inner.fit(&scaler.transform(data)?)?;
         let shift = data.len() as f64 * scaler.y_scale.ln();
         let mut training = inner.training().clone();
         training.initial_neg_log_evidence += shift;
@@ -133,44 +141,84 @@ impl<R: Regressor> Standardized<R> {
     }
 }
 
-impl<R: Regressor> Regressor for Standardized<R> {
+impl<R: Fit> Fit for Standardized<R> {
+    type Fitted = FittedStandardized<R::Fitted>;
+
     fn name(&self) -> &'static str {
         self.inner.name()
     }
 
-    fn fit_boxed(&self, data: &Dataset) -> Result<Box<dyn FittedRegressor>> {
-        Ok(Box::new(self.fit(data)?))
+    fn fit(&self, data: &Dataset) -> Result<Self::Fitted> {
+        Standardized::fit(self, data)
     }
 }
 
 /// A fitted model behind a [`Scaler`].
-pub struct FittedStandardized {
+#[derive(Debug, Clone)]
+pub struct FittedStandardized<F> {
     scaler: Scaler,
-    inner: Box<dyn FittedRegressor>,
+    inner: F,
     shift: f64,
     training: TrainingSummary,
 }
 
-impl FittedStandardized {
+impl<F: FittedRegressor> FittedStandardized<F> {
     /// The centring and scaling learned from the training data.
     pub fn scaler(&self) -> &Scaler {
         &self.scaler
     }
 
-    /// The model fitted on the standardised data.
-    pub fn inner(&self) -> &dyn FittedRegressor {
-        self.inner.as_ref()
+    /// The model fitted on the standardised data (its hyperparameters are on that scale).
+    pub fn inner(&self) -> &F {
+        &self.inner
+    }
+
+    /// Predictive distribution at `x` (n*×D) on the original scale.
+    ///
+    /// # Errors
+    /// As [`Scaler::transform_inputs`] and the wrapped model's `predict`.
+    pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
+        let z = self.scaler.transform_inputs(x)?;
+        Ok(self.scaler.inverse_predictive(self.inner.predict(&z)?))
     }
 }
 
-impl FittedRegressor for FittedStandardized {
+impl FittedStandardized<FittedSsgp> {
+    /// Draws a function from the wrapped SSGP's posterior, evaluated on the original scale.
+    pub fn sample_posterior<G: Rng + ?Sized>(&self, rng: &mut G) -> StandardizedSample {
+        StandardizedSample {
+            scaler: self.scaler.clone(),
+            inner: self.inner.sample_posterior(rng),
+        }
+    }
+}
+
+/// A posterior function sample of a standardised SSGP, on the original scale:
+/// f(x) = s_y·f̃((x − m_x) ⊘ s_x) + m_y.
+#[derive(Debug, Clone)]
+pub struct StandardizedSample {
+    scaler: Scaler,
+    inner: PosteriorSample,
+}
+
+impl StandardizedSample {
+    /// Evaluates the sampled function at `x` (n*×D).
+    ///
+    /// # Errors
+    /// As [`Scaler::transform_inputs`].
+    pub fn evaluate(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
+        let f = self.inner.evaluate(&self.scaler.transform_inputs(x)?)?;
+        Ok(f.map(|v| v * self.scaler.y_scale + self.scaler.y_mean))
+    }
+}
+
+impl<F: FittedRegressor> FittedRegressor for FittedStandardized<F> {
     fn name(&self) -> &'static str {
         self.inner.name()
     }
 
     fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
-        let z = self.scaler.transform_inputs(x)?;
-        Ok(self.scaler.inverse_predictive(self.inner.predict(&z)?))
+        FittedStandardized::predict(self, x)
     }
 
     /// σn² on the original target scale.

@@ -1,17 +1,27 @@
-//! SSGP's configuration: a builder whose values are checked before any work is done.
+//! SSGP's configuration: a builder, its validated twin, and training (§4.2).
 
+use super::chunks::{DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_ROWS};
+use super::evidence::SsgpEvidence;
+use super::posterior::FittedSsgp;
+use super::SsgpHyperparameters;
+use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::hyperparameters::{check_block, Hyperparameters};
+use crate::init::{self, LengthscaleInit};
 use crate::kernel::{SpectralDensity, SquaredExponential};
-use crate::optim::{Observer, OptimConfig};
-use crate::ssgp::objective::{DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_ROWS};
+use crate::model::TrainingSummary;
+use crate::optim::minimize;
+use crate::params::{impl_fit, training_builder, TrainingSettings};
 use nalgebra::{DMatrix, DVector};
+use rand::rngs::StdRng;
+use rand::SeedableRng;
 use std::sync::Arc;
 
 /// A lower bound on σn² estimated from the data before training — a guard against SSGP's
 /// overconfidence on small data sets (paper §5.4), where the learned noise collapses towards 0.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum NoiseBound {
-    /// No bound beyond [`SsgpParams::noise_floor`].
+    /// No bound beyond the noise floor.
     None,
     /// Fit SSGP with fixed spectral points first (same m, seed and budget; it barely overfits,
     /// §5.4) and bound σn² below by `fraction` times its noise variance.
@@ -21,177 +31,116 @@ pub enum NoiseBound {
     },
 }
 
-/// Configuration of an SSGP fit; build it with [`super::Ssgp::params`] and train with
-/// [`SsgpParams::fit`](super::SsgpParams::fit).
+/// Validated SSGP settings (from [`SsgpParams`] by [`ParamGuard::check`](crate::ParamGuard::check)): training and the
+/// evidence are implemented here.
 ///
 /// Defaults follow the paper (§4.2) and the original code: spectral points drawn from the
 /// squared-exponential spectral density, the best of 100 draws as the starting point, then
 /// nonlinear CG with a budget of 1000 evaluations (about 500 line searches).
 #[derive(Clone, Debug)]
-pub struct SsgpParams {
+pub struct ValidSsgpParams {
     pub(crate) m: usize,
-    pub(crate) seed: u64,
+    pub(crate) training: TrainingSettings,
     pub(crate) initial_draws: usize,
     pub(crate) fixed_spectral_points: bool,
-    pub(crate) noise_floor: f64,
     pub(crate) noise_bound: NoiseBound,
-    pub(crate) optim: OptimConfig,
-    pub(crate) threads: usize,
     pub(crate) chunk_rows: usize,
     pub(crate) cache_bytes: usize,
     pub(crate) density: Arc<dyn SpectralDensity>,
-    pub(crate) initial_lengthscales: Option<DVector<f64>>,
-    pub(crate) lengthscales_from_full_gp: Option<usize>,
     pub(crate) initial_unit_frequencies: Option<DMatrix<f64>>,
 }
 
+/// The configuration of an SSGP fit, built with [`super::Ssgp::params`]; [`SsgpParams::fit`]
+/// validates it and trains (see [`ValidSsgpParams`] for the defaults).
+#[derive(Clone, Debug)]
+#[must_use]
+pub struct SsgpParams(pub(crate) ValidSsgpParams);
+
 impl SsgpParams {
     pub(crate) fn new(m: usize) -> Self {
-        Self {
+        Self(ValidSsgpParams {
             m,
-            seed: 0,
+            training: TrainingSettings::default(),
             initial_draws: 100,
             fixed_spectral_points: false,
-            noise_floor: 0.0,
             noise_bound: NoiseBound::None,
-            optim: OptimConfig::default(),
-            threads: 0,
             chunk_rows: DEFAULT_CHUNK_ROWS,
             cache_bytes: DEFAULT_CACHE_BYTES,
             density: Arc::new(SquaredExponential),
-            initial_lengthscales: None,
-            lengthscales_from_full_gp: None,
             initial_unit_frequencies: None,
-        }
-    }
-
-    /// Seed of the random draws of spectral points: the same seed gives the same fit.
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
+        })
     }
 
     /// How many sets of spectral points to draw before training; training starts from the one
     /// with the best evidence (default 100, as the original code). Each draw costs one evaluation
     /// of the evidence without gradient.
     pub fn initial_draws(mut self, draws: usize) -> Self {
-        self.initial_draws = draws;
+        self.0.initial_draws = draws;
         self
     }
 
     /// Keeps the spectral points at their initial draw and learns only ℓ, σ0², σn² (the paper's
     /// "SSGP fixed spectral points", §5.2): the frequencies still scale with the lengthscales.
     pub fn fixed_spectral_points(mut self, fixed: bool) -> Self {
-        self.fixed_spectral_points = fixed;
-        self
-    }
-
-    /// Lower bound on the noise variance σn² (§5.2; e.g. bin²/12 for targets quantised in bins).
-    pub fn noise_floor(mut self, floor: f64) -> Self {
-        self.noise_floor = floor;
+        self.0.fixed_spectral_points = fixed;
         self
     }
 
     /// A lower bound on σn² estimated from the data (default [`NoiseBound::None`]); combined with
-    /// [`SsgpParams::noise_floor`] by taking the larger.
+    /// the noise floor by taking the larger.
     pub fn noise_bound(mut self, bound: NoiseBound) -> Self {
-        self.noise_bound = bound;
-        self
-    }
-
-    /// The optimiser's budget and stopping rule.
-    pub fn optim(mut self, optim: OptimConfig) -> Self {
-        self.optim = optim;
-        self
-    }
-
-    /// Maximum optimiser iterations (line searches).
-    pub fn max_iterations(mut self, iterations: u64) -> Self {
-        self.optim.max_iterations = iterations;
-        self
-    }
-
-    /// Maximum evaluations of the evidence and its gradient.
-    pub fn max_evaluations(mut self, evaluations: usize) -> Self {
-        self.optim.max_evaluations = evaluations;
-        self
-    }
-
-    /// A callback that receives the optimiser's progress after every iteration.
-    pub fn observer(mut self, observer: Observer) -> Self {
-        self.optim.observer = Some(observer);
-        self
-    }
-
-    /// Threads (0 = all of rayon's, by default one per core; 1 = sequential). The evidence and
-    /// gradient process row chunks in parallel, one single-threaded chunk job per thread, and add
-    /// the partial sums in chunk order: a fit is reproducible for a given seed and thread count.
-    pub fn threads(mut self, threads: usize) -> Self {
-        self.threads = threads;
+        self.0.noise_bound = bound;
         self
     }
 
     /// Rows of the design matrix computed at a time (default 4096).
     pub fn chunk_rows(mut self, rows: usize) -> Self {
-        self.chunk_rows = rows;
+        self.0.chunk_rows = rows;
         self
     }
 
     /// Memory (bytes) allowed for keeping the n×2m design matrix between the value and the
     /// gradient pass (default 512 MiB): as many leading row chunks as fit are kept and the rest are
     /// computed twice per evaluation, so training memory is at most this plus O(chunk·m + m² + mD)
-    /// beyond the data.
+    /// beyond the data; 0 streams it.
     pub fn cache_bytes(mut self, bytes: usize) -> Self {
-        self.cache_bytes = bytes;
+        self.0.cache_bytes = bytes;
         self
     }
 
     /// The kernel whose spectral density the spectral points are drawn from (default
     /// [`SquaredExponential`]).
     pub fn spectral_density(mut self, density: Arc<dyn SpectralDensity>) -> Self {
-        self.density = density;
-        self
-    }
-
-    /// Initial lengthscales instead of half the input ranges (e.g. from a full GP on a subset,
-    /// as the paper does for Pumadyn-32nm).
-    pub fn initial_lengthscales(mut self, lengthscales: DVector<f64>) -> Self {
-        self.initial_lengthscales = Some(lengthscales);
+        self.0.density = density;
         self
     }
 
     /// Initial lengthscales learned by a full GP on a seeded random subset of `subset` training
     /// points (all of them if fewer), as the paper does for Pumadyn-32nm (§5.2) to avoid a bad
-    /// local optimum on problems with irrelevant inputs. Ignored when lengthscales are given.
-    pub fn initial_lengthscales_from_full_gp(mut self, subset: usize) -> Self {
-        self.lengthscales_from_full_gp = Some(subset);
-        self
+    /// local optimum on problems with irrelevant inputs.
+    pub fn initial_lengthscales_from_full_gp(self, subset: usize) -> Self {
+        self.lengthscale_init(LengthscaleInit::FullGpSubset(subset))
     }
 
     /// Initial unit frequencies W (m×D; spectral points s_r = W_r ⊘ (2πℓ)) instead of random
     /// draws: a warm start, or values from elsewhere.
     pub fn initial_unit_frequencies(mut self, w: DMatrix<f64>) -> Self {
-        self.initial_unit_frequencies = Some(w);
+        self.0.initial_unit_frequencies = Some(w);
         self
     }
+}
 
-    /// The seed of the initial draws.
-    pub fn seed_value(&self) -> u64 {
-        self.seed
-    }
+training_builder!(SsgpParams);
+impl_fit!(SsgpParams, ValidSsgpParams, FittedSsgp);
 
-    /// Number of spectral points m (2m basis functions).
-    pub fn num_spectral_points(&self) -> usize {
-        self.m
-    }
-
+impl ValidSsgpParams {
     /// Checks everything that can be checked without data.
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for m = 0, no initial draws, a zero chunk size, a negative or
-    /// non-finite noise floor, non-positive initial lengthscales or a bad optimiser budget;
+    /// non-finite noise floor, bad initial lengthscales or a bad optimiser budget;
     /// [`Error::NonFinite`] / [`Error::DimensionMismatch`] for bad initial frequencies.
-    pub fn check(&self) -> Result<()> {
+    fn validate(&self) -> Result<()> {
         if self.m == 0 {
             return Err(Error::InvalidParameter {
                 name: "m",
@@ -204,23 +153,13 @@ impl SsgpParams {
                 reason: "at least one draw of spectral points is needed".into(),
             });
         }
-        if self.lengthscales_from_full_gp == Some(0) {
-            return Err(Error::InvalidParameter {
-                name: "lengthscales_from_full_gp",
-                reason: "the subset must hold at least one point".into(),
-            });
-        }
         if self.chunk_rows == 0 {
             return Err(Error::InvalidParameter {
                 name: "chunk_rows",
                 reason: "must be at least 1".into(),
             });
         }
-        crate::model::NoiseParam {
-            floor: self.noise_floor,
-        }
-        .validate()?;
-        self.optim.validate()?;
+        self.training.validate()?;
         if let NoiseBound::FixedSpectralPoints { fraction } = self.noise_bound {
             if !(fraction > 0.0 && fraction.is_finite()) {
                 return Err(Error::InvalidParameter {
@@ -229,24 +168,148 @@ impl SsgpParams {
                 });
             }
         }
-        if let Some(l) = &self.initial_lengthscales {
-            if l.iter().any(|v| !(*v > 0.0 && v.is_finite())) {
-                return Err(Error::InvalidParameter {
-                    name: "initial_lengthscales",
-                    reason: "every lengthscale must be positive and finite".into(),
-                });
-            }
-        }
         if let Some(w) = &self.initial_unit_frequencies {
-            if w.nrows() != self.m {
-                return Err(Error::DimensionMismatch {
-                    what: "initial unit frequencies (rows = m)",
-                    expected: self.m,
-                    found: w.nrows(),
-                });
-            }
-            crate::data::check_finite("initial unit frequencies", w)?;
+            check_block(w, self.m, w.ncols(), "initial unit frequencies (rows = m)")?;
         }
         Ok(())
+    }
+
+    /// `ssgp`, or `ssgp-fixed` with fixed spectral points.
+    pub fn name(&self) -> &'static str {
+        if self.fixed_spectral_points {
+            "ssgp-fixed"
+        } else {
+            "ssgp"
+        }
+    }
+
+    /// Number of spectral points m (2m basis functions).
+    pub fn num_spectral_points(&self) -> usize {
+        self.m
+    }
+
+    /// The settings shared with the other models (seed, optimiser, threads, noise floor, ℓ start).
+    pub fn training(&self) -> &TrainingSettings {
+        &self.training
+    }
+
+    /// The evidence of this configuration on `data`: θ ↦ (−log p(y|θ), ∇θ). With fixed spectral
+    /// points W is the given one, or the first draw of the seed.
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] if given initial frequencies do not have D columns.
+    pub fn evidence<'a>(&self, data: &'a Dataset) -> Result<SsgpEvidence<'a>> {
+        let fixed = match (self.fixed_spectral_points, &self.initial_unit_frequencies) {
+            (false, _) => None,
+            (true, Some(w)) => Some(w.clone()),
+            (true, None) => {
+                let mut rng = StdRng::seed_from_u64(self.training.seed);
+                Some(
+                    self.density
+                        .sample_unit_frequencies(self.m, data.dim(), &mut rng),
+                )
+            }
+        };
+        self.evidence_with(data, fixed.as_ref())
+    }
+
+    /// The evidence with W fixed at `w` when the spectral points are fixed (ignored otherwise).
+    fn evidence_with<'a>(
+        &self,
+        data: &'a Dataset,
+        w: Option<&DMatrix<f64>>,
+    ) -> Result<SsgpEvidence<'a>> {
+        let fixed = match (self.fixed_spectral_points, w) {
+            (true, Some(w)) => {
+                check_block(w, self.m, data.dim(), "fixed unit frequencies")?;
+                Some(w.clone())
+            }
+            _ => None,
+        };
+        Ok(SsgpEvidence::new(data, self, fixed))
+    }
+
+    /// Trains SSGP on `data` (§4.2): targets centred; the start values of [`crate::init`]
+    /// (ℓ by the lengthscale strategy, σ0² = var(y), σn² = σ0²/4, the best of the initial draws of
+    /// spectral points by evidence); then nonlinear CG on −log p(y|θ) until convergence or the
+    /// budget.
+    ///
+    /// # Errors
+    /// [`Error::ConstantInput`] / [`Error::ConstantTargets`] when the start would be degenerate;
+    /// [`Error::DimensionMismatch`] if given initial lengthscales or frequencies do not have D
+    /// entries/columns; [`Error::NotPositiveDefinite`] if A cannot be factored at the start.
+    pub fn fit(&self, data: &Dataset) -> Result<FittedSsgp> {
+        let start = init::start(data, &self.training)?;
+        self.fit_from(data, start)
+    }
+
+    fn fit_from(&self, data: &Dataset, start: Hyperparameters) -> Result<FittedSsgp> {
+        if let NoiseBound::FixedSpectralPoints { fraction } = self.noise_bound {
+            let mut fixed = self.clone();
+            fixed.fixed_spectral_points = true;
+            fixed.noise_bound = NoiseBound::None;
+            let estimate = fixed.fit_from(data, start.clone())?.noise_variance();
+            let mut bounded = self.clone();
+            bounded.noise_bound = NoiseBound::None;
+            bounded.training.noise_floor = self.training.noise_floor.max(fraction * estimate);
+            return bounded.fit_from(data, start);
+        }
+        let w0 = init::unit_frequencies(
+            self.initial_unit_frequencies.as_ref(),
+            self.density.as_ref(),
+            (self.m, data.dim()),
+            self.initial_draws,
+            self.training.seed,
+            |w| {
+                let evidence = self.evidence_with(data, Some(w))?;
+                evidence.value(&evidence.pack(&SsgpHyperparameters {
+                    hyper: start.clone(),
+                    unit_frequencies: w.clone(),
+                })?)
+            },
+        )?;
+        let evidence = self.evidence_with(data, Some(&w0))?;
+        let theta0 = evidence.pack(&SsgpHyperparameters {
+            hyper: start,
+            unit_frequencies: w0,
+        })?;
+        let report = minimize(&evidence, theta0, &self.training.optim)?;
+        let training = TrainingSummary::from(&report);
+        self.build(data, &evidence, &report.theta, training)
+    }
+
+    /// A fitted model at given hyperparameters and spectral points, without training: a warm
+    /// start, or values from elsewhere. The evidence is evaluated at them.
+    ///
+    /// # Errors
+    /// As [`SsgpEvidence::pack`]; [`Error::NotPositiveDefinite`] if A cannot be factored.
+    pub fn condition(&self, data: &Dataset, hyper: &SsgpHyperparameters) -> Result<FittedSsgp> {
+        let evidence = self.evidence_with(data, Some(&hyper.unit_frequencies))?;
+        let theta = evidence.pack(hyper)?;
+        let value = evidence.value(&theta)?;
+        self.build(data, &evidence, &theta, TrainingSummary::untrained(value))
+    }
+
+    fn build(
+        &self,
+        data: &Dataset,
+        evidence: &SsgpEvidence<'_>,
+        theta: &DVector<f64>,
+        training: TrainingSummary,
+    ) -> Result<FittedSsgp> {
+        let hyper = evidence.unpack(theta)?;
+        let (value, posterior) = evidence.posterior(theta)?;
+        Ok(FittedSsgp {
+            hyper,
+            posterior,
+            theta: theta.clone(),
+            y_mean: data.y_mean(),
+            neg_log_evidence: value,
+            training,
+            fixed: self.fixed_spectral_points,
+            noise_floor: self.training.noise_floor,
+            threads: self.training.threads,
+            chunk_rows: self.chunk_rows,
+        })
     }
 }

@@ -1,13 +1,14 @@
 //! The full GP: gradient against finite differences, evidence and predictions against dense
 //! nalgebra formulas, the sinc toy, and input validation.
 
+use crate::common::{check_gradient, se_ard_by_definition};
 use approx::assert_relative_eq;
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use ssgp::full_gp::{Hyperparameters, NegLogEvidence};
-use ssgp::kernel::se_ard;
-use ssgp::{Dataset, Error, FittedRegressor, FullGp, NoiseParam, Regressor, Termination};
+use ssgp::{
+    Dataset, Error, FittedRegressor, FullGp, Hyperparameters, ParamGuard, Regressor, Termination,
+};
 
 /// n random points in [−2, 2]^D with a smooth target plus noise.
 fn random_data(n: usize, dim: usize, seed: u64) -> Dataset {
@@ -43,30 +44,16 @@ fn gradient_matches_central_differences() {
     for (n, dim) in [(12, 1), (30, 3), (45, 6)] {
         let data = random_data(n, dim, n as u64);
         for floor in [0.0, 0.02] {
-            let objective = NegLogEvidence::new(&data, NoiseParam { floor }, 0).unwrap();
+            let params = FullGp::params().noise_floor(floor).check().unwrap();
+            let evidence = params.evidence(&data);
             for _ in 0..3 {
                 let theta = random_theta(dim, &mut rng);
-                let eval = objective.evaluate(&theta).unwrap();
-                assert_eq!(eval.jitter, 0.0);
-                let g = &eval.gradient;
-                let scale = g.amax();
-                let h = 1e-5;
-                for i in 0..theta.len() {
-                    let mut plus = theta.clone();
-                    plus[i] += h;
-                    let mut minus = theta.clone();
-                    minus[i] -= h;
-                    let fd = (objective.evaluate(&plus).unwrap().value
-                        - objective.evaluate(&minus).unwrap().value)
-                        / (2.0 * h);
-                    let tol = 1e-5 * g[i].abs().max(1e-3 * scale);
-                    assert!(
-                        (fd - g[i]).abs() <= tol,
-                        "n={n} D={dim} floor={floor} θ={:?} component {i}: analytic {} vs fd {fd} (tol {tol})",
-                        theta.as_slice(),
-                        g[i]
-                    );
-                }
+                assert_eq!(evidence.evaluate(&theta).unwrap().jitter, 0.0);
+                check_gradient(
+                    &evidence,
+                    &theta,
+                    &format!("n={n} D={dim} floor={floor} θ={:?}", theta.as_slice()),
+                );
             }
         }
     }
@@ -74,12 +61,11 @@ fn gradient_matches_central_differences() {
 
 /// K + σn² I on the raw inputs with nalgebra, and the centred targets.
 fn dense_system(data: &Dataset, h: &Hyperparameters) -> (DMatrix<f64>, DVector<f64>) {
-    let mut ky = se_ard(
+    let mut ky = se_ard_by_definition(
         data.x(),
         data.x(),
-        &h.lengthscales,
+        h.lengthscales.as_slice(),
         h.signal_variance,
-        ssgp::linalg::par(1),
     );
     for i in 0..data.len() {
         ky[(i, i)] += h.noise_variance;
@@ -90,12 +76,12 @@ fn dense_system(data: &Dataset, h: &Hyperparameters) -> (DMatrix<f64>, DVector<f
 #[test]
 fn evidence_and_predictions_match_dense_formulas() {
     let mut rng = StdRng::seed_from_u64(5);
-    let noise = NoiseParam { floor: 0.0 };
+    let params = FullGp::params().threads(1).check().unwrap();
     for (n, dim) in [(20, 2), (37, 4)] {
         let data = random_data(n, dim, 100 + n as u64);
-        let objective = NegLogEvidence::new(&data, noise, 1).unwrap();
+        let objective = params.evidence(&data);
         let theta = random_theta(dim, &mut rng);
-        let h = Hyperparameters::from_theta(&theta, dim, noise).unwrap();
+        let h = objective.unpack(&theta).unwrap();
         let (ky, y) = dense_system(&data, &h);
         let chol = ky.clone().cholesky().unwrap();
         let naive = 0.5 * chol.determinant().ln()
@@ -104,20 +90,14 @@ fn evidence_and_predictions_match_dense_formulas() {
         let value = objective.evaluate(&theta).unwrap().value;
         assert_relative_eq!(value, naive, max_relative = 1e-10);
 
-        let fitted = FullGp::params().condition(&data, &theta).unwrap();
+        let fitted = params.condition(&data, &theta).unwrap();
         assert_relative_eq!(fitted.neg_log_evidence(), naive, max_relative = 1e-10);
         assert_eq!(fitted.jitter(), 0.0);
         assert_eq!(fitted.training().termination, Termination::NotStarted);
 
         let xt = DMatrix::from_fn(9, dim, |_, _| rng.random_range(-2.5..2.5));
         let pred = fitted.predict(&xt).unwrap();
-        let ks = se_ard(
-            &xt,
-            data.x(),
-            &h.lengthscales,
-            h.signal_variance,
-            ssgp::linalg::par(1),
-        );
+        let ks = se_ard_by_definition(&xt, data.x(), h.lengthscales.as_slice(), h.signal_variance);
         let inv = ky.try_inverse().unwrap();
         let mean = &ks * &inv * &y;
         for j in 0..9 {
@@ -175,13 +155,17 @@ fn sinc_is_learned_and_training_never_worsens_the_evidence() {
 #[test]
 fn subset_learns_on_part_and_conditions_on_all() {
     let (train, test) = sinc_problem();
-    let params = FullGp::params().hyperparameter_subset(Some(50)).seed(3);
+    let params = FullGp::params()
+        .hyperparameter_subset(Some(50))
+        .seed(3)
+        .check()
+        .unwrap();
     let fitted = params.fit(&train).unwrap();
     assert_eq!(fitted.len(), 100);
     let t = fitted.training();
     assert!(t.neg_log_evidence <= t.initial_neg_log_evidence);
     // The evidence reported by the model is that of all 100 points at the learned θ.
-    let all = NegLogEvidence::new(&train, NoiseParam { floor: 0.0 }, 0).unwrap();
+    let all = FullGp::params().check().unwrap().evidence(&train);
     let on_all = all.evaluate(fitted.parameters()).unwrap().value;
     assert_relative_eq!(fitted.neg_log_evidence(), on_all, max_relative = 1e-10);
     assert!((fitted.neg_log_evidence() - t.neg_log_evidence).abs() > 1.0);
@@ -262,12 +246,13 @@ fn bad_inputs_are_typed_errors() {
             .fit(&train),
         Err(Error::DimensionMismatch { .. })
     ));
+    let params = FullGp::params().check().unwrap();
     assert!(matches!(
-        FullGp::params().condition(&train, &DVector::zeros(4)),
+        params.condition(&train, &DVector::zeros(4)),
         Err(Error::DimensionMismatch { .. })
     ));
     assert!(matches!(
-        FullGp::params().condition(&train, &DVector::from_vec(vec![0.0, f64::NAN, 0.0])),
+        params.condition(&train, &DVector::from_vec(vec![0.0, f64::NAN, 0.0])),
         Err(Error::NonFinite { row: 1, .. })
     ));
 }

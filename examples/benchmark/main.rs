@@ -16,13 +16,17 @@
 //! model on stdout (progress goes to stderr unless `--quiet`). `--from-csv FILE` redraws the plots
 //! from a `runs.csv` of an earlier run without fitting anything.
 
-#[path = "support/mod.rs"]
+#[path = "../support/mod.rs"]
 mod support;
 
+mod plot;
+mod record;
+
+use plot::plot;
 use ssgp::Dataset;
 use std::error::Error;
 use std::path::PathBuf;
-use support::{plot, run, Run, Settings, METHODS};
+use support::{print_table, run, Run, Settings, METHODS};
 
 struct Args {
     train: PathBuf,
@@ -177,24 +181,13 @@ fn main() -> Result<(), Box<dyn Error>> {
                 let r = run(method, basis, seed, &args.settings, &train, &test)?;
                 if args.json {
                     println!("{}", r.json());
-                } else {
-                    println!(
-                        "{:<11} basis {:>5}  seed {:>3}  NMSE {:.4}  MNLP {:+.4}  −log p {:>11.2}  train {:>7.1}s  predict {:>5.2}s  {:>4} iters {:>5} evals",
-                        r.method,
-                        r.basis.map_or("-".into(), |b| b.to_string()),
-                        r.seed,
-                        r.nmse,
-                        r.mnlp,
-                        r.nlml,
-                        r.train_seconds,
-                        r.predict_seconds,
-                        r.iterations,
-                        r.evaluations
-                    );
                 }
                 runs.push(r);
             }
         }
+    }
+    if !args.json {
+        print_table("benchmark", &runs);
     }
     let csv: String = std::iter::once(Run::csv_header())
         .chain(runs.iter().map(Run::csv))

@@ -1,39 +1,16 @@
 //! FITC: gradient by finite differences, the fast evidence against dense formulas, the full-GP limit,
 //! Snelson's reference values on Kin-40k, the sinc toy end to end, and errors on bad input.
 
+use crate::common::{
+    check_gradient, dense_neg_log_evidence, kin40k_train, read_numbers,
+    se_ard_by_definition as gram,
+};
 use approx::assert_relative_eq;
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use ssgp::fitc::FitcObjective;
 use ssgp::optim::Objective;
-use ssgp::{Dataset, Error, Fitc, Regressor};
-use std::path::PathBuf;
-
-/// SE-ARD covariance entry by its definition.
-fn k(a: &[f64], b: &[f64], ell: &[f64], sf2: f64) -> f64 {
-    let s: f64 = (0..a.len()).map(|d| ((a[d] - b[d]) / ell[d]).powi(2)).sum();
-    sf2 * (-0.5 * s).exp()
-}
-
-fn row(m: &DMatrix<f64>, i: usize) -> Vec<f64> {
-    m.row(i).iter().copied().collect()
-}
-
-fn gram(a: &DMatrix<f64>, b: &DMatrix<f64>, ell: &[f64], sf2: f64) -> DMatrix<f64> {
-    DMatrix::from_fn(a.nrows(), b.nrows(), |i, j| {
-        k(&row(a, i), &row(b, j), ell, sf2)
-    })
-}
-
-/// −log N(y | 0, C) by a dense Cholesky.
-fn dense_nlml(c: DMatrix<f64>, y: &DVector<f64>) -> f64 {
-    let n = y.len() as f64;
-    let chol = c.cholesky().expect("dense covariance is positive definite");
-    let alpha = chol.solve(y);
-    let log_det = 2.0 * chol.l().diagonal().iter().map(|v| v.ln()).sum::<f64>();
-    0.5 * (y.dot(&alpha) + log_det + n * (2.0 * std::f64::consts::PI).ln())
-}
+use ssgp::{Dataset, Error, Fitc, ParamGuard, Regressor};
 
 /// Hyperparameters and pseudo-inputs decoded from our layout θ = [log ℓ, log σ0, p, vec(X̄)].
 struct Decoded {
@@ -71,10 +48,10 @@ fn dense_fitc_nlml(
     for i in 0..n {
         c[(i, i)] = k_ff[(i, i)] + p.sn2;
     }
-    dense_nlml(c, y)
+    dense_neg_log_evidence(c, y)
 }
 
-/// Random data, pseudo-inputs and hyperparameters in a well-conditioned range.
+/// Random data (targets centred), pseudo-inputs and hyperparameters in a well-conditioned range.
 fn random_problem(
     n: usize,
     m: usize,
@@ -98,33 +75,6 @@ fn random_problem(
     (x, y, theta)
 }
 
-/// Checks every gradient entry against central differences (h = 1e-5) with the tolerance
-/// |Δ_i| ≤ 1e-5 · max(|g_i|, 1e-3 ‖g‖∞); returns the largest |Δ_i| / tolerance.
-fn check_gradient(obj: &FitcObjective<'_>, theta: &DVector<f64>, label: &str) -> f64 {
-    let h = 1e-5;
-    let (_, g) = obj.value_and_gradient(theta).unwrap();
-    assert_eq!(g.len(), theta.len());
-    let gmax = g.amax();
-    let mut worst = 0.0f64;
-    for i in 0..theta.len() {
-        let mut tp = theta.clone();
-        tp[i] += h;
-        let mut tm = theta.clone();
-        tm[i] -= h;
-        let fd = (obj.value_and_gradient(&tp).unwrap().0 - obj.value_and_gradient(&tm).unwrap().0)
-            / (2.0 * h);
-        let tol = 1e-5 * g[i].abs().max(1e-3 * gmax);
-        worst = worst.max((fd - g[i]).abs() / tol);
-        assert!(
-            (fd - g[i]).abs() <= tol,
-            "{label}: component {i}: analytic {} vs finite difference {fd} (|Δ| = {:e} > {tol:e})",
-            g[i],
-            (fd - g[i]).abs()
-        );
-    }
-    worst
-}
-
 #[test]
 fn gradient_matches_central_differences_free_and_fixed() {
     let mut rng = StdRng::seed_from_u64(11);
@@ -132,12 +82,14 @@ fn gradient_matches_central_differences_free_and_fixed() {
     for &(n, m, dim) in &[(30, 5, 1), (40, 7, 3), (25, 4, 2)] {
         for trial in 0..3 {
             let (x, y, theta) = random_problem(n, m, dim, &mut rng);
+            let data = Dataset::new(x, y).unwrap();
             let floor = if trial == 2 { 0.05 } else { 0.0 };
-            let free = FitcObjective::new(&x, &y, m)
-                .unwrap()
+            let free_params = Fitc::params(m)
                 .noise_floor(floor)
-                .unwrap()
-                .threads(1);
+                .threads(1)
+                .check()
+                .unwrap();
+            let free = free_params.evidence(&data).unwrap();
             worst = worst.max(check_gradient(
                 &free,
                 &theta,
@@ -145,12 +97,13 @@ fn gradient_matches_central_differences_free_and_fixed() {
             ));
 
             let xb = DMatrix::from_column_slice(m, dim, &theta.as_slice()[dim + 2..]);
-            let fixed = FitcObjective::new(&x, &y, m)
-                .unwrap()
+            let fixed_params = Fitc::params(m)
                 .noise_floor(floor)
-                .unwrap()
-                .fixed_pseudo_inputs(&xb)
+                .pseudo_inputs(xb)
+                .fixed_pseudo_inputs(true)
+                .check()
                 .unwrap();
+            let fixed = fixed_params.evidence(&data).unwrap();
             assert_eq!(fixed.num_params(), dim + 2);
             let head = theta.rows(0, dim + 2).into_owned();
             worst = worst.max(check_gradient(
@@ -179,12 +132,13 @@ fn fast_evidence_matches_dense_formula() {
         (35, 10, 2, 0.02, 1e-3),
     ] {
         let (x, y, theta) = random_problem(n, m, dim, &mut rng);
-        let obj = FitcObjective::new(&x, &y, m)
-            .unwrap()
+        let data = Dataset::new(x.clone(), y.clone()).unwrap();
+        let params = Fitc::params(m)
             .jitter(jitter)
-            .unwrap()
             .noise_floor(floor)
+            .check()
             .unwrap();
+        let obj = params.evidence(&data).unwrap();
         let fast = obj.value(&theta).unwrap();
         assert_eq!(fast, obj.value_and_gradient(&theta).unwrap().0);
         let dense = dense_fitc_nlml(&x, &y, &theta, m, jitter, floor);
@@ -216,12 +170,14 @@ fn pseudo_inputs_at_the_training_inputs_give_the_full_gp() {
     theta.as_mut_slice()[4..].copy_from_slice(x.as_slice());
     let fitted = Fitc::params(n)
         .jitter(0.0)
+        .check()
+        .unwrap()
         .condition(&data, &theta)
         .unwrap();
 
     let yc = y.add_scalar(-y.mean());
     let c = gram(&x, &x, &ell, sf2) + DMatrix::identity(n, n) * sn2;
-    let full_nlml = dense_nlml(c.clone(), &yc);
+    let full_nlml = dense_neg_log_evidence(c.clone(), &yc);
     let rel = (fitted.neg_log_evidence() - full_nlml).abs() / full_nlml.abs();
     assert!(rel < 1e-11, "evidence: relative error {rel:e}");
 
@@ -259,22 +215,9 @@ fn pseudo_inputs_at_the_training_inputs_give_the_full_gp() {
     }
 }
 
-fn manifest(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
-fn read_numbers(rel: &str) -> Vec<f64> {
-    std::fs::read_to_string(manifest(rel))
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.trim().parse().unwrap())
-        .collect()
-}
-
 #[test]
 fn matches_snelson_reference_on_kin40k() {
-    let data = Dataset::from_csv(manifest("data/kin40k/train.csv")).unwrap();
+    let data = kin40k_train();
     let (n, dim, m) = (data.len(), data.dim(), 50);
     assert_eq!((n, dim), (10000, 8));
     let snelson = read_numbers("tests/data/reference/fitc_kin40k_m50_params.csv");
@@ -293,11 +236,8 @@ fn matches_snelson_reference_on_kin40k() {
     theta[dim + 1] = 0.5 * snelson[md + dim + 1];
     theta.as_mut_slice()[dim + 2..].copy_from_slice(&snelson[..md]);
 
-    let y = data.y().add_scalar(-data.y_mean());
-    let obj = FitcObjective::new(data.x(), &y, m)
-        .unwrap()
-        .jitter(1e-6)
-        .unwrap();
+    let params = Fitc::params(m).jitter(1e-6).check().unwrap();
+    let obj = params.evidence(&data).unwrap();
     let start = std::time::Instant::now();
     let (value, g) = obj.value_and_gradient(&theta).unwrap();
     let elapsed = start.elapsed();
@@ -327,7 +267,7 @@ fn matches_snelson_reference_on_kin40k() {
     assert!(value_rel <= 1e-10, "value: relative error {value_rel:e}");
     assert!(grad_rel <= 1e-10, "gradient: relative error {grad_rel:e}");
 
-    let fitted = Fitc::params(m).condition(&data, &theta).unwrap();
+    let fitted = params.condition(&data, &theta).unwrap();
     assert_eq!(fitted.neg_log_evidence(), value);
     assert_eq!(fitted.training().iterations, 0);
 }
@@ -481,16 +421,16 @@ fn bad_inputs_are_typed_errors() {
         Err(Error::EmptyData { .. })
     ));
     assert!(matches!(
-        Fitc::params(5).condition(&train, &DVector::zeros(4)),
+        Fitc::params(5)
+            .check()
+            .unwrap()
+            .condition(&train, &DVector::zeros(4)),
         Err(Error::DimensionMismatch { .. })
     ));
 
     // Coincident pseudo-inputs without jitter: a typed Cholesky failure, not a panic.
-    let y = train.y().add_scalar(-train.y_mean());
-    let obj = FitcObjective::new(train.x(), &y, 2)
-        .unwrap()
-        .jitter(0.0)
-        .unwrap();
+    let params = Fitc::params(2).jitter(0.0).check().unwrap();
+    let obj = params.evidence(&train).unwrap();
     let theta = DVector::from_vec(vec![0.0, 0.0, -1.0, 0.5, 0.5]);
     assert!(matches!(
         obj.value_and_gradient(&theta),

@@ -1,15 +1,15 @@
 //! SSGP: exact gradients, fast formulas against dense ones, end-to-end sinc, bad input.
 
+use crate::common::check_gradient;
 use approx::assert_relative_eq;
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
 use ssgp::data::sinc_data;
-use ssgp::optim::Objective;
 use ssgp::ssgp::features::{design_matrix, scaled_frequencies};
 use ssgp::ssgp::{Ssgp, SsgpHyperparameters};
-use ssgp::{metrics, Dataset, Error};
+use ssgp::{metrics, Dataset, Error, Hyperparameters, ParamGuard};
 
 fn random_data(n: usize, d: usize, rng: &mut StdRng) -> Dataset {
     let x = DMatrix::from_fn(n, d, |_, _| rng.random_range(-2.0..2.0));
@@ -21,34 +21,20 @@ fn random_data(n: usize, d: usize, rng: &mut StdRng) -> Dataset {
 
 fn random_hyper(m: usize, d: usize, rng: &mut StdRng) -> SsgpHyperparameters {
     SsgpHyperparameters {
-        lengthscales: DVector::from_fn(d, |_, _| rng.random_range(-1.0f64..1.0).exp()),
-        signal_variance: rng.random_range(-1.0f64..1.0).exp(),
-        noise_variance: rng.random_range(-3.0f64..0.0).exp(),
+        hyper: Hyperparameters {
+            lengthscales: DVector::from_fn(d, |_, _| rng.random_range(-1.0f64..1.0).exp()),
+            signal_variance: rng.random_range(-1.0f64..1.0).exp(),
+            noise_variance: rng.random_range(-3.0f64..0.0).exp(),
+        },
         unit_frequencies: DMatrix::from_fn(m, d, |_, _| 1.5 * rng.sample::<f64, _>(StandardNormal)),
     }
 }
 
-/// Central differences in every coordinate of θ against the analytic gradient.
-fn check_gradient(objective: &dyn Objective, theta: &DVector<f64>) {
-    let (_, g) = objective.value_and_gradient(theta).unwrap();
-    let h = 1e-5;
-    let gmax = g.amax();
-    for i in 0..theta.len() {
-        let mut tp = theta.clone();
-        let mut tm = theta.clone();
-        tp[i] += h;
-        tm[i] -= h;
-        let fd = (objective.value_and_gradient(&tp).unwrap().0
-            - objective.value_and_gradient(&tm).unwrap().0)
-            / (2.0 * h);
-        let tol = 1e-5 * g[i].abs().max(1e-3 * gmax);
-        assert!(
-            (fd - g[i]).abs() <= tol,
-            "θ[{i}]: analytic {} vs finite difference {fd} (|Δ| {:e} > {tol:e})",
-            g[i],
-            (fd - g[i]).abs()
-        );
-    }
+/// The hyperparameters with σn² raised by `floor` (so they lie above a noise floor).
+fn above_floor(hyper: &SsgpHyperparameters, floor: f64) -> SsgpHyperparameters {
+    let mut h = hyper.clone();
+    h.hyper.noise_variance += floor;
+    h
 }
 
 #[test]
@@ -58,24 +44,19 @@ fn gradient_matches_finite_differences() {
         let data = random_data(n, d, &mut rng);
         for floor in [0.0, 0.02] {
             for _ in 0..3 {
-                let hyper = random_hyper(m, d, &mut rng);
-                let free = Ssgp::params(m).noise_floor(floor).objective(&data).unwrap();
-                let theta = free.pack(&SsgpHyperparameters {
-                    noise_variance: hyper.noise_variance + floor,
-                    ..hyper.clone()
-                });
-                check_gradient(&free, &theta.unwrap());
-                let fixed = Ssgp::params(m)
+                let hyper = above_floor(&random_hyper(m, d, &mut rng), floor);
+                let label = format!("SSGP ({n},{m},{d}) floor {floor}");
+                let free_params = Ssgp::params(m).noise_floor(floor).check().unwrap();
+                let free = free_params.evidence(&data).unwrap();
+                check_gradient(&free, &free.pack(&hyper).unwrap(), &label);
+                let fixed_params = Ssgp::params(m)
                     .noise_floor(floor)
-                    .objective(&data)
-                    .unwrap()
-                    .fixed_frequencies(hyper.unit_frequencies.clone())
+                    .fixed_spectral_points(true)
+                    .initial_unit_frequencies(hyper.unit_frequencies.clone())
+                    .check()
                     .unwrap();
-                let theta = fixed.pack(&SsgpHyperparameters {
-                    noise_variance: hyper.noise_variance + floor,
-                    ..hyper
-                });
-                check_gradient(&fixed, &theta.unwrap());
+                let fixed = fixed_params.evidence(&data).unwrap();
+                check_gradient(&fixed, &fixed.pack(&hyper).unwrap(), &label);
             }
         }
     }
@@ -83,11 +64,11 @@ fn gradient_matches_finite_differences() {
 
 /// The SSGP covariance (eq. 6) K = (σ0²/m)ΦΦᵀ on `x` and `z`.
 fn ssgp_covariance(x: &DMatrix<f64>, z: &DMatrix<f64>, h: &SsgpHyperparameters) -> DMatrix<f64> {
-    let omega = scaled_frequencies(&h.unit_frequencies, &h.lengthscales);
+    let omega = scaled_frequencies(&h.unit_frequencies, &h.hyper.lengthscales);
     let m = omega.nrows() as f64;
     let px = design_matrix(x, &omega, faer::Par::Seq);
     let pz = design_matrix(z, &omega, faer::Par::Seq);
-    (px * pz.transpose()) * (h.signal_variance / m)
+    (px * pz.transpose()) * (h.hyper.signal_variance / m)
 }
 
 #[test]
@@ -96,14 +77,14 @@ fn fast_evidence_and_predictions_equal_dense_gp_formulas() {
     for &(n, m, d) in &[(40, 5, 2), (25, 20, 3)] {
         let data = random_data(n, d, &mut rng);
         let hyper = random_hyper(m, d, &mut rng);
-        let params = Ssgp::params(m).chunk_rows(7);
-        let objective = params.objective(&data).unwrap();
-        let value = objective.value(&objective.pack(&hyper).unwrap()).unwrap();
+        let params = Ssgp::params(m).chunk_rows(7).check().unwrap();
+        let evidence = params.evidence(&data).unwrap();
+        let value = evidence.value(&evidence.pack(&hyper).unwrap()).unwrap();
 
         // Dense: −log N(y | 0, K + σn²I), y centred.
         let y = data.y().add_scalar(-data.y_mean());
         let k = ssgp_covariance(data.x(), data.x(), &hyper);
-        let ky = &k + DMatrix::identity(n, n) * hyper.noise_variance;
+        let ky = &k + DMatrix::identity(n, n) * hyper.hyper.noise_variance;
         let chol = ky.clone().cholesky().unwrap();
         let dense = 0.5 * y.dot(&chol.solve(&y))
             + 0.5 * chol.determinant().ln()
@@ -124,13 +105,13 @@ fn fast_evidence_and_predictions_equal_dense_gp_formulas() {
             assert_relative_eq!(pred.latent_variance[j], latent[j].max(0.0), epsilon = 1e-9);
             assert_relative_eq!(
                 pred.variance[j],
-                pred.latent_variance[j] + hyper.noise_variance,
+                pred.latent_variance[j] + hyper.hyper.noise_variance,
                 epsilon = 1e-12
             );
-            assert!(pred.variance[j] >= hyper.noise_variance);
+            assert!(pred.variance[j] >= hyper.hyper.noise_variance);
         }
         // Prior variance is σ0² everywhere (stationarity, eq. 6).
-        assert_relative_eq!(kss[(0, 0)], hyper.signal_variance, epsilon = 1e-12);
+        assert_relative_eq!(kss[(0, 0)], hyper.hyper.signal_variance, epsilon = 1e-12);
     }
 }
 
@@ -139,7 +120,11 @@ fn posterior_samples_have_the_predictive_moments() {
     let mut rng = StdRng::seed_from_u64(8);
     let data = sinc_data(60, false, 0.1, &mut rng).unwrap();
     let hyper = random_hyper(6, 1, &mut rng);
-    let fitted = Ssgp::params(6).condition(&data, &hyper).unwrap();
+    let fitted = Ssgp::params(6)
+        .check()
+        .unwrap()
+        .condition(&data, &hyper)
+        .unwrap();
     let xs = DMatrix::from_column_slice(3, 1, &[-2.0, 1.0, 4.5]);
     let pred = fitted.predict(&xs).unwrap();
     let draws = 20_000;
@@ -304,15 +289,16 @@ fn bad_input_is_a_clear_error() {
         ),
         Err(Error::NonFinite { .. })
     ));
-    let objective = Ssgp::params(4).objective(&train).unwrap();
+    let params = Ssgp::params(4).check().unwrap();
+    let evidence = params.evidence(&train).unwrap();
     assert!(matches!(
-        objective.value(&DVector::zeros(3)),
+        evidence.value(&DVector::zeros(3)),
         Err(Error::DimensionMismatch { .. })
     ));
-    let mut theta = objective.pack(fitted.hyperparameters()).unwrap();
+    let mut theta = evidence.pack(fitted.hyperparameters()).unwrap();
     theta[1] = f64::NAN;
     assert!(matches!(
-        objective.value(&theta),
+        evidence.value(&theta),
         Err(Error::NonFinite { row: 1, .. })
     ));
 }

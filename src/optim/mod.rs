@@ -13,20 +13,26 @@
 //!   `minimize.m`; argmin's CG otherwise starts every line search at α = 1.
 //!
 //! The objective functions themselves are pure functions of (data, θ) and live with their models;
-//! nothing here knows about Gaussian processes.
+//! nothing here knows about Gaussian processes. Files: `problem.rs` (the argmin adapter),
+//! `line_search.rs` (More–Thuente with carried-over steps), `stopping.rs` (the stopping rule and
+//! the progress reports); this file holds the settings, the report and the loop.
+
+mod line_search;
+mod problem;
+mod stopping;
 
 use crate::error::{Error, Result};
-use argmin::core::{
-    CostFunction, Executor, Gradient, IterState, LineSearch, Problem, Solver, State,
-    TerminationReason, TerminationStatus, KV,
-};
+use argmin::core::{Executor, IterState, State, TerminationReason};
 use argmin::solver::conjugategradient::{beta::PolakRibierePlus, NonlinearConjugateGradient};
 use argmin::solver::linesearch::MoreThuenteLineSearch;
+use line_search::CarriedStep;
 use nalgebra::DVector;
-use std::cell::{Cell, RefCell};
+use problem::{Record, RecordingProblem};
+use std::cell::RefCell;
 use std::fmt;
 use std::rc::Rc;
 use std::sync::Arc;
+use stopping::StoppingRule;
 
 /// A differentiable objective to minimise: θ ↦ (f(θ), ∇f(θ)) in one call.
 pub trait Objective {
@@ -166,212 +172,8 @@ pub struct OptimReport {
     pub termination: Termination,
 }
 
-type Vector = DVector<f64>;
-type CgState = IterState<Vector, Vector, (), (), (), f64>;
-
-struct Record {
-    last: Option<(Vector, f64, Vector)>,
-    best: Option<(Vector, f64, Vector)>,
-    evaluations: usize,
-    max_evaluations: usize,
-    budget_hit: bool,
-    failure: Option<Error>,
-    /// Iterations (line searches) completed, counted here so a run that argmin ends with an
-    /// error still reports them.
-    iterations: u64,
-}
-
-/// The argmin `Problem`: evaluates the objective once per θ and records the best point.
-struct Counted<'a, O> {
-    objective: &'a O,
-    record: Rc<RefCell<Record>>,
-}
-
-impl<O: Objective> Counted<'_, O> {
-    fn eval(&self, theta: &Vector) -> std::result::Result<(f64, Vector), argmin::core::Error> {
-        let mut rec = self.record.borrow_mut();
-        if let Some((t, f, g)) = &rec.last {
-            if t == theta {
-                return Ok((*f, g.clone()));
-            }
-        }
-        if rec.evaluations >= rec.max_evaluations {
-            rec.budget_hit = true;
-            return Err(argmin::core::Error::msg("evaluation budget exhausted"));
-        }
-        rec.evaluations += 1;
-        match self.objective.value_and_gradient(theta) {
-            Ok((f, g)) if f.is_finite() && g.iter().all(|v| v.is_finite()) => {
-                if rec.best.as_ref().is_none_or(|(_, fb, _)| f < *fb) {
-                    rec.best = Some((theta.clone(), f, g.clone()));
-                }
-                rec.last = Some((theta.clone(), f, g.clone()));
-                Ok((f, g))
-            }
-            Ok((f, _)) => {
-                let e = Error::NonFiniteObjective {
-                    what: format!("value {f} or a gradient entry"),
-                };
-                let msg = e.to_string();
-                rec.failure = Some(e);
-                Err(argmin::core::Error::msg(msg))
-            }
-            Err(e) => {
-                let msg = e.to_string();
-                rec.failure = Some(e);
-                Err(argmin::core::Error::msg(msg))
-            }
-        }
-    }
-}
-
-impl<O: Objective> CostFunction for Counted<'_, O> {
-    type Param = Vector;
-    type Output = f64;
-    fn cost(&self, p: &Vector) -> std::result::Result<f64, argmin::core::Error> {
-        self.eval(p).map(|(f, _)| f)
-    }
-}
-
-impl<O: Objective> Gradient for Counted<'_, O> {
-    type Param = Vector;
-    type Gradient = Vector;
-    fn gradient(&self, p: &Vector) -> std::result::Result<Vector, argmin::core::Error> {
-        self.eval(p).map(|(_, g)| g)
-    }
-}
-
-/// More–Thuente with an initial step carried over from the previous line search.
-#[derive(Clone)]
-struct CarriedStep {
-    inner: MoreThuenteLineSearch<Vector, Vector, f64>,
-    direction: Option<Vector>,
-    start: Option<Vector>,
-    slope: f64,
-    /// (accepted step, initial slope) of the previous line search; shared by argmin's clones.
-    memory: Rc<Cell<Option<(f64, f64)>>>,
-}
-
-impl LineSearch<Vector, f64> for CarriedStep {
-    fn search_direction(&mut self, direction: Vector) {
-        self.direction = Some(direction.clone());
-        self.inner.search_direction(direction);
-    }
-    fn initial_step_length(&mut self, alpha: f64) -> std::result::Result<(), argmin::core::Error> {
-        self.inner.initial_step_length(alpha)
-    }
-}
-
-impl<'a, O: Objective> Solver<Counted<'a, O>, CgState> for CarriedStep {
-    fn name(&self) -> &str {
-        "More-Thuente line search with carried-over initial step"
-    }
-
-    fn init(
-        &mut self,
-        problem: &mut Problem<Counted<'a, O>>,
-        state: CgState,
-    ) -> std::result::Result<(CgState, Option<KV>), argmin::core::Error> {
-        let dir = self
-            .direction
-            .as_ref()
-            .ok_or_else(|| argmin::core::Error::msg("line search without a direction"))?;
-        let grad = state
-            .get_gradient()
-            .ok_or_else(|| argmin::core::Error::msg("line search without a gradient"))?;
-        self.slope = grad.dot(dir);
-        let alpha = match self.memory.get() {
-            Some((prev_alpha, prev_slope)) if self.slope < 0.0 && prev_alpha > 0.0 => {
-                prev_alpha * (prev_slope / self.slope).min(100.0)
-            }
-            _ => 1.0 / (1.0 + dir.norm()),
-        };
-        self.inner.initial_step_length(alpha)?;
-        self.start = state.get_param().cloned();
-        self.inner.init(problem, state)
-    }
-
-    fn next_iter(
-        &mut self,
-        problem: &mut Problem<Counted<'a, O>>,
-        state: CgState,
-    ) -> std::result::Result<(CgState, Option<KV>), argmin::core::Error> {
-        let (state, kv) = self.inner.next_iter(problem, state)?;
-        if let (Some(x1), Some(x0), Some(dir)) = (state.get_param(), &self.start, &self.direction) {
-            let dd = dir.norm_squared();
-            if dd > 0.0 {
-                let alpha = (x1 - x0).dot(dir) / dd;
-                if alpha > 0.0 {
-                    self.memory.set(Some((alpha, self.slope)));
-                }
-            }
-        }
-        Ok((state, kv))
-    }
-}
-
-/// argmin's CG with a convergence test and progress reports.
-struct Cg<S> {
-    inner: S,
-    history: Vec<f64>,
-    tolerance: f64,
-    window: usize,
-    observer: Option<Observer>,
-    record: Rc<RefCell<Record>>,
-}
-
-impl<P, S: Solver<P, CgState>> Solver<P, CgState> for Cg<S> {
-    fn name(&self) -> &str {
-        "nonlinear conjugate gradient (Polak-Ribiere+) with a relative-decrease test"
-    }
-
-    fn init(
-        &mut self,
-        problem: &mut Problem<P>,
-        state: CgState,
-    ) -> std::result::Result<(CgState, Option<KV>), argmin::core::Error> {
-        let (state, kv) = self.inner.init(problem, state)?;
-        self.history.push(state.get_cost());
-        Ok((state, kv))
-    }
-
-    fn next_iter(
-        &mut self,
-        problem: &mut Problem<P>,
-        state: CgState,
-    ) -> std::result::Result<(CgState, Option<KV>), argmin::core::Error> {
-        self.inner.next_iter(problem, state)
-    }
-
-    fn terminate(&mut self, state: &CgState) -> TerminationStatus {
-        // argmin asks before every iteration, the first included: `get_iter` is the number done.
-        let done = state.get_iter();
-        if done == 0 {
-            return TerminationStatus::NotTerminated;
-        }
-        let cost = state.get_cost();
-        self.history.push(cost);
-        self.record.borrow_mut().iterations = done;
-        if let Some(observer) = &self.observer {
-            let rec = self.record.borrow();
-            observer(&Progress {
-                iteration: done,
-                evaluations: rec.evaluations,
-                value: cost,
-                best_value: rec.best.as_ref().map_or(cost, |b| b.1),
-                gradient_norm: state.get_gradient().map_or(f64::NAN, |g| g.norm()),
-            });
-        }
-        let k = self.history.len();
-        if k > self.window {
-            let before = self.history[k - 1 - self.window];
-            if before - cost <= self.tolerance * cost.abs().max(1.0) {
-                return TerminationStatus::Terminated(TerminationReason::SolverConverged);
-            }
-        }
-        TerminationStatus::NotTerminated
-    }
-}
+pub(crate) type Vector = DVector<f64>;
+pub(crate) type CgState = IterState<Vector, Vector, (), (), (), f64>;
 
 /// Minimises `objective` from `theta0` with nonlinear CG, returning the best point seen.
 ///
@@ -412,22 +214,14 @@ pub fn minimize<O: Objective>(
         let line_search = MoreThuenteLineSearch::new()
             .with_c(1e-4, 0.1)
             .map_err(|e| Error::Optimiser(e.to_string()))?;
-        let step = CarriedStep {
-            inner: line_search,
-            direction: None,
-            start: None,
-            slope: 0.0,
-            memory: Rc::new(Cell::new(None)),
-        };
-        let solver = Cg {
-            inner: NonlinearConjugateGradient::new(step, PolakRibierePlus::new()),
-            history: Vec::new(),
-            tolerance: config.tolerance,
-            window: config.window,
-            observer: config.observer.clone(),
-            record: Rc::clone(&record),
-        };
-        let problem = Counted {
+        let solver = StoppingRule::new(
+            NonlinearConjugateGradient::new(CarriedStep::new(line_search), PolakRibierePlus::new()),
+            config.tolerance,
+            config.window,
+            config.observer.clone(),
+            Rc::clone(&record),
+        );
+        let problem = RecordingProblem {
             objective,
             record: Rc::clone(&record),
         };

@@ -1,0 +1,146 @@
+//! A FITC model conditioned on its training data at fixed parameters, and its predictions.
+
+use super::evidence::Factors;
+use crate::error::Result;
+use crate::hyperparameters::Decoded;
+use crate::kernel::SeArd;
+use crate::linalg::{self, par};
+use crate::model::TrainingSummary;
+use crate::predict::{impl_fitted_regressor, predict_in_chunks};
+use crate::predictive::Predictive;
+use nalgebra::{DMatrix, DVector};
+
+/// Test points per block in [`FittedFitc::predict`] (bounds the working memory to O(m·block)).
+pub(crate) const PREDICT_BLOCK: usize = 4096;
+
+/// A FITC model conditioned on its training data at fixed parameters.
+///
+/// Caches $L_u$ ($K_{uu} = L_uL_u^⊤$, jitter included), $L_A$ ($A = I + VΛ^{-1}V^⊤ = L_AL_A^⊤$,
+/// $V = L_u^{-1}K_{uf}$) and the weights $β = L_u^{-⊤}L_A^{-⊤}L_A^{-1}VΛ^{-1}y$ (m), so that at a
+/// test input x* with $k_* = k(X̄, x_*)$ (m):
+/// $$μ_* = \bar y + k_*^⊤β, \qquad
+///   σ^2_{f*} = σ_0^2 - \|L_u^{-1}k_*\|^2 + \|L_A^{-1}L_u^{-1}k_*\|^2,$$
+/// i.e. $k_{**} - Q_{**} + k_{*u}(K_{uu} + K_{uf}Λ^{-1}K_{fu})^{-1}k_{u*}$, and
+/// $σ^2_* = σ^2_{f*} + σ_n^2$.
+#[derive(Debug, Clone)]
+pub struct FittedFitc {
+    theta: DVector<f64>,
+    lengthscales: DVector<f64>,
+    signal_variance: f64,
+    noise_variance: f64,
+    pseudo: DMatrix<f64>,
+    l_u: DMatrix<f64>,
+    l_a: DMatrix<f64>,
+    weights: DVector<f64>,
+    y_mean: f64,
+    neg_log_evidence: f64,
+    training: TrainingSummary,
+    threads: usize,
+}
+
+impl FittedFitc {
+    /// Caches what prediction needs from the factors at the full θ.
+    pub(crate) fn new(
+        theta: DVector<f64>,
+        decoded: Decoded<'_>,
+        f: Factors,
+        y_mean: f64,
+        training: TrainingSummary,
+        threads: usize,
+    ) -> Self {
+        let p = par(threads);
+        let mut weights = DMatrix::from_column_slice(f.by.len(), 1, f.by.as_slice());
+        linalg::solve_lower_transpose(linalg::view(&f.l_a), linalg::view_mut(&mut weights), p);
+        linalg::solve_lower_transpose(linalg::view(&f.l_u), linalg::view_mut(&mut weights), p);
+        Self {
+            theta,
+            lengthscales: decoded.hyper.lengthscales,
+            signal_variance: decoded.hyper.signal_variance,
+            noise_variance: decoded.hyper.noise_variance,
+            pseudo: decoded.block.into_owned(),
+            l_u: f.l_u,
+            l_a: f.l_a,
+            weights: weights.column(0).into_owned(),
+            y_mean,
+            neg_log_evidence: f.neg_log_evidence,
+            training,
+            threads,
+        }
+    }
+
+    /// Predictive means and variances at test inputs `x` (n*×D), O(m² + mD) per point.
+    ///
+    /// # Errors
+    /// [`crate::Error::EmptyData`] for no rows, [`crate::Error::DimensionMismatch`] if `x` has
+    /// not D columns, [`crate::Error::NonFinite`] for a NaN or infinity.
+    pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
+        let p = par(self.threads);
+        let kernel = SeArd {
+            lengthscales: &self.lengthscales,
+            signal_variance: self.signal_variance,
+        };
+        predict_in_chunks(
+            x,
+            self.pseudo.ncols(),
+            PREDICT_BLOCK,
+            self.y_mean,
+            self.noise_variance,
+            |start, len, mean, latent| {
+                let xs = x.rows(start, len).into_owned();
+                let mut v = kernel.cross(&self.pseudo, &xs, p);
+                mean.copy_from_slice(v.tr_mul(&self.weights).as_slice());
+                linalg::solve_lower(linalg::view(&self.l_u), linalg::view_mut(&mut v), p);
+                let q: Vec<f64> = v.column_iter().map(|c| c.norm_squared()).collect();
+                linalg::solve_lower(linalg::view(&self.l_a), linalg::view_mut(&mut v), p);
+                for (i, col) in v.column_iter().enumerate() {
+                    latent[i] = self.signal_variance - q[i] + col.norm_squared();
+                }
+                Ok(())
+            },
+        )
+    }
+
+    /// `fitc`.
+    pub fn name(&self) -> &'static str {
+        "fitc"
+    }
+
+    /// The pseudo-inputs X̄, m×D (one per row).
+    pub fn pseudo_inputs(&self) -> &DMatrix<f64> {
+        &self.pseudo
+    }
+
+    /// The lengthscales ℓ (D).
+    pub fn lengthscales(&self) -> &DVector<f64> {
+        &self.lengthscales
+    }
+
+    /// The signal variance σ0².
+    pub fn signal_variance(&self) -> f64 {
+        self.signal_variance
+    }
+
+    /// The noise variance σn².
+    pub fn noise_variance(&self) -> f64 {
+        self.noise_variance
+    }
+
+    /// −log p(y|θ) of the centred training targets at the fitted θ.
+    pub fn neg_log_evidence(&self) -> f64 {
+        self.neg_log_evidence
+    }
+
+    /// How training went.
+    pub fn training(&self) -> &TrainingSummary {
+        &self.training
+    }
+
+    /// The full parameter vector θ = `[log ℓ, log σ0, p_noise, vec(X̄)]` (layout in
+    /// [`crate::hyperparameters`]), pseudo-inputs included even when they were fixed during
+    /// training.
+    pub fn parameters(&self) -> &DVector<f64> {
+        &self.theta
+    }
+}
+
+impl_fitted_regressor!(FittedFitc);

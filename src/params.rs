@@ -1,0 +1,206 @@
+//! Validated configuration, shared by every model.
+//!
+//! Each model has a builder (`SsgpParams`, `FitcParams`, `FullGpParams`) holding unchecked
+//! settings and a validated twin (`ValidSsgpParams`, …) produced by [`ParamGuard::check`]: the
+//! pattern of linfa's `ParamGuard`. Training and the evidence are implemented on the validated
+//! type, so nothing deeper down validates a setting again; the builders' `fit` checks first.
+//!
+//! The settings every model's training shares — seed, optimiser budget and observer, threads,
+//! noise floor, lengthscale start — live in [`TrainingSettings`], and every builder has the same
+//! methods to set them.
+
+use crate::error::Result;
+use crate::hyperparameters::NoiseParam;
+use crate::init::LengthscaleInit;
+use crate::optim::OptimConfig;
+
+/// Turns unchecked settings into validated ones.
+pub trait ParamGuard {
+    /// The validated settings.
+    type Checked;
+
+    /// Validates by reference.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidParameter`] (or a shape or finiteness error) for the first bad
+    /// setting.
+    fn check_ref(&self) -> Result<&Self::Checked>;
+
+    /// Validates and returns the validated settings.
+    ///
+    /// # Errors
+    /// As [`ParamGuard::check_ref`].
+    fn check(self) -> Result<Self::Checked>;
+}
+
+/// Settings shared by the training of every model.
+#[derive(Debug, Clone, Default)]
+pub struct TrainingSettings {
+    pub(crate) seed: u64,
+    pub(crate) optim: OptimConfig,
+    pub(crate) threads: usize,
+    pub(crate) noise_floor: f64,
+    pub(crate) lengthscales: LengthscaleInit,
+}
+
+impl TrainingSettings {
+    /// The seed of the model's random start (spectral points, pseudo-inputs, subsets).
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The optimiser's budget, stopping rule and observer.
+    pub fn optim(&self) -> &OptimConfig {
+        &self.optim
+    }
+
+    /// Threads (0 = all of rayon's).
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// The lower bound on σn².
+    pub fn noise_floor(&self) -> f64 {
+        self.noise_floor
+    }
+
+    /// How the lengthscales start.
+    pub fn lengthscale_init(&self) -> &LengthscaleInit {
+        &self.lengthscales
+    }
+
+    /// The noise parametrisation σn² = floor + e^{2p}.
+    pub(crate) fn noise(&self) -> NoiseParam {
+        NoiseParam {
+            floor: self.noise_floor,
+        }
+    }
+
+    /// Checks the shared settings.
+    ///
+    /// # Errors
+    /// As [`OptimConfig::validate`], [`NoiseParam::validate`] and [`LengthscaleInit::validate`].
+    pub(crate) fn validate(&self) -> Result<()> {
+        self.optim.validate()?;
+        self.noise().validate()?;
+        self.lengthscales.validate()
+    }
+}
+
+/// The builder methods of [`TrainingSettings`] on a model's `…Params(Valid…Params)` newtype whose
+/// validated settings hold them in a field `training` (the newtype is `#[must_use]`, so every
+/// builder method is).
+macro_rules! training_builder {
+    ($params:ident) => {
+        impl $params {
+            /// Seed of the random start (spectral points, pseudo-inputs, subsets): the same seed
+            /// gives the same fit. Default 0.
+            pub fn seed(mut self, seed: u64) -> Self {
+                self.0.training.seed = seed;
+                self
+            }
+
+            /// The optimiser's budget, stopping rule and observer (default
+            /// [`OptimConfig::default`](crate::optim::OptimConfig::default)).
+            pub fn optim(mut self, optim: $crate::optim::OptimConfig) -> Self {
+                self.0.training.optim = optim;
+                self
+            }
+
+            /// Maximum optimiser iterations (line searches); 0 evaluates the start only.
+            pub fn max_iterations(mut self, iterations: u64) -> Self {
+                self.0.training.optim.max_iterations = iterations;
+                self
+            }
+
+            /// Maximum evaluations of the evidence and its gradient.
+            pub fn max_evaluations(mut self, evaluations: usize) -> Self {
+                self.0.training.optim.max_evaluations = evaluations;
+                self
+            }
+
+            /// A callback that receives the optimiser's progress after every iteration.
+            pub fn observer(mut self, observer: $crate::optim::Observer) -> Self {
+                self.0.training.optim.observer = Some(observer);
+                self
+            }
+
+            /// Threads (0 = all of rayon's, by default one per core; 1 = sequential).
+            pub fn threads(mut self, threads: usize) -> Self {
+                self.0.training.threads = threads;
+                self
+            }
+
+            /// Lower bound on the noise variance, σn² = floor + e^{2p} (§5.2; e.g. bin²/12 for
+            /// targets quantised in bins). Default 0.
+            pub fn noise_floor(mut self, floor: f64) -> Self {
+                self.0.training.noise_floor = floor;
+                self
+            }
+
+            /// How the lengthscales start (default half the input ranges).
+            pub fn lengthscale_init(mut self, init: $crate::init::LengthscaleInit) -> Self {
+                self.0.training.lengthscales = init;
+                self
+            }
+
+            /// Initial lengthscales ℓ (D) instead of half the input ranges.
+            pub fn initial_lengthscales(self, lengthscales: nalgebra::DVector<f64>) -> Self {
+                self.lengthscale_init($crate::init::LengthscaleInit::Given(lengthscales))
+            }
+        }
+    };
+}
+
+pub(crate) use training_builder;
+
+/// The [`crate::model::Fit`] impls of a builder and its validated twin, both delegating to the
+/// validated type's inherent `fit` and `name`.
+macro_rules! impl_fit {
+    ($params:ident, $valid:ident, $fitted:ident) => {
+        impl $crate::model::Fit for $valid {
+            type Fitted = $fitted;
+            fn name(&self) -> &'static str {
+                $valid::name(self)
+            }
+            fn fit(&self, data: &$crate::data::Dataset) -> $crate::error::Result<$fitted> {
+                $valid::fit(self, data)
+            }
+        }
+
+        impl $crate::model::Fit for $params {
+            type Fitted = $fitted;
+            fn name(&self) -> &'static str {
+                self.0.name()
+            }
+            fn fit(&self, data: &$crate::data::Dataset) -> $crate::error::Result<$fitted> {
+                $params::fit(self, data)
+            }
+        }
+
+        impl $params {
+            /// Validates the settings ([`ParamGuard::check_ref`](crate::params::ParamGuard))
+            /// and trains on `data`.
+            ///
+            /// # Errors
+            /// The first invalid setting, then as the validated type's `fit`.
+            pub fn fit(&self, data: &$crate::data::Dataset) -> $crate::error::Result<$fitted> {
+                $crate::params::ParamGuard::check_ref(self)?.fit(data)
+            }
+        }
+
+        impl $crate::params::ParamGuard for $params {
+            type Checked = $valid;
+            fn check_ref(&self) -> $crate::error::Result<&$valid> {
+                self.0.validate()?;
+                Ok(&self.0)
+            }
+            fn check(self) -> $crate::error::Result<$valid> {
+                self.0.validate()?;
+                Ok(self.0)
+            }
+        }
+    };
+}
+
+pub(crate) use impl_fit;

@@ -1,0 +1,79 @@
+//! The prediction loop every model shares: test inputs checked once, then processed in chunks of
+//! rows so memory stays bounded, each chunk's means and latent variances filled by the model.
+
+use crate::data::check_inputs;
+use crate::error::{Error, Result};
+use crate::predictive::Predictive;
+use nalgebra::{DMatrix, DVector};
+
+/// Predicts at `x` (n*×D) chunk by chunk: `chunk(start, len, mean, latent)` fills the latent mean
+/// μ − ȳ and the latent variance 𝕍 f* of rows `start .. start + len` (slices of length `len`);
+/// ȳ = `y_mean` is added here and σn² = `noise_variance` makes the noisy variance.
+///
+/// # Errors
+/// [`Error::EmptyData`] for no rows, [`Error::DimensionMismatch`] if `x` has not `dim` columns,
+/// [`Error::NonFinite`] for a NaN or infinity; whatever `chunk` returns.
+pub(crate) fn predict_in_chunks(
+    x: &DMatrix<f64>,
+    dim: usize,
+    chunk_rows: usize,
+    y_mean: f64,
+    noise_variance: f64,
+    mut chunk: impl FnMut(usize, usize, &mut [f64], &mut [f64]) -> Result<()>,
+) -> Result<Predictive> {
+    if x.nrows() == 0 {
+        return Err(Error::EmptyData {
+            what: "no test inputs",
+        });
+    }
+    check_inputs(x, dim)?;
+    let n = x.nrows();
+    let mut mean = DVector::zeros(n);
+    let mut latent = DVector::zeros(n);
+    let mut start = 0;
+    while start < n {
+        let len = chunk_rows.max(1).min(n - start);
+        chunk(
+            start,
+            len,
+            &mut mean.as_mut_slice()[start..start + len],
+            &mut latent.as_mut_slice()[start..start + len],
+        )?;
+        start += len;
+    }
+    mean.add_scalar_mut(y_mean);
+    Ok(Predictive::from_latent(mean, latent, noise_variance))
+}
+
+/// The [`crate::model::FittedRegressor`] impl of a fitted model with inherent `predict`,
+/// `neg_log_evidence`, `noise_variance`, `training` and `name` methods.
+macro_rules! impl_fitted_regressor {
+    ($fitted:ident) => {
+        impl $crate::model::FittedRegressor for $fitted {
+            fn name(&self) -> &'static str {
+                $fitted::name(self)
+            }
+
+            fn predict(
+                &self,
+                x: &nalgebra::DMatrix<f64>,
+            ) -> $crate::error::Result<$crate::predictive::Predictive> {
+                $fitted::predict(self, x)
+            }
+
+            fn neg_log_evidence(&self) -> f64 {
+                $fitted::neg_log_evidence(self)
+            }
+
+            fn noise_variance(&self) -> f64 {
+                $fitted::noise_variance(self)
+            }
+
+            fn training(&self) -> &$crate::model::TrainingSummary {
+                $fitted::training(self)
+            }
+        }
+    };
+}
+
+pub(crate) use impl_fitted_regressor;

@@ -1,0 +1,213 @@
+//! A trained SSGP: the Gaussian posterior over the 2m weights, its predictions (eq. 7, Appendix
+//! A) and posterior function samples (Figure 2a).
+
+use super::features::{self, design_matrix_into};
+use super::SsgpHyperparameters;
+use crate::data::check_inputs;
+use crate::error::Result;
+use crate::linalg::{self, view, view_mut};
+use crate::model::TrainingSummary;
+use crate::predict::{impl_fitted_regressor, predict_in_chunks};
+use crate::predictive::Predictive;
+use faer::{MatMut, MatRef, Par};
+use nalgebra::{DMatrix, DVector};
+use rand::Rng;
+use rand_distr::StandardNormal;
+
+/// The trained posterior over the 2m weights: N(α, σn² A⁻¹) with A = LLᵀ.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub(crate) struct WeightPosterior {
+    /// Lower Cholesky factor L of A (2m×2m).
+    pub l: DMatrix<f64>,
+    /// Posterior mean of the weights α = A⁻¹Φᵀy (2m).
+    pub alpha: DVector<f64>,
+    /// Scaled frequencies Ω = W ⊘ ℓ (m×D).
+    pub omega: DMatrix<f64>,
+}
+
+/// A trained SSGP: the hyperparameters and the Gaussian posterior over the 2m weights,
+/// N(α, σn²A⁻¹), from which predictions (eq. 7) cost O(m) (mean) and O(m²) (variance) per point.
+///
+/// With the `serde` feature it can be saved and loaded; use a format that round-trips floats
+/// exactly (a binary one, or serde_json with its `float_roundtrip` feature) and predictions after
+/// loading are bit-identical.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct FittedSsgp {
+    pub(crate) hyper: SsgpHyperparameters,
+    pub(crate) posterior: WeightPosterior,
+    pub(crate) theta: DVector<f64>,
+    pub(crate) y_mean: f64,
+    pub(crate) neg_log_evidence: f64,
+    pub(crate) training: TrainingSummary,
+    pub(crate) fixed: bool,
+    pub(crate) noise_floor: f64,
+    pub(crate) threads: usize,
+    pub(crate) chunk_rows: usize,
+}
+
+impl FittedSsgp {
+    /// Predictive distribution at `x` (n*×D), eq. 7 via Appendix A:
+    /// 𝔼 y* = φ(x*)ᵀα + ȳ, 𝕍 f* = σn² ‖L⁻¹φ(x*)‖², 𝕍 y* = σn² + 𝕍 f*. Test points are processed
+    /// in chunks, so memory is O(chunk·m).
+    ///
+    /// # Errors
+    /// [`crate::Error::EmptyData`] for no rows, [`crate::Error::DimensionMismatch`] for a wrong
+    /// D, [`crate::Error::NonFinite`] for a NaN or infinity.
+    pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
+        let k = 2 * self.num_spectral_points();
+        let alpha = MatRef::from_column_major_slice(self.posterior.alpha.as_slice(), k, 1);
+        let sn2 = self.noise_variance();
+        let par = linalg::par(self.threads);
+        let mut phi = DMatrix::zeros(0, 0);
+        predict_in_chunks(
+            x,
+            self.dim(),
+            self.chunk_rows,
+            self.y_mean,
+            sn2,
+            |start, len, mean, latent| {
+                design_matrix_into(
+                    linalg::rows_view(x, start, len),
+                    &self.posterior.omega,
+                    &mut phi,
+                    par,
+                );
+                let mu = MatMut::from_column_major_slice_mut(mean, len, 1);
+                linalg::gemm(mu, false, view(&phi), alpha, 1.0, par);
+                linalg::solve_lower(
+                    view(&self.posterior.l),
+                    view_mut(&mut phi).transpose_mut(),
+                    par,
+                );
+                for (i, v) in latent.iter_mut().enumerate() {
+                    *v = sn2 * phi.row(i).norm_squared();
+                }
+                Ok(())
+            },
+        )
+    }
+
+    /// Draws a function from the posterior (as in the paper's Figure 2a): weights
+    /// w ~ N(α, σn²A⁻¹), i.e. w = α + σn L⁻ᵀz with z ~ N(0, I); the function can then be
+    /// evaluated anywhere.
+    pub fn sample_posterior<R: Rng + ?Sized>(&self, rng: &mut R) -> PosteriorSample {
+        let k = 2 * self.num_spectral_points();
+        let mut z = DMatrix::from_fn(k, 1, |_, _| rng.sample::<f64, _>(StandardNormal));
+        linalg::solve_lower_transpose(view(&self.posterior.l), view_mut(&mut z), Par::Seq);
+        let weights = &self.posterior.alpha + z.column(0) * self.noise_variance().sqrt();
+        PosteriorSample {
+            omega: self.posterior.omega.clone(),
+            weights,
+            offset: self.y_mean,
+        }
+    }
+
+    /// `ssgp`, or `ssgp-fixed` with fixed spectral points.
+    pub fn name(&self) -> &'static str {
+        if self.fixed {
+            "ssgp-fixed"
+        } else {
+            "ssgp"
+        }
+    }
+
+    /// Spectral points s_r (m×D), as in φ(x) = [cos(2π s_rᵀx), sin(2π s_rᵀx)].
+    pub fn spectral_points(&self) -> DMatrix<f64> {
+        features::spectral_points(&self.posterior.omega)
+    }
+
+    /// Unit frequencies W (m×D), s_r = W_r ⊘ (2πℓ).
+    pub fn unit_frequencies(&self) -> &DMatrix<f64> {
+        &self.hyper.unit_frequencies
+    }
+
+    /// Lengthscales ℓ (D).
+    pub fn lengthscales(&self) -> &DVector<f64> {
+        &self.hyper.hyper.lengthscales
+    }
+
+    /// Signal variance σ0².
+    pub fn signal_variance(&self) -> f64 {
+        self.hyper.hyper.signal_variance
+    }
+
+    /// Noise variance σn².
+    pub fn noise_variance(&self) -> f64 {
+        self.hyper.hyper.noise_variance
+    }
+
+    /// The lower bound σn² was trained under (the configured floor, or the data-estimated bound).
+    pub fn noise_floor(&self) -> f64 {
+        self.noise_floor
+    }
+
+    /// All hyperparameters in natural units.
+    pub fn hyperparameters(&self) -> &SsgpHyperparameters {
+        &self.hyper
+    }
+
+    /// The parameter vector θ in the evidence's layout (see [`super::SsgpEvidence`]).
+    pub fn parameters(&self) -> &DVector<f64> {
+        &self.theta
+    }
+
+    /// Number of spectral points m.
+    pub fn num_spectral_points(&self) -> usize {
+        self.posterior.omega.nrows()
+    }
+
+    /// Input dimension D.
+    pub fn dim(&self) -> usize {
+        self.posterior.omega.ncols()
+    }
+
+    /// Whether the spectral points were held fixed during training.
+    pub fn fixed_spectral_points(&self) -> bool {
+        self.fixed
+    }
+
+    /// Mean of the training targets ȳ (added back to predictions).
+    pub fn y_mean(&self) -> f64 {
+        self.y_mean
+    }
+
+    /// −log p(y|θ) of the (centred) training targets at the fitted θ.
+    pub fn neg_log_evidence(&self) -> f64 {
+        self.neg_log_evidence
+    }
+
+    /// How training went: evidence before and after, iterations, evaluations, termination.
+    pub fn training(&self) -> &TrainingSummary {
+        &self.training
+    }
+}
+
+impl_fitted_regressor!(FittedSsgp);
+
+/// One function drawn from an SSGP posterior: f(x) = φ(x)ᵀw + ȳ with fixed weights w.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PosteriorSample {
+    omega: DMatrix<f64>,
+    weights: DVector<f64>,
+    offset: f64,
+}
+
+impl PosteriorSample {
+    /// Evaluates the sampled function at `x` (n*×D).
+    ///
+    /// # Errors
+    /// [`crate::Error::DimensionMismatch`] for a wrong D, [`crate::Error::NonFinite`] for a NaN
+    /// or infinity.
+    pub fn evaluate(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
+        check_inputs(x, self.omega.ncols())?;
+        let phi = features::design_matrix(x, &self.omega, Par::Seq);
+        Ok((phi * &self.weights).add_scalar(self.offset))
+    }
+
+    /// The 2m weights (cosines first, then sines).
+    pub fn weights(&self) -> &DVector<f64> {
+        &self.weights
+    }
+}

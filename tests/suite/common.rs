@@ -1,0 +1,79 @@
+//! Helpers shared by every model's tests: the finite-difference gradient check and the dense
+//! formulas the fast ones are checked against.
+
+use nalgebra::{DMatrix, DVector};
+use ssgp::optim::Objective;
+use std::path::PathBuf;
+
+/// Checks every entry of the analytic gradient at θ against central differences (h = 1e-5) with
+/// the tolerance |Δ_i| ≤ 1e-5·max(|g_i|, 1e-3‖g‖∞); returns the largest |Δ_i| / tolerance.
+pub fn check_gradient(objective: &dyn Objective, theta: &DVector<f64>, label: &str) -> f64 {
+    let h = 1e-5;
+    let (_, g) = objective.value_and_gradient(theta).unwrap();
+    assert_eq!(g.len(), theta.len(), "{label}: gradient length");
+    let gmax = g.amax();
+    let mut worst = 0.0f64;
+    for i in 0..theta.len() {
+        let mut tp = theta.clone();
+        tp[i] += h;
+        let mut tm = theta.clone();
+        tm[i] -= h;
+        let fd = (objective.value_and_gradient(&tp).unwrap().0
+            - objective.value_and_gradient(&tm).unwrap().0)
+            / (2.0 * h);
+        let tol = 1e-5 * g[i].abs().max(1e-3 * gmax);
+        worst = worst.max((fd - g[i]).abs() / tol);
+        assert!(
+            (fd - g[i]).abs() <= tol,
+            "{label}: θ[{i}]: analytic {} vs finite difference {fd} (|Δ| {:e} > {tol:e})",
+            g[i],
+            (fd - g[i]).abs()
+        );
+    }
+    worst
+}
+
+/// The SE-ARD covariance σ0² exp(−½ Σ_d (a_id − b_jd)²/ℓ_d²) between the rows of `a` and `b`, by
+/// its definition (eq. 3).
+pub fn se_ard_by_definition(
+    a: &DMatrix<f64>,
+    b: &DMatrix<f64>,
+    lengthscales: &[f64],
+    signal_variance: f64,
+) -> DMatrix<f64> {
+    DMatrix::from_fn(a.nrows(), b.nrows(), |i, j| {
+        let s: f64 = (0..a.ncols())
+            .map(|d| ((a[(i, d)] - b[(j, d)]) / lengthscales[d]).powi(2))
+            .sum();
+        signal_variance * (-0.5 * s).exp()
+    })
+}
+
+/// −log N(y | 0, C) by nalgebra's dense Cholesky.
+pub fn dense_neg_log_evidence(c: DMatrix<f64>, y: &DVector<f64>) -> f64 {
+    let n = y.len() as f64;
+    let chol = c.cholesky().expect("dense covariance is positive definite");
+    let alpha = chol.solve(y);
+    let log_det = 2.0 * chol.l().diagonal().iter().map(|v| v.ln()).sum::<f64>();
+    0.5 * (y.dot(&alpha) + log_det + n * (2.0 * std::f64::consts::PI).ln())
+}
+
+/// A path inside the crate.
+pub fn manifest(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// One number per line of a file inside the crate.
+pub fn read_numbers(rel: &str) -> Vec<f64> {
+    let path = manifest(rel);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.trim().parse::<f64>().expect("a number per line"))
+        .collect()
+}
+
+/// The Kin-40k training set shipped with the crate.
+pub fn kin40k_train() -> ssgp::Dataset {
+    ssgp::Dataset::from_csv(manifest("data/kin40k/train.csv")).expect("Kin-40k training data")
+}

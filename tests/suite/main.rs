@@ -1,0 +1,13 @@
+//! The crate's integration tests, in one binary: one module per model and per shared concern,
+//! and `common` for the helpers they share (gradient check, dense formulas, data files).
+
+mod common;
+mod conformance;
+mod fitc;
+mod full_gp;
+mod init;
+mod overfitting;
+mod persistence;
+mod reference;
+mod ssgp_model;
+mod standardize;
