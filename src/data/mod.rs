@@ -1,0 +1,140 @@
+//! Validated data sets ([`Dataset`]), CSV loading and the sinc toy problem.
+//!
+//! `mod.rs` holds the type, its validation and the finiteness checks the models share; `csv.rs`
+//! the CSV loader; `sinc.rs` the toy problem of the paper's Figure 2.
+
+mod csv;
+mod sinc;
+
+pub use sinc::{sinc, sinc_data};
+
+use crate::error::{Error, Result};
+use nalgebra::{DMatrix, DVector};
+
+/// A regression data set: inputs `x` (n×D, one row per point) and targets `y` (n).
+///
+/// Checked once at construction: n ≥ 1, D ≥ 1, matching lengths, every value finite. Models take
+/// `&Dataset` and never re-validate it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dataset {
+    x: DMatrix<f64>,
+    y: DVector<f64>,
+}
+
+/// Returns an error naming the first non-finite entry of `m`, if any.
+pub(crate) fn check_finite(what: &'static str, m: &DMatrix<f64>) -> Result<()> {
+    for col in 0..m.ncols() {
+        for row in 0..m.nrows() {
+            let value = m[(row, col)];
+            if !value.is_finite() {
+                return Err(Error::NonFinite {
+                    what,
+                    row,
+                    col,
+                    value,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Returns an error naming the first non-finite entry of `v`, if any.
+pub(crate) fn check_finite_vector(what: &'static str, v: &DVector<f64>) -> Result<()> {
+    match v.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+        Some((row, &value)) => Err(Error::NonFinite {
+            what,
+            row,
+            col: 0,
+            value,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Checks a matrix of test inputs against the training dimension D.
+pub(crate) fn check_inputs(x: &DMatrix<f64>, dim: usize) -> Result<()> {
+    if x.ncols() != dim {
+        return Err(Error::DimensionMismatch {
+            what: "test inputs",
+            expected: dim,
+            found: x.ncols(),
+        });
+    }
+    check_finite("test inputs", x)
+}
+
+impl Dataset {
+    /// Builds a data set from inputs `x` (n×D) and targets `y` (n).
+    ///
+    /// # Errors
+    /// [`Error::EmptyData`] if n = 0 or D = 0, [`Error::LengthMismatch`] if `y` has not n entries,
+    /// [`Error::NonFinite`] for a NaN or infinity anywhere.
+    pub fn new(x: DMatrix<f64>, y: DVector<f64>) -> Result<Self> {
+        if x.nrows() == 0 || y.is_empty() {
+            return Err(Error::EmptyData {
+                what: "the data set has no points",
+            });
+        }
+        if x.ncols() == 0 {
+            return Err(Error::EmptyData {
+                what: "the inputs have no columns",
+            });
+        }
+        if x.nrows() != y.len() {
+            return Err(Error::LengthMismatch {
+                x_rows: x.nrows(),
+                y_len: y.len(),
+            });
+        }
+        check_finite("inputs", &x)?;
+        check_finite_vector("targets", &y)?;
+        Ok(Self { x, y })
+    }
+
+    /// Inputs, n×D (one row per point).
+    pub fn x(&self) -> &DMatrix<f64> {
+        &self.x
+    }
+
+    /// Targets, n.
+    pub fn y(&self) -> &DVector<f64> {
+        &self.y
+    }
+
+    /// Number of points n.
+    pub fn len(&self) -> usize {
+        self.y.len()
+    }
+
+    /// Always false: a `Dataset` has at least one point.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Input dimension D.
+    pub fn dim(&self) -> usize {
+        self.x.ncols()
+    }
+
+    /// Mean of the targets, ȳ.
+    pub fn y_mean(&self) -> f64 {
+        self.y.mean()
+    }
+
+    /// The rows with the given indices, as a new data set.
+    ///
+    /// # Errors
+    /// [`Error::EmptyData`] if `rows` is empty, [`Error::InvalidParameter`] for an index ≥ n.
+    pub fn subset(&self, rows: &[usize]) -> Result<Self> {
+        if let Some(&bad) = rows.iter().find(|&&r| r >= self.len()) {
+            return Err(Error::InvalidParameter {
+                name: "rows",
+                reason: format!("row {bad} is out of range for {} points", self.len()),
+            });
+        }
+        let x = self.x.select_rows(rows);
+        let y = DVector::from_iterator(rows.len(), rows.iter().map(|&r| self.y[r]));
+        Self::new(x, y)
+    }
+}
