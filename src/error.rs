@@ -23,14 +23,16 @@ pub enum Error {
         /// Entries of the target vector.
         y_len: usize,
     },
-    /// A matrix has the wrong number of input columns (e.g. test inputs with another D than training).
-    #[error("dimension mismatch in {what}: expected {expected} columns, found {found}")]
+    /// An object has the wrong size: a vector the wrong number of entries, or a matrix the wrong
+    /// number of rows or columns (e.g. test inputs with another D than training).
+    #[error("dimension mismatch in {what}: expected {expected}, found {found}")]
     DimensionMismatch {
-        /// Which object had the wrong shape.
+        /// Which object had the wrong size, and what was counted when it is not the number of
+        /// entries (e.g. "test inputs (columns)").
         what: &'static str,
-        /// The expected number of columns (or entries).
+        /// The expected count.
         expected: usize,
-        /// The number found.
+        /// The count found.
         found: usize,
     },
     /// A NaN or an infinity in the data or in a parameter.

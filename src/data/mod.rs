@@ -56,7 +56,7 @@ pub(crate) fn check_finite_vector(what: &'static str, v: &DVector<f64>) -> Resul
 pub(crate) fn check_inputs(x: &DMatrix<f64>, dim: usize) -> Result<()> {
     if x.ncols() != dim {
         return Err(Error::DimensionMismatch {
-            what: "test inputs",
+            what: "test inputs (columns)",
             expected: dim,
             found: x.ncols(),
         });
@@ -136,5 +136,21 @@ impl Dataset {
         let x = self.x.select_rows(rows);
         let y = DVector::from_iterator(rows.len(), rows.iter().map(|&r| self.y[r]));
         Self::new(x, y)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dimension_errors_name_what_was_counted() {
+        let e = check_inputs(&DMatrix::zeros(2, 3), 2)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "dimension mismatch in test inputs (columns): expected 2, found 3"
+        );
     }
 }
