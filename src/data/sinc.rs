@@ -27,6 +27,12 @@ pub fn sinc_data<R: Rng + ?Sized>(
     noise_std: f64,
     rng: &mut R,
 ) -> Result<Dataset> {
+    if !(noise_std.is_finite() && noise_std >= 0.0) {
+        return Err(Error::InvalidParameter {
+            name: "noise_std",
+            reason: format!("{noise_std} is not a finite standard deviation ≥ 0"),
+        });
+    }
     let noise = Normal::new(0.0, noise_std).map_err(|e| Error::InvalidParameter {
         name: "noise_std",
         reason: e.to_string(),
