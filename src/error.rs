@@ -35,6 +35,16 @@ pub enum Error {
         /// The count found.
         found: usize,
     },
+    /// Input rows of different lengths (a ragged list of rows).
+    #[error("ragged rows: row {row} has {found} values, but row 0 has {expected}")]
+    RaggedRows {
+        /// Zero-based index of the first row whose length differs from row 0's.
+        row: usize,
+        /// The length of row 0.
+        expected: usize,
+        /// The length of row `row`.
+        found: usize,
+    },
     /// A NaN or an infinity in the data or in a parameter.
     #[error("non-finite value ({value}) in {what} at row {row}, column {col}")]
     NonFinite {
@@ -89,7 +99,8 @@ pub enum Error {
         /// What was not finite.
         what: String,
     },
-    /// A malformed line in a CSV file.
+    /// A malformed line in a CSV file: a cell that is not a finite number, a wrong number of
+    /// columns, a header that does not name the target.
     #[error("{}:{line}: {reason}", path.display())]
     Csv {
         /// The file.
@@ -97,6 +108,15 @@ pub enum Error {
         /// One-based line number.
         line: usize,
         /// What was wrong with it.
+        reason: String,
+    },
+    /// A CSV source with no data lines in it (empty, only blank lines or a header, or none in the
+    /// requested row range).
+    #[error("{}: no data: {reason}", path.display())]
+    EmptyCsv {
+        /// The file (or the name given for the source).
+        path: PathBuf,
+        /// What was found instead.
         reason: String,
     },
     /// The optimiser failed for a reason other than convergence (reported with its message).

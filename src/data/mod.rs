@@ -1,11 +1,16 @@
-//! Validated data sets ([`Dataset`]), CSV loading and the sinc toy problem.
+//! Validated data sets ([`Dataset`]) from Rust arrays or CSV files, and the sinc toy problem.
 //!
-//! `mod.rs` holds the type, its validation and the finiteness checks the models share; `csv.rs`
-//! the CSV loader; `sinc.rs` the toy problem of the paper's Figure 2.
+//! `mod.rs` holds the type, its validation and the finiteness checks the models share;
+//! `arrays.rs` the constructors from row-major slices, rows and (feature `ndarray`) ndarray
+//! views; `csv.rs` the CSV loader; `sinc.rs` the toy problem of the paper's Figure 2.
 
+mod arrays;
 mod csv;
 mod sinc;
 
+#[cfg(feature = "ndarray")]
+pub use arrays::matrix_from_ndarray;
+pub use csv::{CsvOptions, Header, Target};
 pub use sinc::{sinc, sinc_data};
 
 use crate::error::{Error, Result};
@@ -66,6 +71,11 @@ pub(crate) fn check_inputs(x: &DMatrix<f64>, dim: usize) -> Result<()> {
 
 impl Dataset {
     /// Builds a data set from inputs `x` (n×D) and targets `y` (n).
+    ///
+    /// nalgebra stores matrices **column-major**: `DMatrix::from_vec(n, d, v)` reads `v` column
+    /// by column, so a `v` holding one point after the other gives scrambled inputs, with no
+    /// error. For row-major values use [`Dataset::from_row_major`] (or
+    /// `DMatrix::from_row_slice`), for a list of rows [`Dataset::from_rows`].
     ///
     /// # Errors
     /// [`Error::EmptyData`] if n = 0 or D = 0, [`Error::LengthMismatch`] if `y` has not n entries,
