@@ -23,14 +23,26 @@ pub enum Error {
         /// Entries of the target vector.
         y_len: usize,
     },
-    /// A matrix has the wrong number of input columns (e.g. test inputs with another D than training).
-    #[error("dimension mismatch in {what}: expected {expected} columns, found {found}")]
+    /// An object has the wrong size: a vector the wrong number of entries, or a matrix the wrong
+    /// number of rows or columns (e.g. test inputs with another D than training).
+    #[error("dimension mismatch in {what}: expected {expected}, found {found}")]
     DimensionMismatch {
-        /// Which object had the wrong shape.
+        /// Which object had the wrong size, and what was counted when it is not the number of
+        /// entries (e.g. "test inputs (columns)").
         what: &'static str,
-        /// The expected number of columns (or entries).
+        /// The expected count.
         expected: usize,
-        /// The number found.
+        /// The count found.
+        found: usize,
+    },
+    /// Input rows of different lengths (a ragged list of rows).
+    #[error("ragged rows: row {row} has {found} values, but row 0 has {expected}")]
+    RaggedRows {
+        /// Zero-based index of the first row whose length differs from row 0's.
+        row: usize,
+        /// The length of row 0.
+        expected: usize,
+        /// The length of row `row`.
         found: usize,
     },
     /// A NaN or an infinity in the data or in a parameter.
@@ -87,7 +99,8 @@ pub enum Error {
         /// What was not finite.
         what: String,
     },
-    /// A malformed line in a CSV file.
+    /// A malformed line in a CSV file: a cell that is not a finite number, a wrong number of
+    /// columns, a header that does not name the target.
     #[error("{}:{line}: {reason}", path.display())]
     Csv {
         /// The file.
@@ -95,6 +108,15 @@ pub enum Error {
         /// One-based line number.
         line: usize,
         /// What was wrong with it.
+        reason: String,
+    },
+    /// A CSV source with no data lines in it (empty, only blank lines or a header, or none in the
+    /// requested row range).
+    #[error("{}: no data: {reason}", path.display())]
+    EmptyCsv {
+        /// The file (or the name given for the source).
+        path: PathBuf,
+        /// What was found instead.
         reason: String,
     },
     /// The optimiser failed for a reason other than convergence (reported with its message).

@@ -197,18 +197,20 @@ pub(crate) fn unpack<'b>(
     })
 }
 
-/// Checks that an m×D block (W or X̄) has the shape the model expects and finite entries.
+/// Checks that an m×D block (W or X̄), named `what`, has the shape the model expects and finite
+/// entries. `rows` and `cols` pair the expected count with the name of what is counted
+/// (e.g. `(m, "pseudo-inputs (rows, m)")`).
 ///
 /// # Errors
-/// [`Error::DimensionMismatch`] naming `what` for a wrong number of rows or columns,
-/// [`Error::NonFinite`] for a NaN or infinity.
+/// [`Error::DimensionMismatch`] naming the rows or the columns for a wrong number of them,
+/// [`Error::NonFinite`] naming `what` for a NaN or infinity.
 pub(crate) fn check_block(
     block: &DMatrix<f64>,
-    m: usize,
-    dim: usize,
+    rows: (usize, &'static str),
+    cols: (usize, &'static str),
     what: &'static str,
 ) -> Result<()> {
-    for (expected, found) in [(m, block.nrows()), (dim, block.ncols())] {
+    for ((expected, what), found) in [(rows, block.nrows()), (cols, block.ncols())] {
         if expected != found {
             return Err(Error::DimensionMismatch {
                 what,
@@ -256,6 +258,12 @@ mod tests {
                 ..
             })
         ));
+        assert_eq!(
+            unpack(&head, 2, 3, noise, None, "θ")
+                .unwrap_err()
+                .to_string(),
+            "dimension mismatch in θ: expected 10, found 4"
+        );
         let mut overflow = head.clone();
         overflow[1] = 1e3;
         assert!(matches!(

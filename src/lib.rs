@@ -11,7 +11,7 @@
 //! # Quick start
 //! ```
 //! use ssgp::{data::sinc_data, metrics, ssgp::Ssgp};
-//! use rand::{rngs::StdRng, SeedableRng};
+//! use ssgp::rand::{rngs::StdRng, SeedableRng};      // re-exported: no rand of your own needed
 //!
 //! let mut rng = StdRng::seed_from_u64(0);
 //! let train = sinc_data(100, false, 0.05, &mut rng)?;   // y = sinc(x) + noise, x ∈ [−1, 5]
@@ -37,7 +37,7 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`data`] | [`Dataset`] (validated once), CSV loading with line-numbered errors, the sinc toy |
+//! | [`data`] | [`Dataset`] (validated once) from row-major slices, rows, nalgebra, ndarray (feature `ndarray`) or CSV ([`data::CsvOptions`]: delimiter, header, target column, row ranges; file:line errors), the sinc toy |
 //! | [`params`] | validated settings ([`ParamGuard`]) and the training settings every model shares |
 //! | [`init`] | start values: lengthscale strategies ([`LengthscaleInit`]), σ0², σn², spectral points, pseudo-inputs |
 //! | [`hyperparameters`] | the shared [`Hyperparameters`] (ℓ, σ0², σn²), the noise parametrisation and the θ layout |
@@ -78,6 +78,17 @@ mod predict;
 pub mod predictive;
 pub mod ssgp;
 pub mod standardize;
+
+/// The linear-algebra crate of the crate's API (`DMatrix`, `DVector`), re-exported so that a
+/// user needs no nalgebra of their own, and none of another version.
+pub use nalgebra;
+/// The n-dimensional array crate (feature `ndarray`), re-exported for
+/// [`Dataset::from_ndarray`] and [`data::matrix_from_ndarray`].
+#[cfg(feature = "ndarray")]
+pub use ndarray;
+/// The random-number crate of the crate's API (`StdRng`, `SeedableRng`, `Rng` for
+/// [`data::sinc_data`] and posterior samples), re-exported for the same reason.
+pub use rand;
 
 pub use data::Dataset;
 pub use error::{Error, Result};

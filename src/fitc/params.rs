@@ -102,7 +102,12 @@ impl ValidFitcParams {
                     reason: format!("{} rows, but m = {}", p.nrows(), self.m),
                 });
             }
-            check_block(p, self.m, p.ncols(), "pseudo-inputs")?;
+            check_block(
+                p,
+                (self.m, "pseudo-inputs (rows, m)"),
+                (p.ncols(), "pseudo-inputs (columns, D)"),
+                "pseudo-inputs",
+            )?;
         }
         Ok(())
     }
@@ -144,7 +149,12 @@ impl ValidFitcParams {
             self.m,
             self.training.seed,
         )?;
-        check_block(&pseudo, self.m, data.dim(), "pseudo-inputs")?;
+        check_block(
+            &pseudo,
+            (self.m, "pseudo-inputs (rows, m)"),
+            (data.dim(), "pseudo-inputs (columns, D)"),
+            "pseudo-inputs",
+        )?;
         Ok(pseudo)
     }
 

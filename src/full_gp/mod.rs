@@ -16,7 +16,7 @@
 //!
 //! ```
 //! use ssgp::{data::sinc_data, metrics, FullGp};
-//! use rand::{rngs::StdRng, SeedableRng};
+//! use ssgp::rand::{rngs::StdRng, SeedableRng};      // re-exported: no rand of your own needed
 //!
 //! let mut rng = StdRng::seed_from_u64(0);
 //! let train = sinc_data(200, false, 0.05, &mut rng)?;

@@ -13,12 +13,13 @@ use nalgebra::DMatrix;
 /// the strict upper triangle is zeroed. Only the lower triangle of `a` is read.
 ///
 /// # Errors
-/// [`Error::NotPositiveDefinite`] (naming `what`) if a pivot is not positive.
+/// [`Error::DimensionMismatch`] if `a` is not square, [`Error::NotPositiveDefinite`] (naming
+/// `what`) if a pivot is not positive.
 pub fn cholesky_in_place_lower(a: &mut DMatrix<f64>, what: &'static str, par: Par) -> Result<()> {
     let k = a.nrows();
     if k != a.ncols() {
         return Err(Error::DimensionMismatch {
-            what,
+            what: "a matrix to factorise (columns; it must be square)",
             expected: k,
             found: a.ncols(),
         });

@@ -169,7 +169,12 @@ impl ValidSsgpParams {
             }
         }
         if let Some(w) = &self.initial_unit_frequencies {
-            check_block(w, self.m, w.ncols(), "initial unit frequencies (rows = m)")?;
+            check_block(
+                w,
+                (self.m, "initial unit frequencies (rows, m)"),
+                (w.ncols(), "initial unit frequencies (columns, D)"),
+                "initial unit frequencies",
+            )?;
         }
         Ok(())
     }
@@ -221,7 +226,12 @@ impl ValidSsgpParams {
     ) -> Result<SsgpEvidence<'a>> {
         let fixed = match (self.fixed_spectral_points, w) {
             (true, Some(w)) => {
-                check_block(w, self.m, data.dim(), "fixed unit frequencies")?;
+                check_block(
+                    w,
+                    (self.m, "fixed unit frequencies (rows, m)"),
+                    (data.dim(), "fixed unit frequencies (columns, D)"),
+                    "fixed unit frequencies",
+                )?;
                 Some(w.clone())
             }
             _ => None,

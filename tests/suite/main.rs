@@ -3,6 +3,7 @@
 
 mod common;
 mod conformance;
+mod data;
 mod fitc;
 mod full_gp;
 mod init;

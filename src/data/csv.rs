@@ -1,0 +1,560 @@
+//! CSV loading: [`CsvOptions`] (delimiter, header, target column, row range) and a streaming
+//! parser whose errors name the file, the 1-based line and the column.
+//!
+//! Lines are read one at a time through a buffered reader. Values go straight into one growing
+//! buffer holding blocks of [`BLOCK_ROWS`] rows, each block stored column by column; at the end
+//! the blocks are rearranged in place into the column-major input matrix and the target column
+//! is copied out. Peak memory is the data's own size, 8·n·(D+1) bytes, plus the targets' copy
+//! (8·n bytes) and at most one partly filled block; no copy of the text is kept.
+
+use super::Dataset;
+use crate::error::{Error, Result};
+use nalgebra::{DMatrix, DVector};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::ops::{Bound, RangeBounds};
+use std::path::Path;
+
+/// Rows per block of the load buffer: large enough that rearranging the blocks moves contiguous
+/// runs (8 KiB per column), small enough that the last, partly filled block costs little.
+const BLOCK_ROWS: usize = 1024;
+
+/// The UTF-8 byte-order mark some editors put at the start of a file.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Longest cell shown in an error message, in characters.
+const SHOWN_CHARS: usize = 32;
+
+/// Whether the first non-blank line of a CSV source is a header of column names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Header {
+    /// A header when any of its fields is a non-empty field that is not a number (the default).
+    /// A first data line with a typo in it is therefore taken for a header: use
+    /// [`Header::Absent`] for files known to have none.
+    #[default]
+    Detect,
+    /// Always a header.
+    Present,
+    /// Never a header: the first non-blank line is data.
+    Absent,
+}
+
+/// Which column of a CSV source holds the targets y; the other columns are the inputs, in file
+/// order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Target {
+    /// The last column (the default).
+    #[default]
+    Last,
+    /// The column with this **zero-based** index.
+    Column(usize),
+    /// The column with this name in the header (which must be present or detected).
+    Named(String),
+}
+
+impl Target {
+    /// The column named `name` in the header: `Target::named("y")` is
+    /// `Target::Named("y".to_string())`.
+    pub fn named(name: impl Into<String>) -> Self {
+        Self::Named(name.into())
+    }
+}
+
+/// How to read a CSV source: the field delimiter, the header, the target column and the range of
+/// data rows to load.
+///
+/// Built with [`CsvOptions::new`] (or `default()`) and the builder methods; the defaults are a
+/// comma, [`Header::Detect`], [`Target::Last`] and every row.
+///
+/// ```
+/// use ssgp::data::{CsvOptions, Header, Target};
+/// let options = CsvOptions::new()
+///     .delimiter(b';')
+///     .header(Header::Present)
+///     .target(Target::named("y"))
+///     .rows(0..1000);
+/// # let _ = options;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CsvOptions {
+    delimiter: u8,
+    header: Header,
+    target: Target,
+    first_row: usize,
+    end_row: Option<usize>,
+}
+
+impl Default for CsvOptions {
+    fn default() -> Self {
+        Self {
+            delimiter: b',',
+            header: Header::Detect,
+            target: Target::Last,
+            first_row: 0,
+            end_row: None,
+        }
+    }
+}
+
+impl CsvOptions {
+    /// The defaults: comma-separated, header detected, target in the last column, every row.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The byte separating fields (`b','` by default; `b';'`, `b'\t'`, `b' '` …). Fields are
+    /// trimmed of surrounding whitespace and of one pair of double quotes; quoted fields holding
+    /// the delimiter are not supported (every field is a number or a column name).
+    #[must_use]
+    pub fn delimiter(mut self, delimiter: u8) -> Self {
+        self.delimiter = delimiter;
+        self
+    }
+
+    /// Whether the first non-blank line is a header ([`Header::Detect`] by default).
+    #[must_use]
+    pub fn header(mut self, header: Header) -> Self {
+        self.header = header;
+        self
+    }
+
+    /// Which column holds the targets ([`Target::Last`] by default).
+    #[must_use]
+    pub fn target(mut self, target: Target) -> Self {
+        self.target = target;
+        self
+    }
+
+    /// Loads only the data rows with these zero-based indices (the header and blank lines are
+    /// not rows): `rows(0..1000)`, `rows(5000..)`. Rows before the range are skipped without
+    /// parsing their numbers and reading stops at its end, so several processes (e.g. MPI ranks)
+    /// can each load their share of one file; rows outside the range are not checked. Disjoint
+    /// ranges that cover the file load, concatenated, the whole file.
+    #[must_use]
+    pub fn rows(mut self, range: impl RangeBounds<usize>) -> Self {
+        self.first_row = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s.saturating_add(1),
+            Bound::Unbounded => 0,
+        };
+        self.end_row = match range.end_bound() {
+            Bound::Included(&e) => Some(e.saturating_add(1)),
+            Bound::Excluded(&e) => Some(e),
+            Bound::Unbounded => None,
+        };
+        self
+    }
+
+    /// Checks the options that are wrong whatever the file holds.
+    fn validate(&self) -> Result<()> {
+        let d = self.delimiter;
+        if !d.is_ascii() || d.is_ascii_alphanumeric() || b"+-.\"\r\n".contains(&d) {
+            return Err(Error::InvalidParameter {
+                name: "delimiter",
+                reason: format!(
+                    "{:?} cannot separate numbers: use ASCII punctuation or whitespace \
+                     such as b',', b';' or b'\\t'",
+                    char::from(d)
+                ),
+            });
+        }
+        if self.end_row.is_some_and(|end| end <= self.first_row) {
+            return Err(Error::InvalidParameter {
+                name: "rows",
+                reason: format!("the range {} holds no rows", self.range_text()),
+            });
+        }
+        if let (Target::Named(name), Header::Absent) = (&self.target, self.header) {
+            return Err(Error::InvalidParameter {
+                name: "target",
+                reason: format!("the target is named `{name}`, but the header is Header::Absent"),
+            });
+        }
+        Ok(())
+    }
+
+    /// The row range as written in Rust, for messages.
+    fn range_text(&self) -> String {
+        match self.end_row {
+            Some(end) => format!("{}..{end}", self.first_row),
+            None => format!("{}..", self.first_row),
+        }
+    }
+}
+
+impl Dataset {
+    /// Loads a CSV file with the default [`CsvOptions`]: comma-separated, a header detected
+    /// (a first line with a field that is not a number), the target in the **last** column,
+    /// one point per line. Blank lines are skipped.
+    ///
+    /// # Errors
+    /// As [`Dataset::from_csv_with`].
+    pub fn from_csv(path: impl AsRef<Path>) -> Result<Self> {
+        Self::from_csv_with(path, &CsvOptions::new())
+    }
+
+    /// Loads a CSV file read as `options` say (see [`Dataset::from_reader`]).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the file cannot be opened or read, otherwise as
+    /// [`Dataset::from_reader`].
+    pub fn from_csv_with(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Self> {
+        let path = path.as_ref();
+        let file = File::open(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_reader(file, options, path)
+    }
+
+    /// Parses CSV from any reader — a file, a socket, text in memory (`text.as_bytes()`) —
+    /// read as `options` say; `source` names it in error messages. One point per line: D inputs
+    /// and one target; lines end in `\n` or `\r\n`; a leading UTF-8 byte-order mark and blank
+    /// lines are skipped. The inputs are n×D in file order without the target column.
+    ///
+    /// Memory: the data's own size 8·n·(D+1) bytes plus 8·n, streamed without a copy of the
+    /// text.
+    ///
+    /// # Errors
+    /// - [`Error::InvalidParameter`] for options that cannot work (a delimiter that is part of a
+    ///   number, an empty row range, a named target with [`Header::Absent`]);
+    /// - [`Error::Csv`] naming the source, the 1-based line and the 1-based column of a cell
+    ///   that is empty, not a number, NaN or infinite, of a line whose number of fields differs
+    ///   from the first line's, and of a first line with fewer than two fields or without the
+    ///   target column;
+    /// - [`Error::EmptyCsv`] naming the source when it has no data line (empty, blank lines, a
+    ///   header alone) or none in the row range;
+    /// - [`Error::Io`] if reading fails.
+    pub fn from_reader(
+        reader: impl Read,
+        options: &CsvOptions,
+        source: impl AsRef<Path>,
+    ) -> Result<Self> {
+        options.validate()?;
+        let (x, y) = Loader {
+            options,
+            source: source.as_ref(),
+        }
+        .load(BufReader::with_capacity(1 << 16, reader))?;
+        Self::new(x, y)
+    }
+}
+
+/// What the first non-blank line fixes: the number of fields, the target's index, and whether
+/// the line is a header (its line number if so).
+struct Layout {
+    columns: usize,
+    target: usize,
+    header_line: Option<usize>,
+}
+
+/// One load: the options and the source's name for messages.
+struct Loader<'a> {
+    options: &'a CsvOptions,
+    source: &'a Path,
+}
+
+impl Loader<'_> {
+    /// Streams the lines of `reader` into blocks and returns the inputs (n×D) and targets (n).
+    fn load(&self, mut reader: impl BufRead) -> Result<(DMatrix<f64>, DVector<f64>)> {
+        let mut buffer = Vec::new();
+        let mut number = 0;
+        let mut layout: Option<Layout> = None;
+        let mut rows_seen = 0;
+        let mut blocks = Blocks::default();
+        loop {
+            buffer.clear();
+            let read = reader
+                .read_until(b'\n', &mut buffer)
+                .map_err(|source| Error::Io {
+                    path: self.source.to_path_buf(),
+                    source,
+                })?;
+            if read == 0 {
+                break;
+            }
+            number += 1;
+            let mut line = buffer.as_slice();
+            if number == 1 {
+                line = line.strip_prefix(BOM).unwrap_or(line);
+            }
+            let line = line.trim_ascii();
+            if line.is_empty() {
+                continue;
+            }
+            let columns = match &layout {
+                Some(l) => l.columns,
+                None => {
+                    let l = layout.insert(self.layout(line, number)?);
+                    if l.header_line.is_some() {
+                        continue;
+                    }
+                    l.columns
+                }
+            };
+            let row = rows_seen;
+            if self.options.end_row.is_some_and(|end| row >= end) {
+                break;
+            }
+            rows_seen += 1;
+            if row < self.options.first_row {
+                continue;
+            }
+            blocks
+                .push(line, columns, self.options.delimiter)
+                .map_err(|reason| self.error(number, reason))?;
+        }
+        let Some(layout) = layout else {
+            return Err(self.empty("the source is empty or holds only blank lines".into()));
+        };
+        if blocks.rows == 0 {
+            return Err(self.empty(match (rows_seen, layout.header_line) {
+                (0, Some(line)) => format!("only a header (line {line}), no data lines"),
+                _ => format!(
+                    "no data rows in the range {} (the source has {rows_seen})",
+                    self.options.range_text()
+                ),
+            }));
+        }
+        Ok(blocks.into_inputs_and_target(layout.target))
+    }
+
+    /// Reads the first non-blank line (line `number`): its number of fields, whether it is a
+    /// header, and the target's index.
+    ///
+    /// # Errors
+    /// [`Error::Csv`] for fewer than two fields or a target that is not among them.
+    fn layout(&self, line: &[u8], number: usize) -> Result<Layout> {
+        let fields: Vec<&[u8]> = split(line, self.options.delimiter).collect();
+        let columns = fields.len();
+        let header = match self.options.header {
+            Header::Present => true,
+            Header::Absent => false,
+            Header::Detect => fields
+                .iter()
+                .any(|f| !f.is_empty() && parse_number(f).is_none()),
+        };
+        if columns < 2 {
+            return Err(self.error(
+                number,
+                format!("{columns} column: need at least one input and a target"),
+            ));
+        }
+        let target = match &self.options.target {
+            Target::Last => columns - 1,
+            &Target::Column(k) if k < columns => k,
+            &Target::Column(k) => {
+                return Err(self.error(
+                    number,
+                    format!("target column index {k} (zero-based), but {columns} columns"),
+                ))
+            }
+            Target::Named(name) if !header => {
+                return Err(self.error(
+                    number,
+                    format!("the target is named `{name}`, but this line is data, not a header"),
+                ))
+            }
+            Target::Named(name) => {
+                let mut found = fields
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, f)| **f == name.as_bytes())
+                    .map(|(j, _)| j);
+                match (found.next(), found.next()) {
+                    (Some(j), None) => j,
+                    (Some(a), Some(b)) => {
+                        return Err(self.error(
+                            number,
+                            format!("two columns are named `{name}`: {} and {}", a + 1, b + 1),
+                        ))
+                    }
+                    (None, _) => {
+                        let names: Vec<_> = fields.iter().map(|f| shown(f)).collect();
+                        return Err(self.error(
+                            number,
+                            format!("no column named `{name}` in ({})", names.join(", ")),
+                        ));
+                    }
+                }
+            }
+        };
+        Ok(Layout {
+            columns,
+            target,
+            header_line: header.then_some(number),
+        })
+    }
+
+    /// An [`Error::Csv`] at 1-based line `line` of the source.
+    fn error(&self, line: usize, reason: String) -> Error {
+        Error::Csv {
+            path: self.source.to_path_buf(),
+            line,
+            reason,
+        }
+    }
+
+    /// An [`Error::EmptyCsv`] for the source.
+    fn empty(&self, reason: String) -> Error {
+        Error::EmptyCsv {
+            path: self.source.to_path_buf(),
+            reason,
+        }
+    }
+}
+
+/// The fields of a line, each trimmed of whitespace and of one pair of surrounding quotes.
+fn split(line: &[u8], delimiter: u8) -> impl Iterator<Item = &[u8]> {
+    line.split(move |&b| b == delimiter).map(|field| {
+        let field = field.trim_ascii();
+        match field {
+            [b'"', inner @ .., b'"'] => inner,
+            _ => field,
+        }
+    })
+}
+
+/// The number in a field, if it is one (NaN and infinities included).
+fn parse_number(field: &[u8]) -> Option<f64> {
+    std::str::from_utf8(field).ok()?.parse().ok()
+}
+
+/// A field as text for a message, cut to [`SHOWN_CHARS`] characters.
+fn shown(field: &[u8]) -> String {
+    let text = String::from_utf8_lossy(field);
+    match text.char_indices().nth(SHOWN_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.into_owned(),
+    }
+}
+
+/// The rows loaded so far, in blocks of [`BLOCK_ROWS`] rows stored column by column in one
+/// buffer: block b's column j starts at `(b·columns + j)·BLOCK_ROWS`.
+#[derive(Default)]
+struct Blocks {
+    values: Vec<f64>,
+    columns: usize,
+    rows: usize,
+}
+
+impl Blocks {
+    /// Parses one data line of `columns` fields into the next row.
+    ///
+    /// # Errors
+    /// The reason, for an [`Error::Csv`], when the line has another number of fields or a field
+    /// that is empty, not a number or not finite.
+    fn push(
+        &mut self,
+        line: &[u8],
+        columns: usize,
+        delimiter: u8,
+    ) -> std::result::Result<(), String> {
+        let found = line.iter().filter(|&&b| b == delimiter).count() + 1;
+        if found != columns {
+            return Err(format!("{found} columns, but the first line has {columns}"));
+        }
+        self.columns = columns;
+        let r = self.rows % BLOCK_ROWS;
+        if r == 0 {
+            self.values
+                .resize(self.values.len() + BLOCK_ROWS * columns, 0.0);
+        }
+        let base = self.values.len() - BLOCK_ROWS * columns;
+        for (j, field) in split(line, delimiter).enumerate() {
+            let problem = match parse_number(field) {
+                Some(v) if v.is_finite() => {
+                    self.values[base + j * BLOCK_ROWS + r] = v;
+                    continue;
+                }
+                Some(_) => "is not a finite number",
+                None if field.is_empty() => return Err(format!("column {}: empty field", j + 1)),
+                None => "is not a number",
+            };
+            return Err(format!("column {}: `{}` {problem}", j + 1, shown(field)));
+        }
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// The inputs (n×D, column-major, every column but `target`) and the targets (n), built in
+    /// the load buffer itself: the blocks are rearranged into whole columns, the target column is
+    /// copied out and the input columns are moved together.
+    fn into_inputs_and_target(self, target: usize) -> (DMatrix<f64>, DVector<f64>) {
+        let Self {
+            mut values,
+            columns,
+            rows: n,
+        } = self;
+        let blocks = n.div_ceil(BLOCK_ROWS);
+        transpose_blocks(&mut values, blocks, columns, BLOCK_ROWS);
+        let padded = blocks * BLOCK_ROWS;
+        let y = DVector::from_column_slice(&values[target * padded..target * padded + n]);
+        for (k, j) in (0..columns).filter(|&j| j != target).enumerate() {
+            values.copy_within(j * padded..j * padded + n, k * n);
+        }
+        values.truncate((columns - 1) * n);
+        values.shrink_to_fit();
+        (DMatrix::from_vec(n, columns - 1, values), y)
+    }
+}
+
+/// Rearranges in place `values`, a `blocks`×`columns` grid of runs of `run` values stored run
+/// after run row by row, into the same grid stored column by column: run (b, j) moves from
+/// `(b·columns + j)·run` to `(j·blocks + b)·run`. With runs of a block's rows, this turns blocks
+/// stored column by column into whole columns. Follows the permutation's cycles, moving each run
+/// once; the extra memory is one run and one flag per run.
+fn transpose_blocks(values: &mut [f64], blocks: usize, columns: usize, run: usize) {
+    let runs = blocks * columns;
+    let mut done = vec![false; runs];
+    let mut carried = vec![0.0; run];
+    for start in 0..runs {
+        if done[start] {
+            continue;
+        }
+        carried.copy_from_slice(&values[start * run..(start + 1) * run]);
+        let mut to = start;
+        loop {
+            done[to] = true;
+            // Run `to` of the column-by-column order is (b, j) = (to % blocks, to / blocks),
+            // which sits at b·columns + j in the row-by-row order.
+            let from = (to % blocks) * columns + to / blocks;
+            if from == start {
+                values[to * run..(to + 1) * run].copy_from_slice(&carried);
+                break;
+            }
+            values.copy_within(from * run..(from + 1) * run, to * run);
+            to = from;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+
+    #[test]
+    fn transposing_blocks_matches_the_index_formula() {
+        let mut rng = StdRng::seed_from_u64(3);
+        for _ in 0..200 {
+            let (blocks, columns, run) = (
+                rng.random_range(1..9),
+                rng.random_range(1..7),
+                rng.random_range(1..5),
+            );
+            let len = blocks * columns * run;
+            let mut values: Vec<f64> = (0..len).map(|i| i as f64).collect();
+            transpose_blocks(&mut values, blocks, columns, run);
+            for b in 0..blocks {
+                for j in 0..columns {
+                    for i in 0..run {
+                        let before = (b * columns + j) * run + i;
+                        let after = (j * blocks + b) * run + i;
+                        assert_eq!(values[after], before as f64, "{blocks}×{columns}×{run}");
+                    }
+                }
+            }
+        }
+    }
+}

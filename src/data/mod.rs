@@ -1,0 +1,166 @@
+//! Validated data sets ([`Dataset`]) from Rust arrays or CSV files, and the sinc toy problem.
+//!
+//! `mod.rs` holds the type, its validation and the finiteness checks the models share;
+//! `arrays.rs` the constructors from row-major slices, rows and (feature `ndarray`) ndarray
+//! views; `csv.rs` the CSV loader; `sinc.rs` the toy problem of the paper's Figure 2.
+
+mod arrays;
+mod csv;
+mod sinc;
+
+#[cfg(feature = "ndarray")]
+pub use arrays::matrix_from_ndarray;
+pub use csv::{CsvOptions, Header, Target};
+pub use sinc::{sinc, sinc_data};
+
+use crate::error::{Error, Result};
+use nalgebra::{DMatrix, DVector};
+
+/// A regression data set: inputs `x` (n×D, one row per point) and targets `y` (n).
+///
+/// Checked once at construction: n ≥ 1, D ≥ 1, matching lengths, every value finite. Models take
+/// `&Dataset` and never re-validate it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dataset {
+    x: DMatrix<f64>,
+    y: DVector<f64>,
+}
+
+/// Returns an error naming the first non-finite entry of `m`, if any.
+pub(crate) fn check_finite(what: &'static str, m: &DMatrix<f64>) -> Result<()> {
+    for col in 0..m.ncols() {
+        for row in 0..m.nrows() {
+            let value = m[(row, col)];
+            if !value.is_finite() {
+                return Err(Error::NonFinite {
+                    what,
+                    row,
+                    col,
+                    value,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Returns an error naming the first non-finite entry of `v`, if any.
+pub(crate) fn check_finite_vector(what: &'static str, v: &DVector<f64>) -> Result<()> {
+    match v.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+        Some((row, &value)) => Err(Error::NonFinite {
+            what,
+            row,
+            col: 0,
+            value,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Checks a matrix of test inputs against the training dimension D.
+pub(crate) fn check_inputs(x: &DMatrix<f64>, dim: usize) -> Result<()> {
+    if x.ncols() != dim {
+        return Err(Error::DimensionMismatch {
+            what: "test inputs (columns)",
+            expected: dim,
+            found: x.ncols(),
+        });
+    }
+    check_finite("test inputs", x)
+}
+
+impl Dataset {
+    /// Builds a data set from inputs `x` (n×D) and targets `y` (n).
+    ///
+    /// nalgebra stores matrices **column-major**: `DMatrix::from_vec(n, d, v)` reads `v` column
+    /// by column, so a `v` holding one point after the other gives scrambled inputs, with no
+    /// error. For row-major values use [`Dataset::from_row_major`] (or
+    /// `DMatrix::from_row_slice`), for a list of rows [`Dataset::from_rows`].
+    ///
+    /// # Errors
+    /// [`Error::EmptyData`] if n = 0 or D = 0, [`Error::LengthMismatch`] if `y` has not n entries,
+    /// [`Error::NonFinite`] for a NaN or infinity anywhere.
+    pub fn new(x: DMatrix<f64>, y: DVector<f64>) -> Result<Self> {
+        if x.nrows() == 0 || y.is_empty() {
+            return Err(Error::EmptyData {
+                what: "the data set has no points",
+            });
+        }
+        if x.ncols() == 0 {
+            return Err(Error::EmptyData {
+                what: "the inputs have no columns",
+            });
+        }
+        if x.nrows() != y.len() {
+            return Err(Error::LengthMismatch {
+                x_rows: x.nrows(),
+                y_len: y.len(),
+            });
+        }
+        check_finite("inputs", &x)?;
+        check_finite_vector("targets", &y)?;
+        Ok(Self { x, y })
+    }
+
+    /// Inputs, n×D (one row per point).
+    pub fn x(&self) -> &DMatrix<f64> {
+        &self.x
+    }
+
+    /// Targets, n.
+    pub fn y(&self) -> &DVector<f64> {
+        &self.y
+    }
+
+    /// Number of points n.
+    pub fn len(&self) -> usize {
+        self.y.len()
+    }
+
+    /// Always false: a `Dataset` has at least one point.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Input dimension D.
+    pub fn dim(&self) -> usize {
+        self.x.ncols()
+    }
+
+    /// Mean of the targets, ȳ.
+    pub fn y_mean(&self) -> f64 {
+        self.y.mean()
+    }
+
+    /// The rows with the given indices, as a new data set.
+    ///
+    /// # Errors
+    /// [`Error::EmptyData`] if `rows` is empty, [`Error::InvalidParameter`] for an index ≥ n.
+    pub fn subset(&self, rows: &[usize]) -> Result<Self> {
+        if let Some(&bad) = rows.iter().find(|&&r| r >= self.len()) {
+            return Err(Error::InvalidParameter {
+                name: "rows",
+                reason: format!("row {bad} is out of range for {} points", self.len()),
+            });
+        }
+        let x = self.x.select_rows(rows);
+        let y = DVector::from_iterator(rows.len(), rows.iter().map(|&r| self.y[r]));
+        Self::new(x, y)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dimension_errors_name_what_was_counted() {
+        let e = check_inputs(&DMatrix::zeros(2, 3), 2)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "dimension mismatch in test inputs (columns): expected 2, found 3"
+        );
+    }
+}
