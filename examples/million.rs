@@ -17,6 +17,7 @@ use ssgp::optim::Progress;
 use ssgp::ssgp::Ssgp;
 use ssgp::Dataset;
 use std::error::Error;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -54,6 +55,7 @@ fn main() -> Result<(), Box<dyn Error>> {
                 start.elapsed().as_secs_f64()
             );
         }
+        ControlFlow::Continue(())
     });
     let fitted = Ssgp::params(100)
         .seed(1)

@@ -57,8 +57,9 @@ pub enum Error {
         /// The offending value.
         value: f64,
     },
-    /// An input column with zero range: its initial lengthscale (half its range) would be 0.
-    #[error("input column {column} is constant (every value is {value}); remove it or give lengthscales explicitly")]
+    /// A lengthscale asked to start at half the range of a constant input column (the models
+    /// themselves ignore constant columns, see [`crate::data::InputColumns`]).
+    #[error("input column {column} is constant (every value is {value}): it has no range")]
     ConstantInput {
         /// Zero-based column index.
         column: usize,
@@ -119,9 +120,10 @@ pub enum Error {
         /// What was found instead.
         reason: String,
     },
-    /// The optimiser failed for a reason other than convergence (reported with its message).
-    #[error("optimiser failure: {0}")]
-    Optimiser(String),
+    /// Training ended by a failure (see [`crate::Termination::is_success`]) and best-effort
+    /// training was not asked for; the best parameters found are in the report.
+    #[error("{0}")]
+    TrainingFailed(Box<crate::optim::FailedTraining>),
     /// Reading a file failed.
     #[error("cannot read {}: {source}", path.display())]
     Io {

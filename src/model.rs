@@ -7,7 +7,7 @@
 //!   itself a [`Fit`];
 //! - [`TrainingSummary`]: how a training run went, the same for every model.
 
-use crate::data::Dataset;
+use crate::data::{Dataset, InputColumns};
 use crate::error::Result;
 use crate::optim::{OptimReport, Termination};
 use crate::predictive::Predictive;
@@ -27,6 +27,8 @@ pub struct TrainingSummary {
     pub evaluations: usize,
     /// Why the optimiser stopped.
     pub termination: Termination,
+    /// Input columns left out because they are constant on the training data (zero-based).
+    pub ignored_inputs: Vec<usize>,
 }
 
 impl TrainingSummary {
@@ -40,18 +42,19 @@ impl TrainingSummary {
             iterations: 0,
             evaluations: 0,
             termination: Termination::NotStarted,
+            ignored_inputs: Vec::new(),
         }
     }
-}
 
-impl From<&OptimReport> for TrainingSummary {
-    fn from(r: &OptimReport) -> Self {
+    /// The summary of an optimiser run on data whose used input columns are `columns`.
+    pub fn new(report: &OptimReport, columns: &InputColumns) -> Self {
         Self {
-            initial_neg_log_evidence: r.initial_value,
-            neg_log_evidence: r.value,
-            iterations: r.iterations,
-            evaluations: r.evaluations,
-            termination: r.termination.clone(),
+            initial_neg_log_evidence: report.initial_value,
+            neg_log_evidence: report.value,
+            iterations: report.iterations,
+            evaluations: report.evaluations,
+            termination: report.termination.clone(),
+            ignored_inputs: columns.ignored(),
         }
     }
 }

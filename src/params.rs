@@ -12,7 +12,8 @@
 use crate::error::Result;
 use crate::hyperparameters::NoiseParam;
 use crate::init::LengthscaleInit;
-use crate::optim::OptimConfig;
+use crate::optim::{minimize, Objective, OptimConfig, OptimReport};
+use nalgebra::DVector;
 
 /// Turns unchecked settings into validated ones.
 pub trait ParamGuard {
@@ -41,6 +42,7 @@ pub struct TrainingSettings {
     pub(crate) threads: usize,
     pub(crate) noise_floor: f64,
     pub(crate) lengthscales: LengthscaleInit,
+    pub(crate) best_effort: bool,
 }
 
 impl TrainingSettings {
@@ -67,6 +69,24 @@ impl TrainingSettings {
     /// How the lengthscales start.
     pub fn lengthscale_init(&self) -> &LengthscaleInit {
         &self.lengthscales
+    }
+
+    /// Whether a failed training returns its best model instead of an error.
+    pub fn best_effort(&self) -> bool {
+        self.best_effort
+    }
+
+    /// Minimises `objective` from θ₀ with these settings' optimiser; a failed run is an error
+    /// unless best effort was asked for.
+    ///
+    /// # Errors
+    /// As [`crate::optim::minimize`], and [`crate::Error::TrainingFailed`] for a failure.
+    pub(crate) fn minimize<O: Objective>(
+        &self,
+        objective: &O,
+        theta0: DVector<f64>,
+    ) -> Result<OptimReport> {
+        minimize(objective, theta0, &self.optim)?.or_failure(self.best_effort)
     }
 
     /// The noise parametrisation σn² = floor + e^{2p}.
@@ -119,7 +139,24 @@ macro_rules! training_builder {
                 self
             }
 
-            /// A callback that receives the optimiser's progress after every iteration.
+            /// A wall-clock budget for the optimisation (ends it with
+            /// [`Termination::TimeLimit`](crate::Termination::TimeLimit)).
+            pub fn max_time(mut self, limit: std::time::Duration) -> Self {
+                self.0.training.optim.max_time = Some(limit);
+                self
+            }
+
+            /// Return the best model found when training fails (a line search or evaluations
+            /// that could not be recovered from) instead of
+            /// [`Error::TrainingFailed`](crate::Error::TrainingFailed); the model's
+            /// [`TrainingSummary`](crate::TrainingSummary) names the failure. Default false.
+            pub fn best_effort(mut self, best_effort: bool) -> Self {
+                self.0.training.best_effort = best_effort;
+                self
+            }
+
+            /// A callback that receives the optimiser's progress after every iteration and may
+            /// stop training by returning `ControlFlow::Break(())`.
             pub fn observer(mut self, observer: $crate::optim::Observer) -> Self {
                 self.0.training.optim.observer = Some(observer);
                 self

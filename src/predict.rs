@@ -1,32 +1,33 @@
 //! The prediction loop every model shares: test inputs checked once, then processed in chunks of
 //! rows so memory stays bounded, each chunk's means and latent variances filled by the model.
 
-use crate::data::check_inputs;
+use crate::data::InputColumns;
 use crate::error::{Error, Result};
 use crate::predictive::Predictive;
 use nalgebra::{DMatrix, DVector};
 
-/// Predicts at `x` (n*×D) chunk by chunk: `chunk(start, len, mean, latent)` fills the latent mean
-/// μ − ȳ and the latent variance 𝕍 f* of rows `start .. start + len` (slices of length `len`);
+/// Predicts at `x` (n*×D) chunk by chunk: the inputs are checked and restricted to the model's
+/// used `columns`, then `chunk(x_used, start, len, mean, latent)` fills the latent mean μ − ȳ and
+/// the latent variance 𝕍 f* of rows `start .. start + len` of `x_used` (slices of length `len`);
 /// ȳ = `y_mean` is added here and σn² = `noise_variance` makes the noisy variance.
 ///
 /// # Errors
-/// [`Error::EmptyData`] for no rows, [`Error::DimensionMismatch`] if `x` has not `dim` columns,
+/// [`Error::EmptyData`] for no rows, [`Error::DimensionMismatch`] if `x` has not D columns,
 /// [`Error::NonFinite`] for a NaN or infinity; whatever `chunk` returns.
 pub(crate) fn predict_in_chunks(
     x: &DMatrix<f64>,
-    dim: usize,
+    columns: &InputColumns,
     chunk_rows: usize,
     y_mean: f64,
     noise_variance: f64,
-    mut chunk: impl FnMut(usize, usize, &mut [f64], &mut [f64]) -> Result<()>,
+    mut chunk: impl FnMut(&DMatrix<f64>, usize, usize, &mut [f64], &mut [f64]) -> Result<()>,
 ) -> Result<Predictive> {
     if x.nrows() == 0 {
         return Err(Error::EmptyData {
             what: "no test inputs",
         });
     }
-    check_inputs(x, dim)?;
+    let x = columns.select(x)?;
     let n = x.nrows();
     let mut mean = DVector::zeros(n);
     let mut latent = DVector::zeros(n);
@@ -34,6 +35,7 @@ pub(crate) fn predict_in_chunks(
     while start < n {
         let len = chunk_rows.max(1).min(n - start);
         chunk(
+            &x,
             start,
             len,
             &mut mean.as_mut_slice()[start..start + len],

@@ -35,11 +35,11 @@ pub struct Scaler {
 }
 
 impl Scaler {
-    /// Learns the centring and scaling from a data set.
+    /// Learns the centring and scaling from a data set. A constant input column is centred and
+    /// not scaled (its scale is 1): the models ignore it anyway.
     ///
     /// # Errors
-    /// [`Error::ConstantInput`] for a column with zero spread, [`Error::ConstantTargets`] for
-    /// constant targets.
+    /// [`Error::ConstantTargets`] for constant targets.
     pub fn fit(data: &Dataset) -> Result<Self> {
         let x = data.x();
         let n = x.nrows() as f64;
@@ -48,14 +48,8 @@ impl Scaler {
         for (d, col) in x.column_iter().enumerate() {
             let mean = col.sum() / n;
             let sd = (col.map(|v| (v - mean).powi(2)).sum() / n).sqrt();
-            if sd.is_nan() || sd <= 0.0 {
-                return Err(Error::ConstantInput {
-                    column: d,
-                    value: col[0],
-                });
-            }
             x_mean[d] = mean;
-            x_scale[d] = sd;
+            x_scale[d] = if sd > 0.0 { sd } else { 1.0 };
         }
         let y_mean = data.y_mean();
         let y_scale = (data.y().map(|v| (v - y_mean).powi(2)).sum() / n).sqrt();

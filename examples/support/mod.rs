@@ -5,6 +5,7 @@ use ssgp::metrics::{mnlp, nmse};
 use ssgp::optim::{Observer, Progress};
 use ssgp::{Dataset, Fitc, FullGp, Regressor, Ssgp};
 use std::error::Error;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -63,7 +64,6 @@ pub struct Run {
 
 /// An observer printing iteration, evaluations and evidence to stderr every 10 iterations.
 pub fn progress_printer(label: String) -> Observer {
-    let start = Instant::now();
     Arc::new(move |p: &Progress| {
         if p.iteration == 1 || p.iteration.is_multiple_of(10) {
             eprintln!(
@@ -72,9 +72,10 @@ pub fn progress_printer(label: String) -> Observer {
                 p.evaluations,
                 p.best_value,
                 p.gradient_norm,
-                start.elapsed().as_secs_f64()
+                p.elapsed.as_secs_f64()
             );
         }
+        ControlFlow::Continue(())
     })
 }
 

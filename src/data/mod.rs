@@ -5,11 +5,13 @@
 //! views; `csv.rs` the CSV loader; `sinc.rs` the toy problem of the paper's Figure 2.
 
 mod arrays;
+mod columns;
 mod csv;
 mod sinc;
 
 #[cfg(feature = "ndarray")]
 pub use arrays::matrix_from_ndarray;
+pub use columns::InputColumns;
 pub use csv::{CsvOptions, Header, Target};
 pub use sinc::{sinc, sinc_data};
 

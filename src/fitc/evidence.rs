@@ -74,6 +74,9 @@ pub(crate) struct Factors {
     pub by: DVector<f64>,
     /// −log p(y|θ).
     pub neg_log_evidence: f64,
+    /// The part of the jitter on $K_{uu}$ that scales with σ0² (δσ0² for a relative jitter, 0 for
+    /// an absolute one): it enters the gradient with respect to log σ0.
+    pub relative_jitter: f64,
 }
 
 /// Factorises the FITC covariance at decoded θ: x is n×D, y the n centred targets; K_uu gets
@@ -104,7 +107,7 @@ pub(crate) fn factorize(
         k_uu[(j, j)] = c;
     }
     let mut l_u = DMatrix::zeros(m, m);
-    linalg::factorize_with_jitter(
+    let added = linalg::factorize_with_jitter(
         &mut l_u,
         |f| f.copy_from(&k_uu),
         0.0,
@@ -163,6 +166,7 @@ pub(crate) fn factorize(
         ys,
         by,
         neg_log_evidence,
+        relative_jitter: if jitter.relative { added } else { 0.0 },
     })
 }
 
@@ -185,6 +189,7 @@ fn gradient(
         b,
         ys,
         by,
+        relative_jitter,
         ..
     } = f;
     let (n, dim) = x.shape();
@@ -232,6 +237,8 @@ fn gradient(
     let mut a1 = p;
     a1.component_mul_assign(&k_uf);
     drop(k_uf);
+    // A jitter relative to σ0² moves with log σ0: ∂(δσ0²I)/∂log σ0 = 2δσ0²I.
+    let jitter_term = relative_jitter * mm.trace();
     let mut a2 = mm;
     a2.component_mul_assign(&k_uu);
 
@@ -239,7 +246,7 @@ fn gradient(
     let sum_w = w.sum();
     let mut g = DVector::zeros(dim + 2 + if free_pseudo { m * dim } else { 0 });
     // ∂K/∂log σ0 = 2K for K_uf, K_uu − δI and diag K_ff.
-    g[dim] = 2.0 * a1.sum() - a2.sum() + c * sum_w;
+    g[dim] = 2.0 * a1.sum() - a2.sum() - jitter_term + c * sum_w;
     g[dim + 1] = 0.5 * theta.noise_derivative * sum_w;
 
     // ∂K_ab/∂log ℓ_d = K_ab (a_d − b_d)²/ℓ_d²;  ∂K_uf[j,i]/∂x̄_jd = −K_uf[j,i](x̄_jd − x_id)/ℓ_d²;
@@ -296,6 +303,9 @@ fn weighted_differences(
 #[derive(Debug, Clone)]
 pub struct FitcEvidence<'a> {
     x: &'a DMatrix<f64>,
+    /// The standard deviation (1/n) of each input column: the optimiser's scale for the
+    /// pseudo-inputs in that column.
+    input_scales: DVector<f64>,
     y: DVector<f64>,
     m: usize,
     jitter: Jitter,
@@ -312,8 +322,13 @@ impl<'a> FitcEvidence<'a> {
         params: &ValidFitcParams,
         fixed: Option<DMatrix<f64>>,
     ) -> Self {
+        let input_scales = DVector::from_iterator(
+            data.dim(),
+            data.x().column_iter().map(|c| c.variance().sqrt()),
+        );
         Self {
             x: data.x(),
+            input_scales,
             y: data.y().add_scalar(-data.y_mean()),
             m: params.m,
             jitter: params.jitter,
@@ -362,6 +377,24 @@ impl Objective for FitcEvidence<'_> {
     /// D + 2, plus mD when the pseudo-inputs are free.
     fn num_params(&self) -> usize {
         hyperparameters::theta_len(self.dim(), if self.fixed.is_some() { 0 } else { self.m })
+    }
+
+    /// n, the number of data points.
+    fn value_scale(&self) -> f64 {
+        self.x.nrows() as f64
+    }
+
+    /// 1 for the hyperparameters; for the pseudo-inputs, the standard deviation of their input
+    /// column (so that training does not depend on the units of the inputs).
+    fn parameter_scales(&self) -> Option<DVector<f64>> {
+        let (dim, m) = (self.dim(), self.m);
+        Some(DVector::from_fn(self.num_params(), |i, _| {
+            if i < dim + 2 {
+                1.0
+            } else {
+                self.input_scales[(i - dim - 2) / m]
+            }
+        }))
     }
 
     /// −log p(y|θ) and its gradient in one pass.

@@ -2,13 +2,12 @@
 
 use super::evidence::FitcEvidence;
 use super::posterior::FittedFitc;
-use crate::data::Dataset;
+use crate::data::{Dataset, InputColumns};
 use crate::error::{Error, Result};
 use crate::hyperparameters::{self, check_block};
 use crate::init::{self, LengthscaleInit};
 use crate::linalg::Jitter;
 use crate::model::TrainingSummary;
-use crate::optim::minimize;
 use crate::params::{impl_fit, training_builder, TrainingSettings};
 use nalgebra::{DMatrix, DVector};
 
@@ -18,8 +17,9 @@ pub const DEFAULT_JITTER: f64 = 1e-6;
 /// Validated FITC settings (from [`FitcParams`] by [`ParamGuard::check`](crate::ParamGuard::check)).
 ///
 /// Defaults: seed 0, [`crate::OptimConfig::default`], all cores, no noise floor, jitter
-/// [`Jitter::absolute`]`(`[`DEFAULT_JITTER`]`)` on $K_{uu}$, pseudo-inputs a random subset of the
-/// training inputs and learned, lengthscales starting at half the range of each input.
+/// [`Jitter::relative`]`(`[`DEFAULT_JITTER`]`)` on $K_{uu}$, pseudo-inputs m distinct training
+/// inputs drawn at random and learned, lengthscales from a full GP on 1024 points
+/// ([`crate::init::DEFAULT_START`]).
 #[derive(Debug, Clone)]
 pub struct ValidFitcParams {
     pub(crate) m: usize,
@@ -39,14 +39,18 @@ impl FitcParams {
     pub(super) fn new(m: usize) -> Self {
         Self(ValidFitcParams {
             m,
-            training: TrainingSettings::default(),
-            jitter: Jitter::absolute(DEFAULT_JITTER),
+            training: TrainingSettings {
+                lengthscales: init::DEFAULT_START,
+                ..TrainingSettings::default()
+            },
+            jitter: Jitter::relative(DEFAULT_JITTER),
             pseudo_inputs: None,
             fixed_pseudo_inputs: false,
         })
     }
 
-    /// The jitter δ added to the diagonal of $K_{uu}$ (absolute, default 1e-6 as in Snelson's code).
+    /// An absolute jitter δ on the diagonal of $K_{uu}$, as in Snelson's code (the default is
+    /// relative: 1e-6·σ0², see [`DEFAULT_JITTER`]).
     pub fn jitter(self, jitter: f64) -> Self {
         self.jitter_policy(Jitter::absolute(jitter))
     }
@@ -135,27 +139,32 @@ impl ValidFitcParams {
     /// [`Error::InvalidParameter`] if m > n and none are given.
     pub fn evidence<'a>(&self, data: &'a Dataset) -> Result<FitcEvidence<'a>> {
         let fixed = if self.fixed_pseudo_inputs {
-            Some(self.initial_pseudo_inputs(data)?)
+            Some(self.initial_pseudo_inputs(data, &InputColumns::all(data.dim()))?)
         } else {
             None
         };
         Ok(FitcEvidence::new(data, self, fixed))
     }
 
-    fn initial_pseudo_inputs(&self, data: &Dataset) -> Result<DMatrix<f64>> {
-        let pseudo = init::pseudo_inputs(
-            self.pseudo_inputs.as_ref(),
-            data,
-            self.m,
-            self.training.seed,
-        )?;
-        check_block(
-            &pseudo,
-            (self.m, "pseudo-inputs (rows, m)"),
-            (data.dim(), "pseudo-inputs (columns, D)"),
-            "pseudo-inputs",
-        )?;
-        Ok(pseudo)
+    /// The starting pseudo-inputs for `data` restricted to the used `columns`: the given ones
+    /// (checked against D, then restricted), or drawn by [`init::pseudo_inputs`].
+    fn initial_pseudo_inputs(
+        &self,
+        data: &Dataset,
+        columns: &InputColumns,
+    ) -> Result<DMatrix<f64>> {
+        match &self.pseudo_inputs {
+            Some(given) => {
+                check_block(
+                    given,
+                    (self.m, "pseudo-inputs (rows, m)"),
+                    (columns.dim(), "pseudo-inputs (columns, D)"),
+                    "pseudo-inputs",
+                )?;
+                Ok(columns.select(given)?.into_owned())
+            }
+            None => init::pseudo_inputs(data, self.m, self.training.seed),
+        }
     }
 
     /// Learns θ on `data` by minimising −log p(y|θ) (targets centred by their mean) from the
@@ -163,15 +172,21 @@ impl ValidFitcParams {
     /// σn² = σ0²/4, pseudo-inputs a seeded random subset of m training inputs or the given ones).
     /// The returned model never has a worse evidence than θ₀.
     ///
+    /// Input columns constant on `data` are left out (as if their lengthscale were infinite) and
+    /// named in the training summary; given initial lengthscales are then for the remaining
+    /// columns (given pseudo-inputs have all D columns).
+    ///
     /// # Errors
     /// [`Error::DimensionMismatch`] if the given pseudo-inputs or lengthscales do not have D
-    /// columns/entries; [`Error::InvalidParameter`] if m > n and no pseudo-inputs are given;
-    /// [`Error::ConstantInput`] for a constant input column (unless lengthscales are given),
+    /// columns (used entries); [`Error::ConstantInput`] if every input column is constant,
     /// [`Error::ConstantTargets`]; [`Error::NotPositiveDefinite`] if the initial θ cannot be
-    /// factored.
+    /// factored; [`Error::TrainingFailed`] if training failed (unless best effort was asked for).
     pub fn fit(&self, data: &Dataset) -> Result<FittedFitc> {
+        let columns = InputColumns::varying(data)?;
+        let used = columns.select_data(data)?;
+        let data = used.as_ref();
         let start = init::start(data, &self.training)?;
-        let pseudo = self.initial_pseudo_inputs(data)?;
+        let pseudo = self.initial_pseudo_inputs(data, &columns)?;
         let noise = self.training.noise();
         let fixed = self.fixed_pseudo_inputs.then(|| pseudo.clone());
         let evidence = FitcEvidence::new(data, self, fixed);
@@ -180,7 +195,7 @@ impl ValidFitcParams {
             noise,
             (!self.fixed_pseudo_inputs).then_some(&pseudo),
         );
-        let report = minimize(&evidence, theta0, &self.training.optim)?;
+        let report = self.training.minimize(&evidence, theta0)?;
         let theta = if self.fixed_pseudo_inputs {
             let dim = data.dim();
             let mut full = DVector::zeros(hyperparameters::theta_len(dim, self.m));
@@ -190,7 +205,12 @@ impl ValidFitcParams {
         } else {
             report.theta.clone()
         };
-        self.build(data, theta, Some(TrainingSummary::from(&report)))
+        self.build(
+            data,
+            theta,
+            Some(TrainingSummary::new(&report, &columns)),
+            columns,
+        )
     }
 
     /// A fitted model at given parameters, without training: conditions on `data` (targets
@@ -203,7 +223,7 @@ impl ValidFitcParams {
     /// [`Error::DimensionMismatch`] for a θ of the wrong length, [`Error::NonFinite`] for a NaN or
     /// infinity in θ, [`Error::NotPositiveDefinite`] if θ cannot be factored.
     pub fn condition(&self, data: &Dataset, theta: &DVector<f64>) -> Result<FittedFitc> {
-        self.build(data, theta.clone(), None)
+        self.build(data, theta.clone(), None, InputColumns::all(data.dim()))
     }
 
     /// Factorises at the full θ and caches what prediction needs; without a training summary,
@@ -213,6 +233,7 @@ impl ValidFitcParams {
         data: &Dataset,
         theta: DVector<f64>,
         training: Option<TrainingSummary>,
+        columns: InputColumns,
     ) -> Result<FittedFitc> {
         let evidence = FitcEvidence::new(data, self, None);
         let (decoded, f) = evidence.factors(&theta)?;
@@ -224,6 +245,7 @@ impl ValidFitcParams {
             data.y_mean(),
             training,
             self.training.threads,
+            columns,
         ))
     }
 }

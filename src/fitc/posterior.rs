@@ -1,6 +1,7 @@
 //! A FITC model conditioned on its training data at fixed parameters, and its predictions.
 
 use super::evidence::Factors;
+use crate::data::InputColumns;
 use crate::error::Result;
 use crate::hyperparameters::Decoded;
 use crate::kernel::SeArd;
@@ -36,6 +37,7 @@ pub struct FittedFitc {
     neg_log_evidence: f64,
     training: TrainingSummary,
     threads: usize,
+    columns: InputColumns,
 }
 
 impl FittedFitc {
@@ -47,6 +49,7 @@ impl FittedFitc {
         y_mean: f64,
         training: TrainingSummary,
         threads: usize,
+        columns: InputColumns,
     ) -> Self {
         let p = par(threads);
         let mut weights = DMatrix::from_column_slice(f.by.len(), 1, f.by.as_slice());
@@ -65,6 +68,7 @@ impl FittedFitc {
             neg_log_evidence: f.neg_log_evidence,
             training,
             threads,
+            columns,
         }
     }
 
@@ -81,11 +85,11 @@ impl FittedFitc {
         };
         predict_in_chunks(
             x,
-            self.pseudo.ncols(),
+            &self.columns,
             PREDICT_BLOCK,
             self.y_mean,
             self.noise_variance,
-            |start, len, mean, latent| {
+            |x, start, len, mean, latent| {
                 let xs = x.rows(start, len).into_owned();
                 let mut v = kernel.cross(&self.pseudo, &xs, p);
                 mean.copy_from_slice(v.tr_mul(&self.weights).as_slice());
@@ -105,14 +109,20 @@ impl FittedFitc {
         "fitc"
     }
 
-    /// The pseudo-inputs X̄, m×D (one per row).
-    pub fn pseudo_inputs(&self) -> &DMatrix<f64> {
-        &self.pseudo
+    /// The pseudo-inputs X̄, m×D (one per row); NaN in the ignored (constant) input columns,
+    /// which the kernel does not see.
+    pub fn pseudo_inputs(&self) -> DMatrix<f64> {
+        self.columns.expand_columns(&self.pseudo, f64::NAN)
     }
 
-    /// The lengthscales ℓ (D).
-    pub fn lengthscales(&self) -> &DVector<f64> {
-        &self.lengthscales
+    /// The lengthscales ℓ (D); infinite for the ignored (constant) input columns.
+    pub fn lengthscales(&self) -> DVector<f64> {
+        self.columns.expand(&self.lengthscales, f64::INFINITY)
+    }
+
+    /// The input columns the model uses (the others were constant on the training data).
+    pub fn input_columns(&self) -> &InputColumns {
+        &self.columns
     }
 
     /// The signal variance σ0².
@@ -136,8 +146,8 @@ impl FittedFitc {
     }
 
     /// The full parameter vector θ = `[log ℓ, log σ0, p_noise, vec(X̄)]` (layout in
-    /// [`crate::hyperparameters`]), pseudo-inputs included even when they were fixed during
-    /// training.
+    /// [`crate::hyperparameters`]) for the used input columns, pseudo-inputs included even when
+    /// they were fixed during training.
     pub fn parameters(&self) -> &DVector<f64> {
         &self.theta
     }

@@ -262,6 +262,11 @@ impl Objective for FullGpEvidence {
         self.dim() + 2
     }
 
+    /// n, the number of data points.
+    fn value_scale(&self) -> f64 {
+        self.len() as f64
+    }
+
     fn value_and_gradient(&self, theta: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
         self.evaluate(theta).map(|e| (e.value, e.gradient))
     }

@@ -3,14 +3,14 @@
 
 use super::evidence::{condition, Conditioned, FullGpEvidence};
 use super::posterior::FittedFullGp;
-use crate::data::Dataset;
+use crate::data::{Dataset, InputColumns};
 use crate::error::{Error, Result};
 use crate::hyperparameters;
 use crate::init::{self, LengthscaleInit};
 use crate::kernel::{self, SeArd};
 use crate::linalg::{self, Jitter};
 use crate::model::TrainingSummary;
-use crate::optim::{minimize, OptimReport};
+use crate::optim::OptimReport;
 use crate::params::{impl_fit, training_builder, TrainingSettings};
 use nalgebra::{DMatrix, DVector};
 use rand::SeedableRng;
@@ -24,6 +24,27 @@ pub struct ValidFullGpParams {
     pub(crate) training: TrainingSettings,
     pub(crate) hyperparameter_subset: Option<usize>,
     pub(crate) jitter: Jitter,
+}
+
+/// Hyperparameters learned by [`ValidFullGpParams::learn`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LearnedHyperparameters {
+    /// The optimiser's report; its θ is for the used `columns` (layout in
+    /// [`crate::hyperparameters`]).
+    pub report: OptimReport,
+    /// The input columns learned from (those not constant on the points used).
+    pub columns: InputColumns,
+}
+
+impl LearnedHyperparameters {
+    /// The learned lengthscales for all D inputs, infinite for the ignored columns.
+    pub fn lengthscales(&self) -> DVector<f64> {
+        let used = self.columns.used().len();
+        self.columns.expand(
+            &self.report.theta.rows(0, used).map(f64::exp),
+            f64::INFINITY,
+        )
+    }
 }
 
 /// Settings of a full GP, built by [`super::FullGp::params`]; [`FullGpParams::fit`] validates
@@ -102,25 +123,28 @@ impl ValidFullGpParams {
     /// The returned model's [`FittedFullGp::training`] describes the optimisation (on the subset,
     /// if any), its [`FittedFullGp::neg_log_evidence`] is on all of `data`.
     ///
+    /// Input columns constant on the points the hyperparameters are learned from are left out (as
+    /// if their lengthscale were infinite) and named in the training summary.
+    ///
     /// # Errors
     /// [`Error::InvalidParameter`] for a subset larger than the data;
-    /// [`Error::DimensionMismatch`] if the initial lengthscales have not D entries;
-    /// [`Error::ConstantInput`] / [`Error::ConstantTargets`] from the start values; the
-    /// evidence's errors at the initial θ; as [`Self::condition`].
+    /// [`Error::DimensionMismatch`] if the initial lengthscales have not one entry per used input;
+    /// [`Error::ConstantInput`] if every input column is constant, [`Error::ConstantTargets`];
+    /// the evidence's errors at the initial θ; [`Error::TrainingFailed`] if training failed
+    /// (unless best effort was asked for); as [`Self::condition`].
     pub fn fit(&self, data: &Dataset) -> Result<FittedFullGp> {
-        let report = self.learn(data)?;
-        let mut fitted = self.condition(data, &report.theta)?;
-        fitted.training = TrainingSummary::from(&report);
-        Ok(fitted)
+        let learned = self.learn(data)?;
+        let training = TrainingSummary::new(&learned.report, &learned.columns);
+        self.condition_on(data, &learned.report.theta, learned.columns, Some(training))
     }
 
     /// Learns the hyperparameters only (on the configured subset, or all of `data`), without
     /// conditioning on all the data: what [`ValidFullGpParams::fit`] does before its final
-    /// Cholesky. The returned report's `theta` is in the layout of [`crate::hyperparameters`].
+    /// Cholesky. Input columns constant on the points learned from are left out.
     ///
     /// # Errors
     /// As [`ValidFullGpParams::fit`], but for the conditioning.
-    pub fn learn(&self, data: &Dataset) -> Result<OptimReport> {
+    pub fn learn(&self, data: &Dataset) -> Result<LearnedHyperparameters> {
         let subset;
         let train = match self.hyperparameter_subset {
             Some(size) if size > data.len() => {
@@ -138,9 +162,12 @@ impl ValidFullGpParams {
             }
             _ => data,
         };
-        let start = init::start(train, &self.training)?;
+        let columns = InputColumns::varying(train)?;
+        let train = columns.select_data(train)?;
+        let start = init::start(&train, &self.training)?;
         let theta0 = hyperparameters::pack(&start, self.training.noise(), None);
-        minimize(&self.evidence(train), theta0, &self.training.optim)
+        let report = self.training.minimize(&self.evidence(&train), theta0)?;
+        Ok(LearnedHyperparameters { report, columns })
     }
 
     /// The posterior of a full GP on all of `data` at hyperparameters θ (layout in
@@ -153,7 +180,20 @@ impl ValidFullGpParams {
     /// or infinity in it, [`Error::InvalidParameter`] for extreme values;
     /// [`Error::NotPositiveDefinite`] if K + σn² I cannot be factorised even with jitter.
     pub fn condition(&self, data: &Dataset, theta: &DVector<f64>) -> Result<FittedFullGp> {
-        let h = self.evidence(data).unpack(theta)?;
+        self.condition_on(data, theta, InputColumns::all(data.dim()), None)
+    }
+
+    /// The posterior on `data`'s used `columns` at θ (for those columns), with the summary of
+    /// its training (the untrained one if `None`).
+    fn condition_on(
+        &self,
+        data: &Dataset,
+        theta: &DVector<f64>,
+        columns: InputColumns,
+        training: Option<TrainingSummary>,
+    ) -> Result<FittedFullGp> {
+        let data = columns.select_data(data)?;
+        let h = self.evidence(&data).unpack(theta)?;
         let par = linalg::par(self.training.threads);
         let n = data.len();
         let (centred, input_means) = kernel::centre_columns(data.x());
@@ -187,8 +227,9 @@ impl ValidFullGpParams {
             hyperparameters: h,
             jitter,
             neg_log_evidence,
-            training: TrainingSummary::untrained(neg_log_evidence),
+            training: training.unwrap_or_else(|| TrainingSummary::untrained(neg_log_evidence)),
             par,
+            columns,
         })
     }
 }

@@ -1,5 +1,6 @@
 //! A full GP conditioned on its training data (paper eq. 2), and its predictions.
 
+use crate::data::InputColumns;
 use crate::error::Result;
 use crate::hyperparameters::Hyperparameters;
 use crate::kernel::{self, SeArd};
@@ -34,6 +35,8 @@ pub struct FittedFullGp {
     pub(crate) neg_log_evidence: f64,
     pub(crate) training: TrainingSummary,
     pub(crate) par: Par,
+    /// The input columns used (the others were constant on the training data).
+    pub(crate) columns: InputColumns,
 }
 
 impl FittedFullGp {
@@ -55,11 +58,11 @@ impl FittedFullGp {
         };
         predict_in_chunks(
             x,
-            self.z.ncols(),
+            &self.columns,
             (PREDICT_BATCH_ENTRIES / n).max(1),
             self.y_mean,
             h.noise_variance,
-            |start, len, mean, latent| {
+            |x, start, len, mean, latent| {
                 let zt = kernel::shift_and_scale(
                     &x.rows(start, len).into_owned(),
                     &self.input_means,
@@ -92,9 +95,15 @@ impl FittedFullGp {
         "full"
     }
 
-    /// The lengthscales ℓ (D).
-    pub fn lengthscales(&self) -> &DVector<f64> {
-        &self.hyperparameters.lengthscales
+    /// The lengthscales ℓ (D); infinite for the ignored (constant) input columns.
+    pub fn lengthscales(&self) -> DVector<f64> {
+        self.columns
+            .expand(&self.hyperparameters.lengthscales, f64::INFINITY)
+    }
+
+    /// The input columns the model uses (the others were constant on the training data).
+    pub fn input_columns(&self) -> &InputColumns {
+        &self.columns
     }
 
     /// The signal variance σ0².
@@ -107,7 +116,7 @@ impl FittedFullGp {
         self.hyperparameters.noise_variance
     }
 
-    /// The hyperparameters θ (D + 2, layout in [`crate::hyperparameters`]).
+    /// The hyperparameters θ (layout in [`crate::hyperparameters`]) for the used input columns.
     pub fn parameters(&self) -> &DVector<f64> {
         &self.theta
     }

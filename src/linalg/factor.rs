@@ -70,7 +70,8 @@ pub fn cholesky_in_place_lower(a: &mut DMatrix<f64>, what: &'static str, par: Pa
 /// to the scale of the targets; otherwise they are absolute.
 ///
 /// - the full GP uses [`Jitter::ladder`]: nothing at first, then 1e-10·σ0² … 1e-6·σ0²;
-/// - FITC uses [`Jitter::absolute`]`(1e-6)` on K_uu by default, as Snelson's code;
+/// - FITC uses [`Jitter::relative`]`(1e-6)` on K_uu by default (Snelson's code adds an absolute
+///   1e-6, [`Jitter::absolute`], which makes the model depend on the scale of the targets);
 /// - SSGP needs none: A = ΦᵀΦ + (mσn²/σ0²)I is regularised by construction.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -86,7 +87,17 @@ pub struct Jitter {
 }
 
 impl Jitter {
-    /// A fixed absolute jitter δ, no retries (FITC's K_uu, as Snelson's code).
+    /// A fixed jitter δ·σ0², relative to the matrix's scale, no retries (FITC's K_uu by default).
+    pub fn relative(delta: f64) -> Self {
+        Self {
+            initial: delta,
+            retries: 0,
+            retry_base: 0.0,
+            relative: true,
+        }
+    }
+
+    /// A fixed absolute jitter δ, no retries (FITC's K_uu in Snelson's code).
     pub fn absolute(delta: f64) -> Self {
         Self {
             initial: delta,

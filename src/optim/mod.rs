@@ -1,21 +1,20 @@
-//! The optimiser loop: argmin's nonlinear conjugate gradient (Polak–Ribière+, More–Thuente line
-//! search) over any [`Objective`], with the things argmin's CG lacks.
+//! The optimiser loop: argmin's nonlinear conjugate gradient (Polak–Ribière+) over any
+//! [`Objective`], with what argmin lacks for training GPs on real data.
 //!
 //! - **One evaluation per θ.** argmin asks for the cost and the gradient separately, in either
-//!   order; an [`Objective`] computes both in one pass, and the last (θ, value, gradient) is cached.
-//! - **A budget** in argmin iterations (line searches) and in objective evaluations.
-//! - **A convergence test**: the relative decrease of the objective over a window of iterations.
-//! - **The best θ is kept.** The line search errors out once no descent direction is left near an
-//!   optimum, and can end on a point worse than where it started; the best point seen is returned
-//!   whatever happens, so a fit is never lost or made worse than its start.
-//! - **Initial step lengths** that carry over between line searches (Nocedal & Wright's
-//!   α₀ = α_{k−1}·gᵀ_{k−1}p_{k−1}/gᵀ_k p_k, capped at a 100-fold increase), as in Rasmussen's
-//!   `minimize.m`; argmin's CG otherwise starts every line search at α = 1.
+//!   order; an [`Objective`] computes both in one pass, and the last and the best (θ, value,
+//!   gradient) are cached (`problem.rs`).
+//! - **The line search of the original code** (`line_search.rs`, Rasmussen's `minimize.m`):
+//!   strong Wolfe conditions by cubic extrapolation and interpolation, a failed or non-finite
+//!   trial point shrinks the step, the best point seen is kept, and initial steps carry over.
+//! - **Restarts and honest ends** (`stopping.rs`): a failed line search is followed by one restart
+//!   along −∇; two in a row end the run as a *failure*; a flat objective or a small gradient end
+//!   it as *converged*; budgets in iterations, evaluations and wall-clock time end it as
+//!   *exhausted*; the observer can stop it. Every [`Termination`] says which.
+//! - **The best θ is kept** whatever happens, so a fit is never lost or made worse than its start.
 //!
 //! The objective functions themselves are pure functions of (data, θ) and live with their models;
-//! nothing here knows about Gaussian processes. Files: `problem.rs` (the argmin adapter),
-//! `line_search.rs` (More–Thuente with carried-over steps), `stopping.rs` (the stopping rule and
-//! the progress reports); this file holds the settings, the report and the loop.
+//! nothing here knows about Gaussian processes.
 
 mod line_search;
 mod problem;
@@ -24,14 +23,15 @@ mod stopping;
 use crate::error::{Error, Result};
 use argmin::core::{Executor, IterState, State, TerminationReason};
 use argmin::solver::conjugategradient::{beta::PolakRibierePlus, NonlinearConjugateGradient};
-use argmin::solver::linesearch::MoreThuenteLineSearch;
-use line_search::CarriedStep;
+use line_search::WolfeSearch;
 use nalgebra::DVector;
 use problem::{Record, RecordingProblem};
 use std::cell::RefCell;
 use std::fmt;
+use std::ops::ControlFlow;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Duration;
 use stopping::StoppingRule;
 
 /// A differentiable objective to minimise: θ ↦ (f(θ), ∇f(θ)) in one call.
@@ -44,6 +44,21 @@ pub trait Objective {
     /// # Errors
     /// Whatever the model's evaluation reports (e.g. a failed Cholesky, a non-finite value).
     fn value_and_gradient(&self, theta: &DVector<f64>) -> Result<(f64, DVector<f64>)>;
+
+    /// The size of the objective's natural unit: the stopping tolerances are multiples of it.
+    /// For a negative log evidence, the number of data points it sums over. Default 1.
+    fn value_scale(&self) -> f64 {
+        1.0
+    }
+
+    /// A diagonal preconditioner: positive scales s (one per parameter) such that the optimiser
+    /// works on ψ = θ ⊘ s, where a unit step means a comparable change of the objective for
+    /// every parameter. Conjugate gradients are not invariant to such scalings, and a
+    /// badly scaled block of parameters can slow them down by orders of magnitude. Default:
+    /// none (s = 1).
+    fn parameter_scales(&self) -> Option<DVector<f64>> {
+        None
+    }
 }
 
 /// What the optimiser reports after each iteration (line search).
@@ -59,24 +74,33 @@ pub struct Progress {
     pub best_value: f64,
     /// Euclidean norm of the gradient at the current point.
     pub gradient_norm: f64,
+    /// Wall-clock time since the optimiser started.
+    pub elapsed: Duration,
 }
 
-/// A callback receiving [`Progress`] after every iteration.
-pub type Observer = Arc<dyn Fn(&Progress) + Send + Sync>;
+/// A callback receiving [`Progress`] after every iteration; returning
+/// [`ControlFlow::Break`] stops training (with [`Termination::StoppedByObserver`], the best θ so
+/// far kept).
+pub type Observer = Arc<dyn Fn(&Progress) -> ControlFlow<()> + Send + Sync>;
 
 /// Budget and stopping rule of the optimiser.
 #[derive(Clone)]
 pub struct OptimConfig {
-    /// Maximum argmin iterations (line searches). Default 500.
+    /// Maximum iterations (line searches). Default: no limit (the evaluation budget binds).
     pub max_iterations: u64,
     /// Maximum objective evaluations (each one value + gradient). Default 1000, the original SSGP
     /// code's budget.
     pub max_evaluations: usize,
-    /// Stop when the objective decreased by less than `tolerance · max(1, |f|)` over the last
-    /// `window` iterations. Default 1e-10.
+    /// A wall-clock budget for the optimisation. Default none.
+    pub max_time: Option<Duration>,
+    /// Converged when −log p decreased by at most `tolerance` × (the objective's value scale, the
+    /// number of data points for the evidences) over the last `window` iterations. Default 1e-5.
     pub tolerance: f64,
-    /// Number of iterations the decrease is measured over. Default 10.
+    /// Number of iterations the decrease is measured over. Default 25.
     pub window: usize,
+    /// Converged when the gradient's largest entry is at most `gradient_tolerance` × the value
+    /// scale. Default 1e-6.
+    pub gradient_tolerance: f64,
     /// Called after every iteration; `None` by default.
     pub observer: Option<Observer>,
 }
@@ -84,10 +108,12 @@ pub struct OptimConfig {
 impl Default for OptimConfig {
     fn default() -> Self {
         Self {
-            max_iterations: 500,
+            max_iterations: u64::MAX,
             max_evaluations: 1000,
-            tolerance: 1e-10,
-            window: 10,
+            max_time: None,
+            tolerance: 1e-5,
+            window: 25,
+            gradient_tolerance: 1e-6,
             observer: None,
         }
     }
@@ -98,8 +124,10 @@ impl fmt::Debug for OptimConfig {
         f.debug_struct("OptimConfig")
             .field("max_iterations", &self.max_iterations)
             .field("max_evaluations", &self.max_evaluations)
+            .field("max_time", &self.max_time)
             .field("tolerance", &self.tolerance)
             .field("window", &self.window)
+            .field("gradient_tolerance", &self.gradient_tolerance)
             .field("observer", &self.observer.as_ref().map(|_| "Fn(&Progress)"))
             .finish()
     }
@@ -124,33 +152,79 @@ impl OptimConfig {
                 reason: "must be at least 1".into(),
             });
         }
-        if !(self.tolerance >= 0.0 && self.tolerance.is_finite()) {
-            return Err(Error::InvalidParameter {
-                name: "tolerance",
-                reason: format!("{} is not a finite non-negative number", self.tolerance),
-            });
+        for (name, v) in [
+            ("tolerance", self.tolerance),
+            ("gradient_tolerance", self.gradient_tolerance),
+        ] {
+            if !(v >= 0.0 && v.is_finite()) {
+                return Err(Error::InvalidParameter {
+                    name,
+                    reason: format!("{v} is not a finite non-negative number"),
+                });
+            }
         }
         Ok(())
     }
 }
 
-/// Why the optimiser stopped.
+/// Why the optimiser stopped. [`Termination::is_success`] tells the outcomes a model may be
+/// trusted after (convergence, a spent budget, a requested stop) from the failures.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Termination {
-    /// The relative decrease over the window fell below the tolerance.
+    /// Success: −log p decreased by at most `tolerance`·(value scale) over the last `window`
+    /// iterations — a flat objective.
     Converged,
-    /// The line search found no further descent (argmin's error near an optimum): converged.
-    LineSearchStalled,
-    /// The iteration budget ran out.
+    /// Success: the gradient's largest entry fell to `gradient_tolerance`·(value scale) or below.
+    SmallGradient,
+    /// Success (budget): the iteration budget ran out.
     MaxIterations,
-    /// The evaluation budget ran out.
+    /// Success (budget): the evaluation budget ran out.
     MaxEvaluations,
-    /// No iteration was allowed (`max_iterations` = 0): θ₀ evaluated only.
+    /// Success (budget): the wall-clock budget ran out.
+    TimeLimit,
+    /// Success (requested): the observer returned [`ControlFlow::Break`].
+    StoppedByObserver,
+    /// No iteration was allowed (`max_iterations` = 0) or the model was built at given
+    /// parameters: θ₀ evaluated only.
     NotStarted,
-    /// An evaluation failed (e.g. a Cholesky at an extreme trial point); the best θ before it is kept.
+    /// Failure: two line searches in a row (the second along −∇) found no step meeting the
+    /// Wolfe conditions; the message says more. The best θ seen is kept.
+    LineSearchFailed(String),
+    /// Failure: the objective failed (a Cholesky factorisation, a non-finite value) at the trial
+    /// points of two line searches in a row, even after backing off; the message is the last
+    /// failure. The best θ seen is kept.
     EvaluationFailed(String),
+    /// Failure: argmin reported an error of its own (the message).
+    OptimiserError(String),
+}
+
+impl Termination {
+    /// Whether the run ended as it should: converged, a budget spent, or a requested stop.
+    pub fn is_success(&self) -> bool {
+        !matches!(
+            self,
+            Self::LineSearchFailed(_) | Self::EvaluationFailed(_) | Self::OptimiserError(_)
+        )
+    }
+}
+
+impl fmt::Display for Termination {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Converged => write!(f, "converged (flat objective)"),
+            Self::SmallGradient => write!(f, "converged (small gradient)"),
+            Self::MaxIterations => write!(f, "iteration budget spent"),
+            Self::MaxEvaluations => write!(f, "evaluation budget spent"),
+            Self::TimeLimit => write!(f, "time budget spent"),
+            Self::StoppedByObserver => write!(f, "stopped by the observer"),
+            Self::NotStarted => write!(f, "not trained"),
+            Self::LineSearchFailed(m) => write!(f, "failed: line search: {m}"),
+            Self::EvaluationFailed(m) => write!(f, "failed: evaluation: {m}"),
+            Self::OptimiserError(m) => write!(f, "failed: optimiser: {m}"),
+        }
+    }
 }
 
 /// The outcome of [`minimize`]: the best θ seen and how the run went.
@@ -164,7 +238,7 @@ pub struct OptimReport {
     pub gradient: DVector<f64>,
     /// The objective at the starting point.
     pub initial_value: f64,
-    /// argmin iterations (line searches) run.
+    /// Iterations (line searches) run.
     pub iterations: u64,
     /// Objective evaluations used.
     pub evaluations: usize,
@@ -172,14 +246,69 @@ pub struct OptimReport {
     pub termination: Termination,
 }
 
+/// A training run that ended by a failure: why, and the best parameters it found (returned in
+/// [`Error::TrainingFailed`] unless best-effort training was asked for).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailedTraining {
+    /// The failure.
+    pub termination: Termination,
+    /// The best parameters found, in the model's θ layout.
+    pub theta: DVector<f64>,
+    /// −log p(y|θ) there.
+    pub neg_log_evidence: f64,
+    /// −log p(y|θ) at the start.
+    pub initial_neg_log_evidence: f64,
+    /// Iterations run.
+    pub iterations: u64,
+    /// Evaluations used.
+    pub evaluations: usize,
+}
+
+impl fmt::Display for FailedTraining {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "training {} after {} iterations and {} evaluations; the best −log p(y|θ) found was \
+             {} (from {} at the start); set `best_effort(true)` to keep that model",
+            self.termination,
+            self.iterations,
+            self.evaluations,
+            self.neg_log_evidence,
+            self.initial_neg_log_evidence
+        )
+    }
+}
+
+impl OptimReport {
+    /// The report as an error if the run failed and `best_effort` is off, itself otherwise.
+    ///
+    /// # Errors
+    /// [`Error::TrainingFailed`] with the best parameters, for a failed run without best effort.
+    pub fn or_failure(self, best_effort: bool) -> Result<Self> {
+        if self.termination.is_success() || best_effort {
+            return Ok(self);
+        }
+        Err(Error::TrainingFailed(Box::new(FailedTraining {
+            termination: self.termination,
+            theta: self.theta,
+            neg_log_evidence: self.value,
+            initial_neg_log_evidence: self.initial_value,
+            iterations: self.iterations,
+            evaluations: self.evaluations,
+        })))
+    }
+}
+
 pub(crate) type Vector = DVector<f64>;
 pub(crate) type CgState = IterState<Vector, Vector, (), (), (), f64>;
 
-/// Minimises `objective` from `theta0` with nonlinear CG, returning the best point seen.
+/// Minimises `objective` from `theta0` with nonlinear CG, returning the best point seen and why
+/// the run ended (which may be a failure: see [`Termination::is_success`]).
 ///
 /// # Errors
-/// [`Error::InvalidParameter`] for a bad config or a θ₀ of the wrong length, and whatever the
-/// objective returns **at θ₀** (a failure later in the run ends it, keeping the best point).
+/// [`Error::InvalidParameter`] for a bad config, [`Error::DimensionMismatch`] for a θ₀ of the
+/// wrong length, and whatever the objective returns **at θ₀** (a failure later in the run is
+/// recovered from or reported in the [`Termination`], keeping the best point).
 pub fn minimize<O: Objective>(
     objective: &O,
     theta0: DVector<f64>,
@@ -193,61 +322,75 @@ pub fn minimize<O: Objective>(
             found: theta0.len(),
         });
     }
+    let scales = objective
+        .parameter_scales()
+        .unwrap_or_else(|| DVector::from_element(theta0.len(), 1.0));
+    if scales.len() != theta0.len() || scales.iter().any(|s| !(*s > 0.0 && s.is_finite())) {
+        return Err(Error::InvalidParameter {
+            name: "parameter_scales",
+            reason: format!(
+                "{} scales for {} parameters, all must be positive and finite",
+                scales.len(),
+                theta0.len()
+            ),
+        });
+    }
     let (f0, g0) = objective.value_and_gradient(&theta0)?;
     if !f0.is_finite() || g0.iter().any(|v| !v.is_finite()) {
         return Err(Error::NonFiniteObjective {
             what: format!("value {f0} or a gradient entry at the initial parameters"),
         });
     }
-    let record = Rc::new(RefCell::new(Record {
-        last: Some((theta0.clone(), f0, g0.clone())),
-        best: Some((theta0.clone(), f0, g0.clone())),
-        evaluations: 1,
-        max_evaluations: config.max_evaluations,
-        budget_hit: false,
-        failure: None,
-        iterations: 0,
-    }));
-    let termination = if config.max_iterations == 0 {
-        Termination::NotStarted
+    let psi0 = theta0.component_div(&scales);
+    let record = Rc::new(RefCell::new(Record::new(
+        &psi0,
+        f0,
+        &g0.component_mul(&scales),
+        config.max_evaluations,
+        config.max_time,
+    )));
+    if config.max_iterations == 0 {
+        record.borrow_mut().stop = Some(Termination::NotStarted);
     } else {
-        let line_search = MoreThuenteLineSearch::new()
-            .with_c(1e-4, 0.1)
-            .map_err(|e| Error::Optimiser(e.to_string()))?;
-        let solver = StoppingRule::new(
-            NonlinearConjugateGradient::new(CarriedStep::new(line_search), PolakRibierePlus::new()),
-            config.tolerance,
-            config.window,
-            config.observer.clone(),
-            Rc::clone(&record),
-        );
         let problem = RecordingProblem {
             objective,
+            scales: &scales,
             record: Rc::clone(&record),
         };
+        let cg = NonlinearConjugateGradient::new(
+            WolfeSearch::new(Rc::clone(&record)),
+            PolakRibierePlus::new(),
+        );
+        let solver = StoppingRule::new(cg, config, objective, &scales, Rc::clone(&record));
         let run = Executor::new(problem, solver)
-            .configure(|s| s.param(theta0).max_iters(config.max_iterations))
-            .run();
-        let rec = record.borrow();
-        match run {
-            Ok(res) => match res.state.get_termination_reason() {
-                Some(TerminationReason::MaxItersReached) => Termination::MaxIterations,
-                _ => Termination::Converged,
-            },
-            Err(e) => {
-                if rec.budget_hit {
-                    Termination::MaxEvaluations
-                } else if let Some(failure) = &rec.failure {
-                    Termination::EvaluationFailed(failure.to_string())
-                } else {
-                    let _ = e;
-                    Termination::LineSearchStalled
-                }
-            }
+            .configure(|s| s.param(psi0).max_iters(config.max_iterations))
+            .run()
+            .map(|r| r.state);
+        let mut rec = record.borrow_mut();
+        if let Ok(res) = &run {
+            rec.iterations = rec.iterations.max(res.get_iter());
         }
-    };
+        if rec.stop.is_none() {
+            rec.stop = Some(match run {
+                Ok(res)
+                    if res.get_termination_reason()
+                        == Some(&TerminationReason::MaxItersReached) =>
+                {
+                    Termination::MaxIterations
+                }
+                Ok(res) => Termination::OptimiserError(format!(
+                    "argmin ended the run without a reason of ours: {:?}",
+                    res.get_termination_reason()
+                )),
+                Err(e) => Termination::OptimiserError(e.to_string()),
+            });
+        }
+    }
     let rec = record.borrow();
-    let (theta, value, gradient) = rec.best.clone().unwrap_or((DVector::zeros(0), f0, g0));
+    let (theta, value, gradient) = match &rec.best {
+        Some((psi, f, g)) => (psi.component_mul(&scales), *f, g.component_div(&scales)),
+        None => (theta0, f0, g0),
+    };
     Ok(OptimReport {
         theta,
         value,
@@ -255,7 +398,7 @@ pub fn minimize<O: Objective>(
         initial_value: f0,
         iterations: rec.iterations,
         evaluations: rec.evaluations,
-        termination,
+        termination: rec.stop.clone().unwrap_or(Termination::NotStarted),
     })
 }
 
@@ -288,10 +431,17 @@ mod tests {
     #[test]
     fn minimises_rosenbrock_and_respects_budgets() {
         let x0 = DVector::from_vec(vec![-1.2, 1.0, -1.2, 1.0]);
-        let rep = minimize(&Rosenbrock, x0.clone(), &OptimConfig::default()).unwrap();
+        // The default tolerances are per data point of an evidence; Rosenbrock wants tighter.
+        let precise = OptimConfig {
+            tolerance: 1e-14,
+            gradient_tolerance: 1e-10,
+            ..OptimConfig::default()
+        };
+        let rep = minimize(&Rosenbrock, x0.clone(), &precise).unwrap();
         assert!(rep.value < 1e-8, "{rep:?}");
         assert!((rep.theta.add_scalar(-1.0)).amax() < 1e-3);
         assert!(rep.evaluations <= 1000);
+        assert!(rep.termination.is_success(), "{rep:?}");
 
         let tight = OptimConfig {
             max_evaluations: 7,

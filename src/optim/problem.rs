@@ -1,65 +1,126 @@
 //! The argmin adapter: the [`Objective`] as an argmin `Problem` that evaluates each θ once (argmin
-//! asks for the cost and the gradient separately), counts evaluations against the budget, and
-//! records the last and the best point seen and the first failure.
+//! asks for the cost and the gradient separately), counts evaluations against the budget, keeps
+//! the best point seen, and tells recoverable failures (a trial point where the objective fails
+//! or is not finite: the line search backs off) from the ends of the run (budget, time).
 
-use super::{Objective, Vector};
+use super::{Objective, Termination, Vector};
 use crate::error::Error;
 use argmin::core::{CostFunction, Gradient};
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 /// What the optimiser loop shares with its problem and solvers: the budget, the points seen and
 /// how the run is going.
 pub(super) struct Record {
+    /// The last point ψ evaluated successfully, with its value and gradient ∇ψ.
     pub last: Option<(Vector, f64, Vector)>,
+    /// The best point ψ evaluated so far, with its value and gradient ∇ψ.
     pub best: Option<(Vector, f64, Vector)>,
+    /// Evaluations so far.
     pub evaluations: usize,
+    /// The evaluation budget.
     pub max_evaluations: usize,
-    pub budget_hit: bool,
-    pub failure: Option<Error>,
-    /// Iterations (line searches) completed, counted here so a run that argmin ends with an
-    /// error still reports them.
+    /// When the run started, and the wall-clock budget.
+    pub started: Instant,
+    /// The wall-clock budget.
+    pub max_time: Option<Duration>,
+    /// Iterations (line searches) completed.
     pub iterations: u64,
+    /// Why the run must end, once decided (budget, time, observer, convergence, failure).
+    pub stop: Option<Termination>,
+    /// The message of the last evaluation that failed (or was not finite), kept for the report.
+    pub last_failure: Option<String>,
+    /// Set by the line search when it found no acceptable step; read by the stopping rule.
+    pub line_search_failed: bool,
 }
 
-/// The argmin `Problem`: evaluates the objective once per θ and records the best point.
+impl Record {
+    /// The record of a run that starts at θ₀ with its value and gradient (one evaluation).
+    pub fn new(
+        theta0: &Vector,
+        f0: f64,
+        g0: &Vector,
+        max_evaluations: usize,
+        max_time: Option<Duration>,
+    ) -> Self {
+        Self {
+            last: Some((theta0.clone(), f0, g0.clone())),
+            best: Some((theta0.clone(), f0, g0.clone())),
+            evaluations: 1,
+            max_evaluations,
+            started: Instant::now(),
+            max_time,
+            iterations: 0,
+            stop: None,
+            last_failure: None,
+            line_search_failed: false,
+        }
+    }
+
+    /// Whether the wall-clock budget is spent.
+    pub fn out_of_time(&self) -> bool {
+        self.max_time
+            .is_some_and(|limit| self.started.elapsed() >= limit)
+    }
+}
+
+/// The argmin `Problem` over the scaled parameters ψ = θ ⊘ s: evaluates the objective once per
+/// point (at θ = ψ ⊙ s, returning ∇ψ = ∇θ ⊙ s) and records the best point (in ψ).
+///
+/// An evaluation that fails or is not finite returns an error and leaves the run going (the
+/// line search backs off towards its last good point); an exhausted budget returns an error and
+/// sets [`Record::stop`], which ends the run.
 pub(super) struct RecordingProblem<'a, O> {
     pub objective: &'a O,
+    /// The scales s of the objective's parameters.
+    pub scales: &'a Vector,
     pub record: Rc<RefCell<Record>>,
 }
 
 impl<O: Objective> RecordingProblem<'_, O> {
-    fn eval(&self, theta: &Vector) -> std::result::Result<(f64, Vector), argmin::core::Error> {
+    fn eval(&self, psi: &Vector) -> std::result::Result<(f64, Vector), argmin::core::Error> {
         let mut rec = self.record.borrow_mut();
-        if let Some((t, f, g)) = &rec.last {
-            if t == theta {
+        for (p, f, g) in [&rec.last, &rec.best].into_iter().flatten() {
+            if p == psi {
                 return Ok((*f, g.clone()));
             }
         }
+        if rec.stop.is_some() {
+            return Err(argmin::core::Error::msg("the run has ended"));
+        }
         if rec.evaluations >= rec.max_evaluations {
-            rec.budget_hit = true;
+            rec.stop = Some(Termination::MaxEvaluations);
             return Err(argmin::core::Error::msg("evaluation budget exhausted"));
         }
+        if rec.out_of_time() {
+            rec.stop = Some(Termination::TimeLimit);
+            return Err(argmin::core::Error::msg("time budget exhausted"));
+        }
         rec.evaluations += 1;
-        match self.objective.value_and_gradient(theta) {
+        match self
+            .objective
+            .value_and_gradient(&psi.component_mul(self.scales))
+        {
             Ok((f, g)) if f.is_finite() && g.iter().all(|v| v.is_finite()) => {
+                let g = g.component_mul(self.scales);
                 if rec.best.as_ref().is_none_or(|(_, fb, _)| f < *fb) {
-                    rec.best = Some((theta.clone(), f, g.clone()));
+                    rec.best = Some((psi.clone(), f, g.clone()));
                 }
-                rec.last = Some((theta.clone(), f, g.clone()));
+                rec.last = Some((psi.clone(), f, g.clone()));
                 Ok((f, g))
             }
             Ok((f, _)) => {
-                let e = Error::NonFiniteObjective {
+                let msg = Error::NonFiniteObjective {
                     what: format!("value {f} or a gradient entry"),
-                };
-                let msg = e.to_string();
-                rec.failure = Some(e);
+                }
+                .to_string();
+                rec.last_failure = Some(msg.clone());
                 Err(argmin::core::Error::msg(msg))
             }
             Err(e) => {
                 let msg = e.to_string();
-                rec.failure = Some(e);
+                rec.last_failure = Some(msg.clone());
                 Err(argmin::core::Error::msg(msg))
             }
         }

@@ -1,46 +1,94 @@
-//! The stopping rule around argmin's CG: a relative-decrease test over a window of iterations,
-//! the iteration count and the progress reports to the observer.
+//! The loop's control around argmin's CG: when to stop, restarts along −∇ after a failed line
+//! search, and the progress reports to the observer.
+//!
+//! After every iteration, in this order:
+//! 1. the observer sees the [`Progress`] and may stop the run ([`Termination::StoppedByObserver`]);
+//! 2. the wall-clock budget ([`Termination::TimeLimit`]);
+//! 3. **a flat objective**: −log p decreased by at most `tolerance`·s over the last `window`
+//!    iterations ([`Termination::Converged`]);
+//! 4. **a small gradient**: ‖∇‖∞ ≤ `gradient_tolerance`·s ([`Termination::SmallGradient`]);
+//!
+//! where s is the objective's [`Objective::value_scale`] (the number of data points for the
+//! evidences), so both tests mean the same on any data set and are invariant to the scale of the
+//! inputs and targets (a rescaling shifts −log p by a constant and leaves the gradient in log
+//! space unchanged).
+//!
+//! A line search that finds no acceptable step (it still moves to the best point it saw) is
+//! followed by one restart along −∇; a second failure in a row ends the run, as in `minimize.m`:
+//! as converged if −log p decreased by at most the tolerance over the last 5 iterations — no step
+//! improves on a point where the objective is flat to within round-off — and otherwise as a
+//! failure ([`Termination::LineSearchFailed`], or
+//! [`Termination::EvaluationFailed`] when the objective failed at the trial points).
 
 use super::problem::Record;
-use super::{CgState, Observer, Progress};
+use super::{CgState, Objective, Observer, OptimConfig, Progress, Termination, Vector};
 use argmin::core::{Problem, Solver, State, TerminationReason, TerminationStatus, KV};
 use std::cell::RefCell;
+use std::ops::ControlFlow;
 use std::rc::Rc;
 
-/// argmin's CG with a convergence test and progress reports.
+/// Iterations over which the objective must be flat for a second line-search failure in a row to
+/// count as convergence.
+const FLAT_AT_FAILURE: usize = 5;
+
+/// argmin's CG with the stopping tests, the restarts and the progress reports.
 pub(super) struct StoppingRule<S> {
     inner: S,
+    /// A copy of the solver as built, to restart from along −∇.
+    fresh: S,
     history: Vec<f64>,
     tolerance: f64,
+    gradient_tolerance: f64,
     window: usize,
     observer: Option<Observer>,
     record: Rc<RefCell<Record>>,
+    /// Line searches that failed in a row.
+    failures: u32,
+    /// The parameters' scales s: the gradient in θ is ∇ψ ⊘ s.
+    scales: Vector,
 }
 
-impl<S> StoppingRule<S> {
-    /// Stops `inner` when −log p decreased by less than `tolerance`·max(1, |f|) over `window`
-    /// iterations; reports each iteration to `observer`.
-    pub(super) fn new(
+impl<S: Clone> StoppingRule<S> {
+    /// The rules of `config` around `inner`, scaled by the objective's value scale.
+    pub(super) fn new<O: Objective>(
         inner: S,
-        tolerance: f64,
-        window: usize,
-        observer: Option<Observer>,
+        config: &OptimConfig,
+        objective: &O,
+        scales: &Vector,
         record: Rc<RefCell<Record>>,
     ) -> Self {
+        let scale = objective.value_scale();
         Self {
+            fresh: inner.clone(),
             inner,
             history: Vec::new(),
-            tolerance,
-            window,
-            observer,
+            tolerance: config.tolerance * scale,
+            gradient_tolerance: config.gradient_tolerance * scale,
+            window: config.window,
+            observer: config.observer.clone(),
             record,
+            failures: 0,
+            scales: scales.clone(),
         }
+    }
+
+    /// Whether −log p, now `cost`, decreased by at most the tolerance over the last `window`
+    /// iterations (and there were that many).
+    fn flat(&self, cost: f64, window: usize) -> bool {
+        let k = self.history.len();
+        window > 0 && k >= window && self.history[k - window] - cost <= self.tolerance
+    }
+
+    /// Ends the run with `termination` at `state`.
+    fn stop(&self, state: CgState, termination: Termination) -> CgState {
+        self.record.borrow_mut().stop = Some(termination);
+        state.terminate_with(TerminationReason::SolverExit("stopped".into()))
     }
 }
 
-impl<P, S: Solver<P, CgState>> Solver<P, CgState> for StoppingRule<S> {
+impl<P, S: Solver<P, CgState> + Clone> Solver<P, CgState> for StoppingRule<S> {
     fn name(&self) -> &str {
-        "nonlinear conjugate gradient (Polak-Ribiere+) with a relative-decrease test"
+        "nonlinear conjugate gradient (Polak-Ribiere+) with restarts and stopping tests"
     }
 
     fn init(
@@ -58,35 +106,95 @@ impl<P, S: Solver<P, CgState>> Solver<P, CgState> for StoppingRule<S> {
         problem: &mut Problem<P>,
         state: CgState,
     ) -> std::result::Result<(CgState, Option<KV>), argmin::core::Error> {
-        self.inner.next_iter(problem, state)
+        let before = state.clone();
+        let (state, kv) = match self.inner.next_iter(problem, state) {
+            Ok(next) => next,
+            // The budget or the time ran out inside the iteration: stop where we were.
+            Err(_) if self.record.borrow().stop.is_some() => {
+                return Ok((
+                    before.terminate_with(TerminationReason::SolverExit("stopped".into())),
+                    None,
+                ))
+            }
+            Err(e) => {
+                let reason = Termination::OptimiserError(e.to_string());
+                return Ok((self.stop(before, reason), None));
+            }
+        };
+        let failed = std::mem::take(&mut self.record.borrow_mut().line_search_failed);
+        if !failed {
+            self.failures = 0;
+            return Ok((state, kv));
+        }
+        self.failures += 1;
+        if self.failures >= 2 {
+            let last_failure = self.record.borrow().last_failure.clone();
+            let reason = if self.flat(state.get_cost(), FLAT_AT_FAILURE) {
+                // No step improves on a point where the objective has been flat for a while:
+                // converged to within round-off.
+                Termination::Converged
+            } else {
+                match last_failure {
+                    Some(msg) => Termination::EvaluationFailed(msg),
+                    None => Termination::LineSearchFailed(
+                        "no step along the steepest-descent direction met the Wolfe conditions"
+                            .into(),
+                    ),
+                }
+            };
+            return Ok((self.stop(state, reason), kv));
+        }
+        // Restart along −∇ from the best point the failed search found.
+        self.record.borrow_mut().last_failure = None;
+        self.inner = self.fresh.clone();
+        self.inner.init(problem, state)
     }
 
     fn terminate(&mut self, state: &CgState) -> TerminationStatus {
         // argmin asks before every iteration, the first included: `get_iter` is the number done.
         let done = state.get_iter();
+        if self.record.borrow().stop.is_some() {
+            return TerminationStatus::Terminated(TerminationReason::SolverExit("stopped".into()));
+        }
         if done == 0 {
             return TerminationStatus::NotTerminated;
         }
         let cost = state.get_cost();
         self.history.push(cost);
+        let gradient = state.get_gradient().map(|g| g.component_div(&self.scales));
+        let gradient_max = gradient.as_ref().map_or(f64::NAN, |g| g.amax());
         self.record.borrow_mut().iterations = done;
-        if let Some(observer) = &self.observer {
+        let decision = {
             let rec = self.record.borrow();
-            observer(&Progress {
-                iteration: done,
-                evaluations: rec.evaluations,
-                value: cost,
-                best_value: rec.best.as_ref().map_or(cost, |b| b.1),
-                gradient_norm: state.get_gradient().map_or(f64::NAN, |g| g.norm()),
+            let observed = self.observer.as_ref().map(|observer| {
+                observer(&Progress {
+                    iteration: done,
+                    evaluations: rec.evaluations,
+                    value: cost,
+                    best_value: rec.best.as_ref().map_or(cost, |b| b.1),
+                    gradient_norm: gradient.as_ref().map_or(f64::NAN, |g| g.norm()),
+                    elapsed: rec.started.elapsed(),
+                })
             });
-        }
-        let k = self.history.len();
-        if k > self.window {
-            let before = self.history[k - 1 - self.window];
-            if before - cost <= self.tolerance * cost.abs().max(1.0) {
-                return TerminationStatus::Terminated(TerminationReason::SolverConverged);
+            let flat = self.flat(cost, self.window + 1);
+            if observed == Some(ControlFlow::Break(())) {
+                Some(Termination::StoppedByObserver)
+            } else if rec.out_of_time() {
+                Some(Termination::TimeLimit)
+            } else if flat {
+                Some(Termination::Converged)
+            } else if gradient_max <= self.gradient_tolerance {
+                Some(Termination::SmallGradient)
+            } else {
+                None
             }
+        };
+        match decision {
+            Some(termination) => {
+                self.record.borrow_mut().stop = Some(termination);
+                TerminationStatus::Terminated(TerminationReason::SolverConverged)
+            }
+            None => TerminationStatus::NotTerminated,
         }
-        TerminationStatus::NotTerminated
     }
 }

@@ -37,6 +37,8 @@ pub(crate) struct Workspace {
 #[derive(Default)]
 pub(crate) struct WorkerBuffers {
     pub phi: DMatrix<f64>,
+    /// The chunk's inputs, centred.
+    pub centred: DMatrix<f64>,
     pub solved: DMatrix<f64>,
     pub r: DMatrix<f64>,
     pub a: DMatrix<f64>,

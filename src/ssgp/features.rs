@@ -28,13 +28,21 @@ pub fn spectral_points(omega: &DMatrix<f64>) -> DMatrix<f64> {
     omega / (2.0 * std::f64::consts::PI)
 }
 
-/// Writes the design matrix of the rows `x` (len×D) into `phi` (len×2m, resized if needed):
-/// phases XΩᵀ by one gemm into the cosine block, then cos and sin of each phase, in parallel
-/// over blocks of entries. `omega` is m×D.
+/// Writes the design matrix of the rows `x` (len×D), centred on `centre` (D), into `phi`
+/// (len×2m, resized if needed): the rows x − c into `centred` (len×D, resized if needed), phases
+/// (X − 1cᵀ)Ωᵀ by one gemm into the cosine block, then cos and sin of each phase, in parallel over
+/// blocks of entries. `omega` is m×D.
+///
+/// Centring changes nothing in the model — a shift of the inputs rotates each cosine/sine pair,
+/// which leaves the evidence and the predictions unchanged — but keeps the phases small when the
+/// inputs sit far from the origin (an offset of 10⁸ with a spread of 10⁻⁶ would otherwise leave
+/// no significant digit in them).
 pub(crate) fn design_matrix_into(
     x: MatRef<'_, f64>,
+    centre: &DVector<f64>,
     omega: &DMatrix<f64>,
     phi: &mut DMatrix<f64>,
+    centred: &mut DMatrix<f64>,
     par: Par,
 ) {
     let len = x.nrows();
@@ -42,10 +50,18 @@ pub(crate) fn design_matrix_into(
     if phi.shape() != (len, 2 * m) {
         *phi = DMatrix::zeros(len, 2 * m);
     }
+    centre_rows(x, centre, centred);
     {
         let buf = phi.as_mut_slice();
         let phases = faer::MatMut::from_column_major_slice_mut(&mut buf[..len * m], len, m);
-        linalg::gemm(phases, false, x, linalg::view(omega).transpose(), 1.0, par);
+        linalg::gemm(
+            phases,
+            false,
+            linalg::view(centred),
+            linalg::view(omega).transpose(),
+            1.0,
+            par,
+        );
     }
     let (cos_part, sin_part) = phi.as_mut_slice().split_at_mut(len * m);
     const BLOCK: usize = 4096;
@@ -63,10 +79,27 @@ pub(crate) fn design_matrix_into(
     }
 }
 
-/// The design matrix Φ (n×2m) of inputs `x` (n×D) for scaled frequencies `omega` (m×D).
+/// Writes the rows `x` (len×D) minus `centre` (D) into `out` (len×D, resized if needed).
+pub(crate) fn centre_rows(x: MatRef<'_, f64>, centre: &DVector<f64>, out: &mut DMatrix<f64>) {
+    let (len, dim) = (x.nrows(), x.ncols());
+    if out.shape() != (len, dim) {
+        *out = DMatrix::zeros(len, dim);
+    }
+    for d in 0..dim {
+        let c = centre[d];
+        for (o, v) in out.column_mut(d).iter_mut().zip(x.col(d).iter()) {
+            *o = v - c;
+        }
+    }
+}
+
+/// The design matrix Φ (n×2m) of inputs `x` (n×D) for scaled frequencies `omega` (m×D): row i is
+/// [cos(Ωx_i), sin(Ωx_i)] (no centring).
 pub fn design_matrix(x: &DMatrix<f64>, omega: &DMatrix<f64>, par: Par) -> DMatrix<f64> {
     let mut phi = DMatrix::zeros(x.nrows(), 2 * omega.nrows());
-    design_matrix_into(linalg::view(x), omega, &mut phi, par);
+    let origin = DVector::zeros(x.ncols());
+    let mut scratch = DMatrix::zeros(0, 0);
+    design_matrix_into(linalg::view(x), &origin, omega, &mut phi, &mut scratch, par);
     phi
 }
 

@@ -4,13 +4,12 @@ use super::chunks::{DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_ROWS};
 use super::evidence::SsgpEvidence;
 use super::posterior::FittedSsgp;
 use super::SsgpHyperparameters;
-use crate::data::Dataset;
+use crate::data::{Dataset, InputColumns};
 use crate::error::{Error, Result};
 use crate::hyperparameters::{check_block, Hyperparameters};
 use crate::init::{self, LengthscaleInit};
 use crate::kernel::{SpectralDensity, SquaredExponential};
 use crate::model::TrainingSummary;
-use crate::optim::minimize;
 use crate::params::{impl_fit, training_builder, TrainingSettings};
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
@@ -60,7 +59,10 @@ impl SsgpParams {
     pub(crate) fn new(m: usize) -> Self {
         Self(ValidSsgpParams {
             m,
-            training: TrainingSettings::default(),
+            training: TrainingSettings {
+                lengthscales: init::DEFAULT_START,
+                ..TrainingSettings::default()
+            },
             initial_draws: 100,
             fixed_spectral_points: false,
             noise_bound: NoiseBound::None,
@@ -244,25 +246,40 @@ impl ValidSsgpParams {
     /// spectral points by evidence); then nonlinear CG on −log p(y|θ) until convergence or the
     /// budget.
     ///
+    /// Input columns constant on `data` are left out (as if their lengthscale were infinite) and
+    /// named in the training summary; given initial lengthscales and frequencies are then for the
+    /// remaining columns.
+    ///
     /// # Errors
-    /// [`Error::ConstantInput`] / [`Error::ConstantTargets`] when the start would be degenerate;
-    /// [`Error::DimensionMismatch`] if given initial lengthscales or frequencies do not have D
-    /// entries/columns; [`Error::NotPositiveDefinite`] if A cannot be factored at the start.
+    /// [`Error::ConstantInput`] if every input column is constant, [`Error::ConstantTargets`];
+    /// [`Error::DimensionMismatch`] if given initial lengthscales or frequencies do not have one
+    /// entry/column per used input; [`Error::NotPositiveDefinite`] if A cannot be factored at the
+    /// start; [`Error::TrainingFailed`] if training failed (unless best effort was asked for).
     pub fn fit(&self, data: &Dataset) -> Result<FittedSsgp> {
-        let start = init::start(data, &self.training)?;
-        self.fit_from(data, start)
+        let columns = InputColumns::varying(data)?;
+        let used = columns.select_data(data)?;
+        let start = init::start(&used, &self.training)?;
+        self.fit_from(&used, start, &columns)
     }
 
-    fn fit_from(&self, data: &Dataset, start: Hyperparameters) -> Result<FittedSsgp> {
+    /// Trains on `data` restricted to the used `columns`, from `start`.
+    fn fit_from(
+        &self,
+        data: &Dataset,
+        start: Hyperparameters,
+        columns: &InputColumns,
+    ) -> Result<FittedSsgp> {
         if let NoiseBound::FixedSpectralPoints { fraction } = self.noise_bound {
             let mut fixed = self.clone();
             fixed.fixed_spectral_points = true;
             fixed.noise_bound = NoiseBound::None;
-            let estimate = fixed.fit_from(data, start.clone())?.noise_variance();
+            let estimate = fixed
+                .fit_from(data, start.clone(), columns)?
+                .noise_variance();
             let mut bounded = self.clone();
             bounded.noise_bound = NoiseBound::None;
             bounded.training.noise_floor = self.training.noise_floor.max(fraction * estimate);
-            return bounded.fit_from(data, start);
+            return bounded.fit_from(data, start, columns);
         }
         let w0 = init::unit_frequencies(
             self.initial_unit_frequencies.as_ref(),
@@ -283,13 +300,13 @@ impl ValidSsgpParams {
             hyper: start,
             unit_frequencies: w0,
         })?;
-        let report = minimize(&evidence, theta0, &self.training.optim)?;
-        let training = TrainingSummary::from(&report);
-        self.build(data, &evidence, &report.theta, training)
+        let report = self.training.minimize(&evidence, theta0)?;
+        let training = TrainingSummary::new(&report, columns);
+        self.build(data, &evidence, &report.theta, training, columns.clone())
     }
 
-    /// A fitted model at given hyperparameters and spectral points, without training: a warm
-    /// start, or values from elsewhere. The evidence is evaluated at them.
+    /// A fitted model at given hyperparameters and spectral points (for all D inputs), without
+    /// training: a warm start, or values from elsewhere. The evidence is evaluated at them.
     ///
     /// # Errors
     /// As [`SsgpEvidence::pack`]; [`Error::NotPositiveDefinite`] if A cannot be factored.
@@ -297,7 +314,14 @@ impl ValidSsgpParams {
         let evidence = self.evidence_with(data, Some(&hyper.unit_frequencies))?;
         let theta = evidence.pack(hyper)?;
         let value = evidence.value(&theta)?;
-        self.build(data, &evidence, &theta, TrainingSummary::untrained(value))
+        let training = TrainingSummary::untrained(value);
+        self.build(
+            data,
+            &evidence,
+            &theta,
+            training,
+            InputColumns::all(data.dim()),
+        )
     }
 
     fn build(
@@ -306,6 +330,7 @@ impl ValidSsgpParams {
         evidence: &SsgpEvidence<'_>,
         theta: &DVector<f64>,
         training: TrainingSummary,
+        columns: InputColumns,
     ) -> Result<FittedSsgp> {
         let hyper = evidence.unpack(theta)?;
         let (value, posterior) = evidence.posterior(theta)?;
@@ -320,6 +345,7 @@ impl ValidSsgpParams {
             noise_floor: self.training.noise_floor,
             threads: self.training.threads,
             chunk_rows: self.chunk_rows,
+            columns,
         })
     }
 }

@@ -3,7 +3,7 @@
 
 use super::features::{self, design_matrix_into};
 use super::SsgpHyperparameters;
-use crate::data::check_inputs;
+use crate::data::InputColumns;
 use crate::error::Result;
 use crate::linalg::{self, view, view_mut};
 use crate::model::TrainingSummary;
@@ -24,6 +24,8 @@ pub(crate) struct WeightPosterior {
     pub alpha: DVector<f64>,
     /// Scaled frequencies Ω = W ⊘ ℓ (m×D).
     pub omega: DMatrix<f64>,
+    /// The training inputs' column means (D): the design matrix is built on x − c.
+    pub centre: DVector<f64>,
 }
 
 /// A trained SSGP: the hyperparameters and the Gaussian posterior over the 2m weights,
@@ -45,6 +47,7 @@ pub struct FittedSsgp {
     pub(crate) noise_floor: f64,
     pub(crate) threads: usize,
     pub(crate) chunk_rows: usize,
+    pub(crate) columns: InputColumns,
 }
 
 impl FittedSsgp {
@@ -60,18 +63,20 @@ impl FittedSsgp {
         let alpha = MatRef::from_column_major_slice(self.posterior.alpha.as_slice(), k, 1);
         let sn2 = self.noise_variance();
         let par = linalg::par(self.threads);
-        let mut phi = DMatrix::zeros(0, 0);
+        let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
         predict_in_chunks(
             x,
-            self.dim(),
+            &self.columns,
             self.chunk_rows,
             self.y_mean,
             sn2,
-            |start, len, mean, latent| {
+            |x, start, len, mean, latent| {
                 design_matrix_into(
                     linalg::rows_view(x, start, len),
+                    &self.posterior.centre,
                     &self.posterior.omega,
                     &mut phi,
+                    &mut centred,
                     par,
                 );
                 let mu = MatMut::from_column_major_slice_mut(mean, len, 1);
@@ -99,6 +104,8 @@ impl FittedSsgp {
         let weights = &self.posterior.alpha + z.column(0) * self.noise_variance().sqrt();
         PosteriorSample {
             omega: self.posterior.omega.clone(),
+            centre: self.posterior.centre.clone(),
+            columns: self.columns.clone(),
             weights,
             offset: self.y_mean,
         }
@@ -113,19 +120,28 @@ impl FittedSsgp {
         }
     }
 
-    /// Spectral points s_r (m×D), as in φ(x) = [cos(2π s_rᵀx), sin(2π s_rᵀx)].
+    /// Spectral points s_r (m×D), as in φ(x) = [cos(2π s_rᵀx), sin(2π s_rᵀx)]; 0 in the
+    /// ignored (constant) input columns.
     pub fn spectral_points(&self) -> DMatrix<f64> {
-        features::spectral_points(&self.posterior.omega)
+        self.columns
+            .expand_columns(&features::spectral_points(&self.posterior.omega), 0.0)
     }
 
-    /// Unit frequencies W (m×D), s_r = W_r ⊘ (2πℓ).
-    pub fn unit_frequencies(&self) -> &DMatrix<f64> {
-        &self.hyper.unit_frequencies
+    /// Unit frequencies W (m×D), s_r = W_r ⊘ (2πℓ); 0 in the ignored input columns.
+    pub fn unit_frequencies(&self) -> DMatrix<f64> {
+        self.columns
+            .expand_columns(&self.hyper.unit_frequencies, 0.0)
     }
 
-    /// Lengthscales ℓ (D).
-    pub fn lengthscales(&self) -> &DVector<f64> {
-        &self.hyper.hyper.lengthscales
+    /// Lengthscales ℓ (D); infinite for the ignored (constant) input columns.
+    pub fn lengthscales(&self) -> DVector<f64> {
+        self.columns
+            .expand(&self.hyper.hyper.lengthscales, f64::INFINITY)
+    }
+
+    /// The input columns the model uses (the others were constant on the training data).
+    pub fn input_columns(&self) -> &InputColumns {
+        &self.columns
     }
 
     /// Signal variance σ0².
@@ -143,12 +159,14 @@ impl FittedSsgp {
         self.noise_floor
     }
 
-    /// All hyperparameters in natural units.
+    /// All hyperparameters in natural units, for the used input columns
+    /// ([`FittedSsgp::input_columns`]).
     pub fn hyperparameters(&self) -> &SsgpHyperparameters {
         &self.hyper
     }
 
-    /// The parameter vector θ in the evidence's layout (see [`super::SsgpEvidence`]).
+    /// The parameter vector θ in the evidence's layout (see [`super::SsgpEvidence`]), for the
+    /// used input columns.
     pub fn parameters(&self) -> &DVector<f64> {
         &self.theta
     }
@@ -160,7 +178,7 @@ impl FittedSsgp {
 
     /// Input dimension D.
     pub fn dim(&self) -> usize {
-        self.posterior.omega.ncols()
+        self.columns.dim()
     }
 
     /// Whether the spectral points were held fixed during training.
@@ -186,10 +204,12 @@ impl FittedSsgp {
 
 impl_fitted_regressor!(FittedSsgp);
 
-/// One function drawn from an SSGP posterior: f(x) = φ(x)ᵀw + ȳ with fixed weights w.
+/// One function drawn from an SSGP posterior: f(x) = φ(x − c)ᵀw + ȳ with fixed weights w.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PosteriorSample {
     omega: DMatrix<f64>,
+    centre: DVector<f64>,
+    columns: InputColumns,
     weights: DVector<f64>,
     offset: f64,
 }
@@ -201,8 +221,16 @@ impl PosteriorSample {
     /// [`crate::Error::DimensionMismatch`] for a wrong D, [`crate::Error::NonFinite`] for a NaN
     /// or infinity.
     pub fn evaluate(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
-        check_inputs(x, self.omega.ncols())?;
-        let phi = features::design_matrix(x, &self.omega, Par::Seq);
+        let x = self.columns.select(x)?;
+        let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
+        design_matrix_into(
+            linalg::view(&x),
+            &self.centre,
+            &self.omega,
+            &mut phi,
+            &mut centred,
+            Par::Seq,
+        );
         Ok((phi * &self.weights).add_scalar(self.offset))
     }
 

@@ -90,14 +90,31 @@ fn every_model_rejects_bad_input_with_its_error() {
         DVector::from_element(20, 0.5),
     )
     .unwrap();
+    let no_varying_input = Dataset::new(
+        DMatrix::from_element(20, 2, 1.5),
+        DVector::from_fn(20, |i, _| (i as f64).sin()),
+    )
+    .unwrap();
     for model in models() {
         let name = model.name();
+        // A constant column carries no information: the model ignores it, names it, and its
+        // predictions do not depend on it (the behaviour replaced `Error::ConstantInput`).
+        let fitted = model
+            .fit_boxed(&constant_column)
+            .unwrap_or_else(|e| panic!("{name}: constant column: {e}"));
+        assert_eq!(fitted.training().ignored_inputs, vec![1], "{name}");
+        let at = |v: f64| DMatrix::from_fn(7, 2, |i, j| if j == 0 { 2.5 * i as f64 } else { v });
+        assert_eq!(
+            fitted.predict(&at(1.0)).unwrap(),
+            fitted.predict(&at(-40.0)).unwrap(),
+            "{name}: a constant column must not change the predictions"
+        );
         assert!(
             matches!(
-                model.fit_boxed(&constant_column),
-                Err(Error::ConstantInput { column: 1, .. })
+                model.fit_boxed(&no_varying_input),
+                Err(Error::EmptyData { .. })
             ),
-            "{name}: constant column"
+            "{name}: no varying input"
         );
         assert!(
             matches!(

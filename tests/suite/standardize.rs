@@ -36,6 +36,14 @@ fn raw_and_standardised_fits_agree_up_to_the_scaling() {
     println!("raw NMSE {n_raw:.5} MNLP {l_raw:.4}; standardised NMSE {n_std:.5} MNLP (rescaled) {l_std:.4}");
     assert!((n_raw - n_std).abs() < 1e-3, "{n_raw} vs {n_std}");
     assert!((l_raw - l_std).abs() < 2e-2, "{l_raw} vs {l_std}");
+    // Learned spectral points can settle in either of two nearby optima of sinc's evidence
+    // depending on round-off (a 1-ulp change of y does it), so the fits are compared point by
+    // point and by evidence with fixed spectral points, whose optimum round-off does not move.
+    let params = Ssgp::params(20).seed(1).fixed_spectral_points(true);
+    let raw = params.fit(&train).unwrap();
+    let std = Standardized::new(params.clone()).fit(&train_s).unwrap();
+    let p_raw = raw.predict(test.x()).unwrap();
+    let p_std = std.predict(test_s.x()).unwrap();
     for j in (0..400).step_by(37) {
         assert!(
             (p_std.mean[j] - (c * p_raw.mean[j] + d)).abs() < 0.02 * c,
@@ -50,13 +58,11 @@ fn raw_and_standardised_fits_agree_up_to_the_scaling() {
 }
 
 #[test]
-fn scaler_rejects_constant_columns_and_targets() {
+fn scaler_centres_constant_columns_and_rejects_constant_targets() {
     let x = DMatrix::from_fn(3, 2, |i, j| if j == 0 { i as f64 } else { 2.0 });
     let y = nalgebra::DVector::from_vec(vec![1.0, 2.0, 3.0]);
-    assert!(matches!(
-        Scaler::fit(&Dataset::new(x.clone(), y).unwrap()),
-        Err(ssgp::Error::ConstantInput { column: 1, .. })
-    ));
+    let scaler = Scaler::fit(&Dataset::new(x.clone(), y).unwrap()).unwrap();
+    assert_eq!((scaler.x_mean[1], scaler.x_scale[1]), (2.0, 1.0));
     let flat = nalgebra::DVector::from_element(3, 1.0);
     let x = DMatrix::from_fn(3, 1, |i, _| i as f64);
     assert!(matches!(

@@ -1,0 +1,156 @@
+//! The input columns a model learns from: those that vary on its training data.
+//!
+//! A column constant on the training data carries no information about the targets — with any
+//! stationary kernel it acts as if its lengthscale were infinite — so every model leaves it out
+//! of θ, accepts it in predictions (and ignores it there), and names it in its training summary.
+
+use super::{check_inputs, Dataset};
+use crate::error::{Error, Result};
+use nalgebra::{DMatrix, DVector};
+use std::borrow::Cow;
+
+/// Which of a data set's D input columns a model uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct InputColumns {
+    dim: usize,
+    used: Vec<usize>,
+}
+
+impl InputColumns {
+    /// Every column of D-dimensional inputs.
+    pub fn all(dim: usize) -> Self {
+        Self {
+            dim,
+            used: (0..dim).collect(),
+        }
+    }
+
+    /// The columns of `data` that are not constant (their largest and smallest values differ).
+    ///
+    /// # Errors
+    /// [`Error::EmptyData`] if every column is constant: there is nothing to regress on.
+    pub fn varying(data: &Dataset) -> Result<Self> {
+        let x = data.x();
+        let used: Vec<usize> = (0..x.ncols())
+            .filter(|&d| x.column(d).max() > x.column(d).min())
+            .collect();
+        if used.is_empty() {
+            return Err(Error::EmptyData {
+                what: "every input column is constant: there is nothing to regress on",
+            });
+        }
+        Ok(Self {
+            dim: x.ncols(),
+            used,
+        })
+    }
+
+    /// The number D of input columns of the data (used or not).
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The used columns, in increasing order.
+    pub fn used(&self) -> &[usize] {
+        &self.used
+    }
+
+    /// The ignored (constant) columns, in increasing order.
+    pub fn ignored(&self) -> Vec<usize> {
+        (0..self.dim).filter(|d| !self.used.contains(d)).collect()
+    }
+
+    /// Whether every column is used.
+    pub fn all_used(&self) -> bool {
+        self.used.len() == self.dim
+    }
+
+    /// `data` restricted to the used columns (borrowed when they are all used).
+    pub(crate) fn select_data<'a>(&self, data: &'a Dataset) -> Result<Cow<'a, Dataset>> {
+        if self.all_used() {
+            return Ok(Cow::Borrowed(data));
+        }
+        Ok(Cow::Owned(Dataset::new(
+            data.x().select_columns(&self.used),
+            data.y().clone(),
+        )?))
+    }
+
+    /// Test inputs `x` (n*×D) checked against D and restricted to the used columns.
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] if `x` has not D columns, [`Error::NonFinite`] for a NaN or
+    /// infinity.
+    pub(crate) fn select<'a>(&self, x: &'a DMatrix<f64>) -> Result<Cow<'a, DMatrix<f64>>> {
+        check_inputs(x, self.dim)?;
+        Ok(if self.all_used() {
+            Cow::Borrowed(x)
+        } else {
+            Cow::Owned(x.select_columns(&self.used))
+        })
+    }
+
+    /// Values of the used columns (one each) spread over all D columns, `fill` for the ignored.
+    pub fn expand(&self, used_values: &DVector<f64>, fill: f64) -> DVector<f64> {
+        let mut all = DVector::from_element(self.dim, fill);
+        for (k, &d) in self.used.iter().enumerate() {
+            all[d] = used_values[k];
+        }
+        all
+    }
+
+    /// The columns of an m×D_used matrix spread over an m×D one, `fill` in the ignored columns.
+    pub fn expand_columns(&self, used: &DMatrix<f64>, fill: f64) -> DMatrix<f64> {
+        let mut all = DMatrix::from_element(used.nrows(), self.dim, fill);
+        for (k, &d) in self.used.iter().enumerate() {
+            all.set_column(d, &used.column(k));
+        }
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_columns_are_found_selected_and_expanded() {
+        let x = DMatrix::from_row_slice(
+            3,
+            4,
+            &[1.0, 5.0, 2.0, 7.0, 1.0, 6.0, 2.0, 7.0, 1.0, 5.5, 2.0, 8.0],
+        );
+        let data = Dataset::new(x.clone(), DVector::from_vec(vec![0.0, 1.0, 2.0])).unwrap();
+        let cols = InputColumns::varying(&data).unwrap();
+        assert_eq!(cols.used(), &[1, 3]);
+        assert_eq!(cols.ignored(), vec![0, 2]);
+        assert!(!cols.all_used());
+        let reduced = cols.select_data(&data).unwrap();
+        assert_eq!(reduced.x(), &x.select_columns(&[1, 3]));
+        assert_eq!(cols.select(&x).unwrap().as_ref(), reduced.x());
+        assert!(matches!(
+            cols.select(&DMatrix::zeros(2, 3)),
+            Err(Error::DimensionMismatch {
+                expected: 4,
+                found: 3,
+                ..
+            })
+        ));
+        let ell = cols.expand(&DVector::from_vec(vec![0.5, 2.0]), f64::INFINITY);
+        assert_eq!(ell.as_slice(), &[f64::INFINITY, 0.5, f64::INFINITY, 2.0]);
+        let w = cols.expand_columns(&DMatrix::from_element(2, 2, 3.0), 0.0);
+        assert_eq!(w.column(2).sum(), 0.0);
+        assert_eq!(w.column(3).sum(), 6.0);
+        let all = InputColumns::varying(
+            &Dataset::new(x.columns(1, 1).into_owned(), data.y().clone()).unwrap(),
+        )
+        .unwrap();
+        assert!(all.all_used());
+        let flat = Dataset::new(DMatrix::from_element(3, 2, 4.0), data.y().clone()).unwrap();
+        assert!(matches!(
+            InputColumns::varying(&flat),
+            Err(Error::EmptyData { .. })
+        ));
+    }
+}
