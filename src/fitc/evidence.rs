@@ -12,11 +12,13 @@
 //! for centred targets y.
 //!
 //! # Parameter layout
-//! θ = `[log ℓ_1 … log ℓ_D, log σ0, p_noise, vec(X̄)]`, length D + 2 + mD (the shared layout of
-//! [`crate::hyperparameters`]), where σ0 is a standard deviation (σ0² = e^{2θ_D}),
-//! σn² = [`NoiseParam::variance`]`(θ_{D+1})` (= e^{2θ_{D+1}} without a floor), and vec(X̄) is the
-//! m×D pseudo-input matrix stored column by column: entry (j, d) at index D + 2 + j + d·m
-//! (zero-based). With fixed pseudo-inputs θ is only the first D + 2 entries.
+//! θ = `[log ℓ_1 … log ℓ_D, log σ0, p_noise, vec(X̄ − 1cᵀ)]`, length D + 2 + mD (the shared layout
+//! of [`crate::hyperparameters`]), where σ0 is a standard deviation (σ0² = e^{2θ_D}),
+//! σn² = [`NoiseParam::variance`]`(θ_{D+1})` (= e^{2θ_{D+1}} without a floor), and vec(X̄ − 1cᵀ)
+//! is the m×D pseudo-input matrix relative to the training inputs' column means c, stored column
+//! by column: entry (j, d) at index D + 2 + j + d·m (zero-based). Relative to c, the pseudo-inputs
+//! keep all their digits when the inputs sit far from the origin. With fixed pseudo-inputs θ is
+//! only the first D + 2 entries.
 //!
 //! # Computation (no n×n matrix)
 //! $K_{uu} = L_u L_u^⊤$, $V = L_u^{-1} K_{uf}$ (m×n), so $Q_{ff} = V^⊤V$ and
@@ -44,7 +46,7 @@ use super::ValidFitcParams;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::hyperparameters::{self, Decoded, NoiseParam};
-use crate::kernel::SeArd;
+use crate::kernel::{self, SeArd};
 use crate::linalg::{self, par, Jitter};
 use crate::optim::Objective;
 use faer::Par;
@@ -296,13 +298,17 @@ fn weighted_differences(
 /// The FITC evidence θ ↦ (−log p(y|θ), ∇θ) on fixed training data, for
 /// [`crate::optim::minimize`]; build it with [`ValidFitcParams::evidence`].
 ///
-/// Holds the training inputs X (n×D) and the **centred** targets y (n), the number m of
-/// pseudo-inputs, the jitter policy for $K_{uu}$, the noise floor and the thread count; with fixed
-/// pseudo-inputs θ holds only the D + 2 hyperparameters. See the [module docs](self) for the
-/// equations and the parameter layout.
+/// Holds the training inputs X (n×D) and the targets y (n), both **centred** (inputs by their
+/// column means c: the pseudo-inputs in θ are relative to c too), the number m of pseudo-inputs,
+/// the jitter policy for $K_{uu}$, the noise floor and the thread count; with fixed pseudo-inputs
+/// θ holds only the D + 2 hyperparameters. See the [module docs](self) for the equations and the
+/// parameter layout.
 #[derive(Debug, Clone)]
-pub struct FitcEvidence<'a> {
-    x: &'a DMatrix<f64>,
+pub struct FitcEvidence {
+    /// X − 1cᵀ (n×D).
+    x: DMatrix<f64>,
+    /// The training inputs' column means c (D).
+    centre: DVector<f64>,
     /// The standard deviation (1/n) of each input column: the optimiser's scale for the
     /// pseudo-inputs in that column.
     input_scales: DVector<f64>,
@@ -314,20 +320,26 @@ pub struct FitcEvidence<'a> {
     threads: usize,
 }
 
-impl<'a> FitcEvidence<'a> {
+impl FitcEvidence {
     /// The evidence of validated settings on `data`, with the pseudo-inputs held at `fixed` (m×D,
-    /// checked by the caller) when they are not learned.
+    /// in the inputs' own coordinates, checked by the caller) when they are not learned.
     pub(crate) fn new(
-        data: &'a Dataset,
+        data: &Dataset,
         params: &ValidFitcParams,
         fixed: Option<DMatrix<f64>>,
     ) -> Self {
         let input_scales = DVector::from_iterator(
             data.dim(),
-            data.x().column_iter().map(|c| c.variance().sqrt()),
+            data.x()
+                .column_iter()
+                .map(|c| c.variance().sqrt())
+                .map(|s| if s > 0.0 { s } else { 1.0 }),
         );
+        let (x, centre) = kernel::centre_columns(data.x());
+        let fixed = fixed.map(|p| centred_rows(&p, &centre));
         Self {
-            x: data.x(),
+            x,
+            centre,
             input_scales,
             y: data.y().add_scalar(-data.y_mean()),
             m: params.m,
@@ -343,13 +355,18 @@ impl<'a> FitcEvidence<'a> {
         self.x.ncols()
     }
 
+    /// The training inputs' column means c: θ holds the pseudo-inputs as X̄ − 1cᵀ.
+    pub fn centre(&self) -> &DVector<f64> {
+        &self.centre
+    }
+
     /// −log p(y|θ) alone (no gradient; about half the work).
     ///
     /// # Errors
     /// As [`Objective::value_and_gradient`].
     pub fn value(&self, theta: &DVector<f64>) -> Result<f64> {
         let decoded = self.decode(theta)?;
-        factorize(self.x, &self.y, &decoded, &self.jitter, par(self.threads))
+        factorize(&self.x, &self.y, &decoded, &self.jitter, par(self.threads))
             .map(|f| f.neg_log_evidence)
     }
 
@@ -368,12 +385,21 @@ impl<'a> FitcEvidence<'a> {
     /// Factorises at θ (what prediction needs).
     pub(crate) fn factors(&self, theta: &DVector<f64>) -> Result<(Decoded<'_>, Factors)> {
         let decoded = self.decode(theta)?;
-        let f = factorize(self.x, &self.y, &decoded, &self.jitter, par(self.threads))?;
+        let f = factorize(&self.x, &self.y, &decoded, &self.jitter, par(self.threads))?;
         Ok((decoded, f))
     }
 }
 
-impl Objective for FitcEvidence<'_> {
+/// The rows of `p` (m×D) minus `centre` (D).
+pub(crate) fn centred_rows(p: &DMatrix<f64>, centre: &DVector<f64>) -> DMatrix<f64> {
+    let mut out = p.clone();
+    for (d, mut col) in out.column_iter_mut().enumerate() {
+        col.add_scalar_mut(-centre[d]);
+    }
+    out
+}
+
+impl Objective for FitcEvidence {
     /// D + 2, plus mD when the pseudo-inputs are free.
     fn num_params(&self) -> usize {
         hyperparameters::theta_len(self.dim(), if self.fixed.is_some() { 0 } else { self.m })
@@ -384,15 +410,20 @@ impl Objective for FitcEvidence<'_> {
         self.x.nrows() as f64
     }
 
-    /// 1 for the hyperparameters; for the pseudo-inputs, the standard deviation of their input
-    /// column (so that training does not depend on the units of the inputs).
+    /// 1 for the hyperparameters; for the pseudo-inputs, √m times the standard deviation of their
+    /// input column: in the units of the inputs, so that training does not depend on them, and
+    /// √m because a lengthscale moves all m pseudo-inputs' kernel rows at once (as SSGP's unit
+    /// frequencies, [`crate::ssgp::SsgpEvidence`]). Measured on sinc (m = 20) and Kin-40k
+    /// (m = 100): factors 3–10 reach lower −log p(y|θ) in 1000 evaluations than 1, and √m keeps
+    /// the fits on rescaled inputs within 1% of each other.
     fn parameter_scales(&self) -> Option<DVector<f64>> {
         let (dim, m) = (self.dim(), self.m);
+        let block_scale = (m as f64).sqrt();
         Some(DVector::from_fn(self.num_params(), |i, _| {
             if i < dim + 2 {
                 1.0
             } else {
-                self.input_scales[(i - dim - 2) / m]
+                block_scale * self.input_scales[(i - dim - 2) / m]
             }
         }))
     }
@@ -407,9 +438,9 @@ impl Objective for FitcEvidence<'_> {
     fn value_and_gradient(&self, theta: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
         let decoded = self.decode(theta)?;
         let par = par(self.threads);
-        let f = factorize(self.x, &self.y, &decoded, &self.jitter, par)?;
+        let f = factorize(&self.x, &self.y, &decoded, &self.jitter, par)?;
         let value = f.neg_log_evidence;
-        let g = gradient(self.x, &decoded, f, self.fixed.is_none(), par);
+        let g = gradient(&self.x, &decoded, f, self.fixed.is_none(), par);
         Ok((value, g))
     }
 }

@@ -1,6 +1,6 @@
 //! The FITC configuration: a builder, its validated twin, training and conditioning.
 
-use super::evidence::FitcEvidence;
+use super::evidence::{centred_rows, FitcEvidence};
 use super::posterior::FittedFitc;
 use crate::data::{Dataset, InputColumns};
 use crate::error::{Error, Result};
@@ -137,7 +137,7 @@ impl ValidFitcParams {
     /// # Errors
     /// [`Error::DimensionMismatch`] if given pseudo-inputs do not have D columns;
     /// [`Error::InvalidParameter`] if m > n and none are given.
-    pub fn evidence<'a>(&self, data: &'a Dataset) -> Result<FitcEvidence<'a>> {
+    pub fn evidence(&self, data: &Dataset) -> Result<FitcEvidence> {
         let fixed = if self.fixed_pseudo_inputs {
             Some(self.initial_pseudo_inputs(data, &InputColumns::all(data.dim()))?)
         } else {
@@ -190,17 +190,18 @@ impl ValidFitcParams {
         let noise = self.training.noise();
         let fixed = self.fixed_pseudo_inputs.then(|| pseudo.clone());
         let evidence = FitcEvidence::new(data, self, fixed);
+        let centred = centred_rows(&pseudo, evidence.centre());
         let theta0 = hyperparameters::pack(
             &start,
             noise,
-            (!self.fixed_pseudo_inputs).then_some(&pseudo),
+            (!self.fixed_pseudo_inputs).then_some(&centred),
         );
         let report = self.training.minimize(&evidence, theta0)?;
         let theta = if self.fixed_pseudo_inputs {
             let dim = data.dim();
             let mut full = DVector::zeros(hyperparameters::theta_len(dim, self.m));
             full.rows_mut(0, dim + 2).copy_from(&report.theta);
-            full.as_mut_slice()[dim + 2..].copy_from_slice(pseudo.as_slice());
+            full.as_mut_slice()[dim + 2..].copy_from_slice(centred.as_slice());
             full
         } else {
             report.theta.clone()
@@ -214,7 +215,8 @@ impl ValidFitcParams {
     }
 
     /// A fitted model at given parameters, without training: conditions on `data` (targets
-    /// centred by their mean) at θ in the **full** layout (`[log ℓ, log σ0, p_noise, vec(X̄)]`,
+    /// centred by their mean) at θ in the **full** layout (`[log ℓ, log σ0, p_noise,
+    /// vec(X̄ − 1cᵀ)]`, the pseudo-inputs relative to the column means c of `data`'s inputs,
     /// length D + 2 + mD, whatever [`FitcParams::fixed_pseudo_inputs`] says), using this
     /// configuration's jitter, noise floor and threads. The training summary is
     /// [`TrainingSummary::untrained`].
@@ -242,6 +244,7 @@ impl ValidFitcParams {
             theta.clone(),
             decoded,
             f,
+            evidence.centre().clone(),
             data.y_mean(),
             training,
             self.training.threads,

@@ -1,6 +1,6 @@
 //! A FITC model conditioned on its training data at fixed parameters, and its predictions.
 
-use super::evidence::Factors;
+use super::evidence::{centred_rows, Factors};
 use crate::data::InputColumns;
 use crate::error::Result;
 use crate::hyperparameters::Decoded;
@@ -29,7 +29,10 @@ pub struct FittedFitc {
     lengthscales: DVector<f64>,
     signal_variance: f64,
     noise_variance: f64,
+    /// X̄ − 1cᵀ, the pseudo-inputs relative to the training inputs' column means c.
     pseudo: DMatrix<f64>,
+    /// c (D).
+    centre: DVector<f64>,
     l_u: DMatrix<f64>,
     l_a: DMatrix<f64>,
     weights: DVector<f64>,
@@ -46,6 +49,7 @@ impl FittedFitc {
         theta: DVector<f64>,
         decoded: Decoded<'_>,
         f: Factors,
+        centre: DVector<f64>,
         y_mean: f64,
         training: TrainingSummary,
         threads: usize,
@@ -61,6 +65,7 @@ impl FittedFitc {
             signal_variance: decoded.hyper.signal_variance,
             noise_variance: decoded.hyper.noise_variance,
             pseudo: decoded.block.into_owned(),
+            centre,
             l_u: f.l_u,
             l_a: f.l_a,
             weights: weights.column(0).into_owned(),
@@ -90,7 +95,7 @@ impl FittedFitc {
             self.y_mean,
             self.noise_variance,
             |x, start, len, mean, latent| {
-                let xs = x.rows(start, len).into_owned();
+                let xs = centred_rows(&x.rows(start, len).into_owned(), &self.centre);
                 let mut v = kernel.cross(&self.pseudo, &xs, p);
                 mean.copy_from_slice(v.tr_mul(&self.weights).as_slice());
                 linalg::solve_lower(linalg::view(&self.l_u), linalg::view_mut(&mut v), p);
@@ -112,7 +117,11 @@ impl FittedFitc {
     /// The pseudo-inputs X̄, m×D (one per row); NaN in the ignored (constant) input columns,
     /// which the kernel does not see.
     pub fn pseudo_inputs(&self) -> DMatrix<f64> {
-        self.columns.expand_columns(&self.pseudo, f64::NAN)
+        let mut raw = self.pseudo.clone();
+        for (d, mut col) in raw.column_iter_mut().enumerate() {
+            col.add_scalar_mut(self.centre[d]);
+        }
+        self.columns.expand_columns(&raw, f64::NAN)
     }
 
     /// The lengthscales ℓ (D); infinite for the ignored (constant) input columns.
@@ -145,9 +154,10 @@ impl FittedFitc {
         &self.training
     }
 
-    /// The full parameter vector θ = `[log ℓ, log σ0, p_noise, vec(X̄)]` (layout in
-    /// [`crate::hyperparameters`]) for the used input columns, pseudo-inputs included even when
-    /// they were fixed during training.
+    /// The full parameter vector θ = `[log ℓ, log σ0, p_noise, vec(X̄ − 1cᵀ)]` (layout in
+    /// [`crate::hyperparameters`]; the pseudo-inputs relative to the training inputs' column
+    /// means c) for the used input columns, pseudo-inputs included even when they were fixed
+    /// during training.
     pub fn parameters(&self) -> &DVector<f64> {
         &self.theta
     }

@@ -38,7 +38,12 @@ fn dense_fitc_nlml(
     jitter: f64,
     floor: f64,
 ) -> f64 {
-    let p = decode(theta, x.ncols(), m, floor);
+    let mut p = decode(theta, x.ncols(), m, floor);
+    // θ holds the pseudo-inputs relative to the inputs' column means.
+    for d in 0..x.ncols() {
+        let mean = x.column(d).mean();
+        p.xb.column_mut(d).add_scalar_mut(mean);
+    }
     let k_ff = gram(x, x, &p.ell, p.sf2);
     let k_fu = gram(x, &p.xb, &p.ell, p.sf2);
     let k_uu = gram(&p.xb, &p.xb, &p.ell, p.sf2) + DMatrix::identity(m, m) * jitter;
@@ -96,7 +101,10 @@ fn gradient_matches_central_differences_free_and_fixed() {
                 &format!("free ({n},{m},{dim}) #{trial}"),
             ));
 
-            let xb = DMatrix::from_column_slice(m, dim, &theta.as_slice()[dim + 2..]);
+            // θ's block is relative to the inputs' column means; fixed ones are given raw.
+            let xb = DMatrix::from_fn(m, dim, |j, d| {
+                theta[dim + 2 + j + d * m] + data.x().column(d).mean()
+            });
             let fixed_params = Fitc::params(m)
                 .noise_floor(floor)
                 .pseudo_inputs(xb)
@@ -167,7 +175,9 @@ fn pseudo_inputs_at_the_training_inputs_give_the_full_gp() {
     theta[1] = ell[1].ln();
     theta[2] = 0.5 * f64::ln(sf2);
     theta[3] = 0.5 * f64::ln(sn2);
-    theta.as_mut_slice()[4..].copy_from_slice(x.as_slice());
+    // The pseudo-inputs at the training inputs, relative to their column means.
+    let centred = DMatrix::from_fn(n, 2, |i, d| x[(i, d)] - x.column(d).mean());
+    theta.as_mut_slice()[4..].copy_from_slice(centred.as_slice());
     let fitted = Fitc::params(n)
         .jitter(0.0)
         .check()
@@ -234,7 +244,9 @@ fn matches_snelson_reference_on_kin40k() {
     }
     theta[dim] = 0.5 * snelson[md + dim];
     theta[dim + 1] = 0.5 * snelson[md + dim + 1];
-    theta.as_mut_slice()[dim + 2..].copy_from_slice(&snelson[..md]);
+    // Ours holds the pseudo-inputs relative to the column means of the inputs.
+    let pseudo = DMatrix::from_fn(m, dim, |j, d| snelson[j + d * m] - data.x().column(d).mean());
+    theta.as_mut_slice()[dim + 2..].copy_from_slice(pseudo.as_slice());
 
     let params = Fitc::params(m).jitter(1e-6).check().unwrap();
     let obj = params.evidence(&data).unwrap();
@@ -334,7 +346,9 @@ fn fixed_pseudo_inputs_stay_where_they_were_put() {
         .fit(&train)
         .unwrap();
     assert_eq!(model.pseudo_inputs(), xb);
-    assert_eq!(&model.parameters().as_slice()[3..], xb.as_slice());
+    let mean = train.x().column(0).mean();
+    let block: Vec<f64> = xb.iter().map(|v| v - mean).collect();
+    assert_eq!(&model.parameters().as_slice()[3..], block.as_slice());
     assert!(model.training().evaluations <= 60);
     assert!(model.training().neg_log_evidence < model.training().initial_neg_log_evidence);
 }

@@ -12,3 +12,4 @@ mod persistence;
 mod reference;
 mod ssgp_model;
 mod standardize;
+mod training;
