@@ -15,7 +15,7 @@ pub const METHODS: [&str; 4] = ["ssgp", "ssgp-fixed", "fitc", "full"];
 /// Settings shared by every fit of a run.
 #[derive(Clone, Debug)]
 pub struct Settings {
-    /// argmin iterations (line searches) per fit.
+    /// Optimiser iterations (line searches) per fit.
     pub iterations: u64,
     /// Objective evaluations per fit.
     pub evaluations: usize,
@@ -30,11 +30,12 @@ pub struct Settings {
 }
 
 impl Default for Settings {
-    /// The original code's budget (1000 evaluations, about 500 line searches), no noise floor,
-    /// the full GP's hyperparameters from 2000 points, all cores, progress shown.
+    /// The crate's optimiser defaults: no iteration cap, so the original code's budget of 1000
+    /// evaluations binds (a cap of 500 iterations cut runs short). No noise floor, the full GP's
+    /// hyperparameters from 2000 points, all cores, progress shown.
     fn default() -> Self {
         Self {
-            iterations: 500,
+            iterations: u64::MAX,
             evaluations: 1000,
             noise_floor: 0.0,
             full_subset: 2000,
