@@ -68,10 +68,11 @@ fn main() -> Result<(), Box<dyn Error>> {
     let pred = fitted.predict(test.x())?;
     let t = fitted.training();
     println!(
-        "n = {n}: trained in {train_seconds:.1} s ({} iterations, {} evaluations, {:.2} s per evaluation incl. draws); test NMSE {:.4}, MNLP {:.3}; σn² {:.4} (true 0.01)",
+        "n = {n}: trained in {train_seconds:.1} s ({} iterations, {} evaluations, {:.2} s per evaluation incl. draws; {}); test NMSE {:.4}, MNLP {:.3}; σn² {:.4} (true 0.01)",
         t.iterations,
         t.evaluations,
         train_seconds / (t.evaluations + 10) as f64,
+        t.termination,
         nmse(test.y(), &pred, train.y_mean())?,
         mnlp(test.y(), &pred)?,
         fitted.noise_variance()

@@ -78,13 +78,14 @@ fn report(
     let pred = fitted.predict(test.x())?;
     let t = fitted.training();
     println!(
-        "{name:<36} NMSE {:.4}  MNLP {:+.4}  −log p(y|θ) {:.2} → {:.2}  ({} iterations, {} evaluations)",
+        "{name:<36} NMSE {:.4}  MNLP {:+.4}  −log p(y|θ) {:.2} → {:.2}  ({} iterations, {} evaluations: {})",
         nmse(test.y(), &pred, train.y_mean())?,
         mnlp(test.y(), &pred)?,
         t.initial_neg_log_evidence,
         t.neg_log_evidence,
         t.iterations,
-        t.evaluations
+        t.evaluations,
+        t.termination
     );
     Ok(())
 }

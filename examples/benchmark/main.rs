@@ -2,19 +2,40 @@
 //!
 //! ```text
 //! cargo run --release --example benchmark -- [--train FILE --test FILE | --data DIR]
-//!     [--methods ssgp,ssgp-fixed,fitc,full] [--basis 50,100,200] [--reps N] [--seed S]
-//!     [--iters K] [--evals E] [--noise-floor V] [--full-subset N] [--threads T]
-//!     [--out DIR] [--json] [--quiet]
+//!     [--methods ssgp,ssgp-fixed,fitc,full,ssgp-mix,ssgp-best] [--basis 50,100,200] [--reps N]
+//!     [--seed S] [--iters K] [--evals E] [--noise-floor V] [--full-subset N]
+//!     [--init half|full:N|default] [--restarts K] [--standardize] [--best-effort] [--threads T]
+//!     [--out DIR] [--json] [--quiet] [--from-csv FILE]
 //! ```
 //!
-//! Data files are comma-separated, no header, target in the last column (`--data DIR` reads
-//! `DIR/train.csv` and `DIR/test.csv`; Kin-40k from `data/kin40k` when neither is given).
-//! `--basis` counts basis functions: basis/2 spectral points for SSGP, basis pseudo-inputs for FITC
-//! (ignored by the full GP, which learns its hyperparameters on `--full-subset` points, default 2000,
-//! and conditions on all). Repetitions use seeds S, S+1, …. Writes `runs.csv`, `nmse.svg` and
-//! `mnlp.svg` to `--out` (default `target/benchmark`); `--json` prints one JSON object per fitted
-//! model on stdout (progress goes to stderr unless `--quiet`). `--from-csv FILE` redraws the plots
-//! from a `runs.csv` of an earlier run without fitting anything.
+//! Data files are comma-separated, target in the last column, a header line allowed
+//! (`--data DIR` reads `DIR/train.csv` and `DIR/test.csv`; Kin-40k from `data/kin40k` when neither
+//! is given).
+//!
+//! - `--methods`: `ssgp` (learned spectral points), `ssgp-fixed` (fixed ones), `fitc`, `full`
+//!   (default: these four, the paper's), `ssgp-mix` and `ssgp-best` (`--restarts` SSGP fits with
+//!   seeds S, S+1, … combined as an equal-weight predictive mixture, or the one with the best
+//!   evidence kept; default 4 restarts).
+//! - `--basis` counts basis functions: basis/2 spectral points for SSGP, basis pseudo-inputs for
+//!   FITC; ignored by the full GP, which learns its hyperparameters on `--full-subset` points
+//!   (default min(2000, n)) and conditions on all.
+//! - `--reps N` repeats every fit with seeds S, S+1, … (`--seed`, default 1).
+//! - `--iters` and `--evals` are the optimiser's budget (default: no iteration cap, 1000
+//!   evaluations); `--noise-floor` a lower bound on σn²; `--threads` 0 for all cores.
+//! - `--init` is SSGP's and FITC's lengthscale start: half the input ranges, a full GP on N
+//!   points (`full:1024`), or the crate's default.
+//! - `--standardize` wraps every model in `Standardized` (inputs and targets standardised,
+//!   undone in predictions).
+//! - `--best-effort` keeps the best model of a failed training; its row names the failure as
+//!   its termination.
+//!
+//! A fit that fails (training, a bad setting for that method, …) gives an error row with its
+//! message and the run goes on; the exit status is non-zero only if no fit succeeded. The table
+//! (stdout) ends in each fit's termination. Writes `runs.csv` (with `error` and `termination`
+//! columns), `nmse.svg` and `mnlp.svg` to `--out` (default `target/benchmark`); `--json` prints
+//! one JSON object per fit on stdout instead of the table (progress goes to stderr unless
+//! `--quiet`). `--from-csv FILE` redraws the plots from a `runs.csv` of an earlier run (of this
+//! version or the first, without those two columns) without fitting anything.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -23,10 +44,16 @@ mod plot;
 mod record;
 
 use plot::plot;
-use ssgp::Dataset;
+use ssgp::{Dataset, LengthscaleInit};
 use std::error::Error;
-use std::path::PathBuf;
+use std::fmt::Display;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::str::FromStr;
 use support::{print_table, run, Run, Settings, METHODS};
+
+/// The methods run when `--methods` is not given: the paper's comparison.
+const DEFAULT_METHODS: [&str; 4] = ["ssgp", "ssgp-fixed", "fitc", "full"];
 
 struct Args {
     train: PathBuf,
@@ -42,10 +69,36 @@ struct Args {
 }
 
 fn usage() -> String {
-    "usage: benchmark [--train FILE --test FILE | --data DIR] [--methods ssgp,ssgp-fixed,fitc,full] \
-     [--basis 50,100,200] [--reps N] [--seed S] [--iters K] [--evals E] [--noise-floor V] \
-     [--full-subset N] [--threads T] [--out DIR] [--json] [--quiet] [--from-csv FILE]"
+    "usage: benchmark [--train FILE --test FILE | --data DIR] \
+     [--methods ssgp,ssgp-fixed,fitc,full,ssgp-mix,ssgp-best] [--basis 50,100,200] [--reps N] \
+     [--seed S] [--iters K] [--evals E] [--noise-floor V] [--full-subset N] \
+     [--init half|full:N|default] [--restarts K] [--standardize] [--best-effort] [--threads T] \
+     [--out DIR] [--json] [--quiet] [--from-csv FILE]"
         .into()
+}
+
+/// The value `s` of `flag`, parsed.
+fn number<T: FromStr>(flag: &str, s: &str) -> Result<T, String>
+where
+    T::Err: Display,
+{
+    s.trim().parse().map_err(|e| format!("{flag} `{s}`: {e}"))
+}
+
+/// `--init`'s value: `half`, `full:N` (N ≥ 1) or `default` (`None`).
+fn lengthscale_init(s: &str) -> Result<Option<LengthscaleInit>, String> {
+    match (s.trim(), s.trim().strip_prefix("full:")) {
+        ("default", _) => Ok(None),
+        ("half", _) => Ok(Some(LengthscaleInit::HalfRange)),
+        (_, Some(n)) => match number("--init full:N", n)? {
+            0 => Err("--init full:N needs at least 1 point".into()),
+            n => Ok(Some(LengthscaleInit::FullGpSubset(n))),
+        },
+        _ => Err(format!(
+            "--init `{s}`: expected `half`, `full:N` (a full GP on N points, e.g. full:1024) or \
+             `default`"
+        )),
+    }
 }
 
 fn parse() -> Result<Args, Box<dyn Error>> {
@@ -53,7 +106,7 @@ fn parse() -> Result<Args, Box<dyn Error>> {
     let mut a = Args {
         train: root.join("data/kin40k/train.csv"),
         test: root.join("data/kin40k/test.csv"),
-        methods: METHODS.iter().map(|s| s.to_string()).collect(),
+        methods: DEFAULT_METHODS.iter().map(|s| s.to_string()).collect(),
         basis: vec![50, 100, 200],
         reps: 1,
         seed: 1,
@@ -70,6 +123,7 @@ fn parse() -> Result<Args, Box<dyn Error>> {
             it.next()
                 .ok_or_else(|| format!("{flag} needs a value\n{}", usage()))
         };
+        let s = &mut a.settings;
         match flag.as_str() {
             "--train" => train_given = Some(PathBuf::from(value()?)),
             "--test" => test_given = Some(PathBuf::from(value()?)),
@@ -89,27 +143,27 @@ fn parse() -> Result<Args, Box<dyn Error>> {
             "--basis" => {
                 a.basis = value()?
                     .split(',')
-                    .map(|s| {
-                        s.trim()
-                            .parse::<usize>()
-                            .map_err(|e| format!("--basis `{s}`: {e}"))
-                    })
+                    .map(|s| number("--basis", s))
                     .collect::<Result<_, _>>()?;
                 if a.basis.contains(&0) {
                     return Err("--basis values must be positive".into());
                 }
             }
-            "--reps" => a.reps = value()?.parse()?,
-            "--seed" => a.seed = value()?.parse()?,
-            "--iters" => a.settings.iterations = value()?.parse()?,
-            "--evals" => a.settings.evaluations = value()?.parse()?,
-            "--noise-floor" => a.settings.noise_floor = value()?.parse()?,
-            "--full-subset" => a.settings.full_subset = value()?.parse()?,
-            "--threads" => a.settings.threads = value()?.parse()?,
+            "--reps" => a.reps = number(&flag, &value()?)?,
+            "--seed" => a.seed = number(&flag, &value()?)?,
+            "--iters" => s.iterations = number(&flag, &value()?)?,
+            "--evals" => s.evaluations = number(&flag, &value()?)?,
+            "--noise-floor" => s.noise_floor = number(&flag, &value()?)?,
+            "--full-subset" => s.full_subset = Some(number(&flag, &value()?)?),
+            "--init" => s.init = lengthscale_init(&value()?)?,
+            "--restarts" => s.restarts = number(&flag, &value()?)?,
+            "--standardize" => s.standardize = true,
+            "--best-effort" => s.best_effort = true,
+            "--threads" => s.threads = number(&flag, &value()?)?,
             "--out" => a.out = PathBuf::from(value()?),
             "--json" => a.json = true,
             "--from-csv" => a.from_csv = Some(PathBuf::from(value()?)),
-            "--quiet" => a.settings.progress = false,
+            "--quiet" => s.progress = false,
             "--help" | "-h" => {
                 println!("{}", usage());
                 std::process::exit(0);
@@ -125,26 +179,82 @@ fn parse() -> Result<Args, Box<dyn Error>> {
         (None, None) => {}
         _ => return Err("give both --train and --test (or --data DIR)".into()),
     }
-    if a.reps == 0 {
-        return Err("--reps must be at least 1".into());
+    for (flag, v) in [
+        ("--reps", a.reps),
+        ("--restarts", a.settings.restarts as u64),
+    ] {
+        if v == 0 {
+            return Err(format!("{flag} must be at least 1").into());
+        }
+    }
+    if a.settings.full_subset == Some(0) {
+        return Err("--full-subset must be at least 1".into());
+    }
+    // Repetitions use seeds S, S+1, …, and each ensemble's members seeds s, s+1, … after theirs.
+    let ensembles = a
+        .methods
+        .iter()
+        .any(|m| m == "ssgp-mix" || m == "ssgp-best");
+    let members = if ensembles { a.settings.restarts } else { 1 };
+    let last = (members as u64 - 1)
+        .checked_add(a.reps - 1)
+        .and_then(|extra| a.seed.checked_add(extra));
+    if last.is_none() {
+        return Err(format!(
+            "--seed {} with --reps {} and {members} fit(s) per ensemble needs seeds beyond 2^64 − 1",
+            a.seed, a.reps
+        )
+        .into());
     }
     Ok(a)
 }
 
-fn main() -> Result<(), Box<dyn Error>> {
+/// Both plots of the successful `runs` into `dir`.
+fn plots(dir: &Path, runs: &[Run]) -> Result<(), Box<dyn Error>> {
+    for (file, title, value, log_y) in [
+        (
+            "nmse.svg",
+            "NMSE",
+            (|r: &Run| r.nmse) as fn(&Run) -> f64,
+            true,
+        ),
+        ("mnlp.svg", "MNLP", |r: &Run| r.mnlp, false),
+    ] {
+        let path = dir.join(file);
+        plot(&path.to_string_lossy(), title, runs, value, log_y)
+            .map_err(|e| format!("cannot draw {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// `method basis B seed S` (no basis for the full GP).
+fn label(r: &Run) -> String {
+    let basis = r.basis.map_or(String::new(), |b| format!(" basis {b}"));
+    format!("{}{basis} seed {}", r.method, r.seed)
+}
+
+fn main() -> ExitCode {
+    match benchmark() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("benchmark: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn benchmark() -> Result<(), Box<dyn Error>> {
     let args = parse()?;
+    let create_out = || {
+        std::fs::create_dir_all(&args.out)
+            .map_err(|e| format!("cannot create {}: {e}", args.out.display()))
+    };
     if let Some(path) = &args.from_csv {
-        let text = std::fs::read_to_string(path)?;
-        let runs: Vec<Run> = text
-            .lines()
-            .skip(1)
-            .filter(|l| !l.trim().is_empty())
-            .map(Run::from_csv)
-            .collect::<Result<_, _>>()?;
-        std::fs::create_dir_all(&args.out)?;
-        let out = |f: &str| args.out.join(f).to_string_lossy().into_owned();
-        plot(&out("nmse.svg"), "NMSE", &runs, |r| r.nmse, true)?;
-        plot(&out("mnlp.svg"), "MNLP", &runs, |r| r.mnlp, false)?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let runs = record::from_csv(&text, &path.to_string_lossy())?;
+        create_out()?;
+        plots(&args.out, &runs)?;
         eprintln!("redrew {} runs into {}", runs.len(), args.out.display());
         return Ok(());
     }
@@ -167,7 +277,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         test.len(),
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
-    std::fs::create_dir_all(&args.out)?;
+    create_out()?;
     let mut runs: Vec<Run> = Vec::new();
     for method in &args.methods {
         let sizes: Vec<usize> = if method == "full" {
@@ -178,7 +288,13 @@ fn main() -> Result<(), Box<dyn Error>> {
         for &basis in &sizes {
             for rep in 0..args.reps {
                 let seed = args.seed + rep;
-                let r = run(method, basis, seed, &args.settings, &train, &test)?;
+                let r =
+                    run(method, basis, seed, &args.settings, &train, &test).unwrap_or_else(|e| {
+                        Run::failed(method, basis, seed, (train.len(), test.len()), e.as_ref())
+                    });
+                if let Some(e) = &r.error {
+                    eprintln!("  {} failed: {e}", label(&r));
+                }
                 if args.json {
                     println!("{}", r.json());
                 }
@@ -187,19 +303,32 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
     }
     if !args.json {
-        print_table("benchmark", &runs);
+        print_table(&format!("benchmark on {}", args.train.display()), &runs);
     }
-    let csv: String = std::iter::once(Run::csv_header())
-        .chain(runs.iter().map(Run::csv))
-        .collect::<Vec<_>>()
-        .join("\n");
-    std::fs::write(args.out.join("runs.csv"), csv + "\n")?;
-    let out = |f: &str| args.out.join(f).to_string_lossy().into_owned();
-    plot(&out("nmse.svg"), "NMSE", &runs, |r| r.nmse, true)?;
-    plot(&out("mnlp.svg"), "MNLP", &runs, |r| r.mnlp, false)?;
-    eprintln!(
-        "wrote {}, nmse.svg, mnlp.svg",
-        args.out.join("runs.csv").display()
-    );
+    let csv = args.out.join("runs.csv");
+    std::fs::write(&csv, record::to_csv(&runs))
+        .map_err(|e| format!("cannot write {}: {e}", csv.display()))?;
+    let failed: Vec<String> = runs
+        .iter()
+        .filter_map(|r| Some(format!("  {}: {}", label(r), r.error.as_ref()?)))
+        .collect();
+    if failed.len() == runs.len() {
+        return Err(format!(
+            "no fit succeeded (wrote {}, no plots):\n{}",
+            csv.display(),
+            failed.join("\n")
+        )
+        .into());
+    }
+    plots(&args.out, &runs)?;
+    eprintln!("wrote {}, nmse.svg, mnlp.svg", csv.display());
+    if !failed.is_empty() {
+        eprintln!(
+            "{} of {} fits failed:\n{}",
+            failed.len(),
+            runs.len(),
+            failed.join("\n")
+        );
+    }
     Ok(())
 }

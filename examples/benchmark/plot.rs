@@ -1,5 +1,5 @@
 //! The benchmark's plots in the paper's style (Figure 3): a measure against the number of basis
-//! functions, one line per method, the full GP as a horizontal line.
+//! functions, one line per method, the full GP as a horizontal line; error rows are left out.
 
 use super::support::{Run, METHODS};
 use plotters::prelude::*;
@@ -28,7 +28,8 @@ pub fn means(runs: &[Run], method: &str, value: fn(&Run) -> f64) -> Vec<(f64, f6
 }
 
 /// A plot in the paper's style: `value` against the number of basis functions (log x axis; log y
-/// axis when `log_y`), one line per method (mean over repetitions), the full GP as a horizontal line.
+/// axis when `log_y`), one line per method (mean over repetitions), the full GP as a horizontal
+/// line. Runs that ended in an error are left out; nothing is drawn if none is left.
 pub fn plot(
     path: &str,
     title: &str,
@@ -36,6 +37,8 @@ pub fn plot(
     value: fn(&Run) -> f64,
     log_y: bool,
 ) -> Result<(), Box<dyn Error>> {
+    let runs: Vec<Run> = runs.iter().filter(|r| r.error.is_none()).cloned().collect();
+    let runs = runs.as_slice();
     let all: Vec<f64> = runs.iter().map(value).filter(|v| v.is_finite()).collect();
     let bases: Vec<f64> = runs
         .iter()
@@ -59,7 +62,9 @@ pub fn plot(
     };
     let root = SVGBackend::new(path, (640, 480)).into_drawing_area();
     root.fill(&WHITE)?;
-    let colors = [BLUE, RED, GREEN, BLACK];
+    // One colour per method of METHODS, in its order.
+    let colors: [RGBColor; METHODS.len()] =
+        [BLUE, RED, GREEN, BLACK, MAGENTA, RGBColor(230, 140, 0)];
     let x_range = (bx_lo..bx_hi).log_scale();
     if log_y {
         let y_range = (lo.max(1e-12) / 1.3..hi * 1.3).log_scale();
