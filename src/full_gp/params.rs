@@ -13,7 +13,6 @@ use crate::model::TrainingSummary;
 use crate::optim::OptimReport;
 use crate::params::{impl_fit, training_builder, TrainingSettings};
 use nalgebra::{DMatrix, DVector};
-use rand::SeedableRng;
 
 /// Validated full-GP settings (from [`FullGpParams`] by [`ParamGuard::check`](crate::ParamGuard::check)).
 ///
@@ -154,7 +153,7 @@ impl ValidFullGpParams {
                 })
             }
             Some(size) if size < data.len() => {
-                let mut rng = rand::rngs::StdRng::seed_from_u64(self.training.seed);
+                let mut rng = init::seeded(self.training.seed);
                 let mut rows = rand::seq::index::sample(&mut rng, data.len(), size).into_vec();
                 rows.sort_unstable();
                 subset = data.subset(&rows)?;

@@ -1,7 +1,7 @@
 //! Level-3 kernels: gemm, and the recursive symmetric rank-k update and right-side triangular
 //! solves that SSGP's evidence spends its time in.
 
-use super::{clear_avx_upper, view, view_mut};
+use super::{clear_avx_upper, invariant, view, view_mut};
 use faer::linalg::matmul::triangular::BlockStructure;
 use faer::prelude::{Reborrow, ReborrowMut};
 use faer::{Accum, MatMut, MatRef, Par};
@@ -16,6 +16,7 @@ pub(crate) fn gemm(
     alpha: f64,
     par: Par,
 ) {
+    let par = invariant(par, dst.nrows(), dst.ncols());
     let beta = if accumulate {
         Accum::Add
     } else {
@@ -77,6 +78,7 @@ pub(crate) fn right_solve_cholesky(x: &mut DMatrix<f64>, l: &DMatrix<f64>, par: 
 fn solve_right_lower_transpose(mut x: MatMut<'_, f64>, l: MatRef<'_, f64>, par: Par) {
     let k = l.nrows();
     if k <= BLOCK {
+        let par = invariant(par, x.nrows(), x.ncols());
         faer::linalg::triangular_solve::solve_lower_triangular_in_place(l, x.transpose_mut(), par);
         clear_avx_upper();
         return;
@@ -99,6 +101,7 @@ fn solve_right_lower_transpose(mut x: MatMut<'_, f64>, l: MatRef<'_, f64>, par: 
 fn solve_right_lower(mut x: MatMut<'_, f64>, l: MatRef<'_, f64>, par: Par) {
     let k = l.nrows();
     if k <= BLOCK {
+        let par = invariant(par, x.nrows(), x.ncols());
         faer::linalg::triangular_solve::solve_upper_triangular_in_place(
             l.transpose(),
             x.transpose_mut(),
@@ -131,6 +134,7 @@ fn split_point(k: usize) -> usize {
 /// triangular gemms (2k²r flops) with no need to mirror A.
 pub(crate) fn symm_lower(dst: MatMut<'_, f64>, a: MatRef<'_, f64>, b: MatRef<'_, f64>, par: Par) {
     use faer::linalg::matmul::triangular::matmul;
+    let par = invariant(par, dst.nrows(), dst.ncols());
     let mut dst = dst;
     matmul(
         dst.rb_mut(),

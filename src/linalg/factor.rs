@@ -1,7 +1,7 @@
 //! Cholesky factorisation (A = LLᵀ, L lower) with the crate's one jitter policy, log-determinants,
 //! triangular solves and inverses.
 
-use super::{clear_avx_upper, view, view_mut};
+use super::{clear_avx_upper, invariant, view, view_mut};
 use crate::error::{Error, Result};
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::llt::factor::{cholesky_in_place, cholesky_in_place_scratch};
@@ -192,12 +192,14 @@ pub fn log_det_from_cholesky(l: &DMatrix<f64>) -> f64 {
 
 /// Solves L X = B in place (B: k×r, any r), L lower triangular.
 pub(crate) fn solve_lower(l: MatRef<'_, f64>, b: MatMut<'_, f64>, par: Par) {
+    let par = invariant(par, b.nrows(), b.ncols());
     faer::linalg::triangular_solve::solve_lower_triangular_in_place(l, b, par);
     clear_avx_upper();
 }
 
 /// Solves Lᵀ X = B in place (B: k×r, any r), L lower triangular.
 pub(crate) fn solve_lower_transpose(l: MatRef<'_, f64>, b: MatMut<'_, f64>, par: Par) {
+    let par = invariant(par, b.nrows(), b.ncols());
     faer::linalg::triangular_solve::solve_upper_triangular_in_place(l.transpose(), b, par);
     clear_avx_upper();
 }

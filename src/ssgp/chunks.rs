@@ -1,41 +1,81 @@
-//! The map-reduce SSGP's evidence is made of: row chunks of the data processed in parallel waves,
-//! one single-threaded job per worker, and their partial sums added in chunk order, so the sums
-//! do not depend on scheduling.
+//! The map-reduce SSGP's evidence is made of, with sums that do not depend on the thread count.
+//!
+//! The n rows are cut into up to 12 contiguous blocks of equal size ([`RowPlan::for_work`]), and
+//! each block into chunks of at most `chunk_rows` rows. One job per block runs through its chunks
+//! in order, accumulating the chunk's contributions (to A = ΦᵀΦ, b = Φᵀy, ∂/∂Ω) into the block's
+//! own buffers; the blocks run in parallel, and their sums are then added in block order. The
+//! plan depends on the data's size and the settings only, and every sum is taken in the same
+//! order whatever runs it: a fit gives the same bits on 1, 2 or 12 threads (threads change the
+//! speed only). Block counts of 12, 6, 4, 3 or 2 keep 2 (and most other numbers of) threads
+//! equally busy, with one synchronisation per pass.
 
 use crate::linalg;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
+use rayon::ThreadPool;
+use std::sync::Arc;
 
 /// Default number of rows per chunk of the design matrix.
 pub const DEFAULT_CHUNK_ROWS: usize = 4096;
 /// Default memory (bytes) the evidence may use to keep the design matrix between the value pass
 /// and the gradient pass; the chunks beyond it are recomputed.
 pub const DEFAULT_CACHE_BYTES: usize = 512 << 20;
+/// The block counts a plan chooses from, largest first.
+const BLOCK_COUNTS: [usize; 6] = [12, 6, 4, 3, 2, 1];
+/// The least work (rows × (2m)²) worth a block of its own: smaller blocks make the matrix
+/// products too small to run at full speed.
+const MIN_BLOCK_WORK: f64 = 2e7;
 
-/// How the n rows are cut into chunks and how many chunk jobs run at once.
+/// Who runs the block jobs.
+#[derive(Clone)]
+pub(crate) enum Threads {
+    /// One after the other on the calling thread.
+    Sequential,
+    /// On rayon's global pool.
+    Global,
+    /// On a pool of the crate's own with a set number of threads.
+    Pool(Arc<ThreadPool>),
+}
+
+impl Threads {
+    /// The runner for a thread setting: 1 → sequential, 0 → rayon's global pool, t → a pool of
+    /// t threads (built once; if it cannot be built, the global pool).
+    pub fn new(threads: usize) -> Self {
+        match threads {
+            0 => Self::Global,
+            1 => Self::Sequential,
+            t => rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .map_or(Self::Global, |pool| Self::Pool(Arc::new(pool))),
+        }
+    }
+}
+
+/// How the n rows are cut into blocks and chunks.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct RowChunks {
+pub(crate) struct RowPlan {
     /// Number of rows n.
     pub n: usize,
-    /// Chunk jobs run at once (each single-threaded).
-    pub workers: usize,
     /// The largest chunk.
     pub chunk_rows: usize,
+    /// The number of blocks.
+    pub blocks: usize,
 }
 
 /// Buffers kept between evaluations.
 #[derive(Default)]
 pub(crate) struct Workspace {
-    /// The design matrix of every chunk, when it is kept between the passes.
+    /// The design matrix of the leading chunks, when it is kept between the passes.
     pub phi_chunks: Vec<DMatrix<f64>>,
-    /// One set of buffers per worker.
-    pub workers: Vec<WorkerBuffers>,
+    /// One set of buffers per block.
+    pub blocks: Vec<BlockBuffers>,
 }
 
-/// A worker's buffers, reused across evaluations; `a`, `b` and `d_omega` hold its chunk's partial
-/// sums until they are added up in chunk order.
+/// A block's buffers, reused across evaluations; `a`, `b` and `d_omega` accumulate the block's
+/// sums over its chunks until they are added up in block order.
 #[derive(Default)]
-pub(crate) struct WorkerBuffers {
+pub(crate) struct BlockBuffers {
     pub phi: DMatrix<f64>,
     /// The chunk's inputs, centred.
     pub centred: DMatrix<f64>,
@@ -53,42 +93,145 @@ pub(crate) fn resize(m: &mut DMatrix<f64>, r: usize, c: usize) {
     }
 }
 
-impl RowChunks {
-    /// Row ranges (start, len): at most `chunk_rows` long, as many as a multiple of the workers
-    /// so every wave of parallel chunk jobs is full, and of equal size (±1).
-    pub fn ranges(&self) -> Vec<(usize, usize)> {
-        let (n, w) = (self.n, self.workers);
-        let count = n.div_ceil(self.chunk_rows).div_ceil(w) * w;
-        let size = n.div_ceil(count.clamp(1, n));
-        (0..n).step_by(size).map(|s| (s, size.min(n - s))).collect()
+/// `n` rows cut into `parts` contiguous ranges (start, len) of equal size (±1), the longer first.
+fn split(start: usize, n: usize, parts: usize) -> Vec<(usize, usize)> {
+    let parts = parts.clamp(1, n.max(1));
+    let (size, extra) = (n / parts, n % parts);
+    let mut out = Vec::with_capacity(parts);
+    let mut s = start;
+    for p in 0..parts {
+        let len = size + usize::from(p < extra);
+        out.push((s, len));
+        s += len;
+    }
+    out
+}
+
+/// One block's share of a [`RowPlan::map_reduce`]: its chunks (start, length), its buffers, and
+/// the cache slots of its first chunks.
+type BlockTask<'a> = (
+    (&'a Vec<(usize, usize)>, &'a mut BlockBuffers),
+    &'a mut [DMatrix<f64>],
+);
+
+impl RowPlan {
+    /// The plan for n rows whose design matrix has `columns` columns (2m): as many blocks (12, 6,
+    /// 4, 3, 2 or 1) as keep each block's work (rows × columns²) at least 2·10⁷ flops.
+    pub fn for_work(n: usize, columns: usize, chunk_rows: usize) -> Self {
+        let per_row = (columns * columns) as f64;
+        let blocks = BLOCK_COUNTS
+            .into_iter()
+            .find(|&b| (n / b) as f64 * per_row >= MIN_BLOCK_WORK)
+            .unwrap_or(1);
+        Self {
+            n,
+            chunk_rows,
+            blocks,
+        }
     }
 
-    /// Runs `job` on every row chunk — in waves of one chunk per worker, in parallel, each job
-    /// single-threaded with its worker's buffers and, for the first `cached` chunks, the chunk's
-    /// slot of the design-matrix cache — then `reduce` on each worker's buffers in chunk order.
-    pub fn waves(
+    /// The chunks (start, len) of each block, in row order: the blocks of equal size (±1), each
+    /// cut into chunks of at most `chunk_rows` rows of equal size (±1).
+    pub fn chunks(&self) -> Vec<Vec<(usize, usize)>> {
+        split(0, self.n, self.blocks)
+            .into_iter()
+            .map(|(start, len)| split(start, len, len.div_ceil(self.chunk_rows.max(1))))
+            .collect()
+    }
+
+    /// The rows of the largest chunk.
+    pub fn largest_chunk(&self) -> usize {
+        self.chunks()
+            .iter()
+            .flatten()
+            .map(|&(_, len)| len)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Runs `job(chunk, buffers, cache_slot, first)` on every chunk — the chunks of one block in
+    /// order on the block's buffers (`first` is true for a block's first chunk: the job then
+    /// overwrites the block's sums instead of adding to them), the blocks in parallel on
+    /// `threads`; the first `cached` chunks (in row order) also get their slot of the
+    /// design-matrix cache — then `reduce` on each block's buffers in block order.
+    pub fn map_reduce(
         &self,
         ws: &mut Workspace,
         cached: usize,
-        job: impl Fn((usize, usize), &mut WorkerBuffers, Option<&mut DMatrix<f64>>) + Sync,
-        mut reduce: impl FnMut(&WorkerBuffers),
+        threads: &Threads,
+        job: impl Fn((usize, usize), &mut BlockBuffers, Option<&mut DMatrix<f64>>, bool) + Sync,
+        reduce: impl FnMut(&BlockBuffers),
     ) {
-        let ranges = self.ranges();
+        let plan = self.chunks();
+        let cached = cached.min(plan.iter().map(Vec::len).sum());
         ws.phi_chunks.truncate(cached);
         ws.phi_chunks.resize_with(cached, || DMatrix::zeros(0, 0));
-        ws.workers.resize_with(self.workers, WorkerBuffers::default);
-        let mut slots = ws.phi_chunks.iter_mut();
-        for rows in ranges.chunks(self.workers) {
-            let cached: Vec<Option<&mut DMatrix<f64>>> =
-                rows.iter().map(|_| slots.next()).collect();
-            rows.par_iter()
-                .zip(ws.workers[..rows.len()].par_iter_mut())
-                .zip(cached.into_par_iter())
-                .for_each(|((&range, wb), cached)| {
-                    linalg::clear_avx_upper();
-                    job(range, wb, cached);
-                });
-            ws.workers[..rows.len()].iter().for_each(&mut reduce);
+        ws.blocks.resize_with(plan.len(), BlockBuffers::default);
+        // Hand each block the cache slots of its own chunks.
+        let mut slots = ws.phi_chunks.as_mut_slice();
+        let mut per_block = Vec::with_capacity(plan.len());
+        for chunks in &plan {
+            let take = chunks.len().min(slots.len());
+            let (mine, rest) = slots.split_at_mut(take);
+            per_block.push(mine);
+            slots = rest;
         }
+        let run = |((chunks, buffers), slots): BlockTask<'_>| {
+            linalg::clear_avx_upper();
+            let mut slots = slots.iter_mut();
+            for (i, &chunk) in chunks.iter().enumerate() {
+                job(chunk, buffers, slots.next(), i == 0);
+            }
+        };
+        let blocks = ws.blocks.as_mut_slice();
+        match threads {
+            Threads::Sequential => plan
+                .iter()
+                .zip(blocks.iter_mut())
+                .zip(per_block)
+                .for_each(run),
+            Threads::Global => plan
+                .par_iter()
+                .zip(blocks.par_iter_mut())
+                .zip(per_block.into_par_iter())
+                .for_each(run),
+            Threads::Pool(pool) => pool.install(|| {
+                plan.par_iter()
+                    .zip(blocks.par_iter_mut())
+                    .zip(per_block.into_par_iter())
+                    .for_each(run)
+            }),
+        }
+        ws.blocks.iter().for_each(reduce);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plan_covers_every_row_once_and_ignores_threads() {
+        for (n, chunk) in [(1, 4), (11, 4), (12, 4), (1000, 37), (10_000, 4096), (7, 1)] {
+            let plan = RowPlan {
+                n,
+                chunk_rows: chunk,
+                blocks: 12,
+            }
+            .chunks();
+            assert!(plan.len() <= 12 && !plan.is_empty());
+            let flat: Vec<(usize, usize)> = plan.iter().flatten().copied().collect();
+            let mut next = 0;
+            for &(start, len) in &flat {
+                assert_eq!(start, next, "n {n}: contiguous");
+                assert!(len >= 1 && len <= chunk, "n {n}: chunk of {len}");
+                next += len;
+            }
+            assert_eq!(next, n);
+        }
+        // Kin-40k's 10000 rows: 4 blocks at m = 50, 12 at m = 250; a few rows: one block.
+        assert_eq!(RowPlan::for_work(10_000, 100, 4096).blocks, 4);
+        assert_eq!(RowPlan::for_work(10_000, 500, 4096).blocks, 12);
+        assert_eq!(RowPlan::for_work(100, 20, 4096).blocks, 1);
     }
 }

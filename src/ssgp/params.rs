@@ -12,8 +12,6 @@ use crate::kernel::{SpectralDensity, SquaredExponential};
 use crate::model::TrainingSummary;
 use crate::params::{impl_fit, training_builder, TrainingSettings};
 use nalgebra::{DMatrix, DVector};
-use rand::rngs::StdRng;
-use rand::SeedableRng;
 use std::sync::Arc;
 
 /// A lower bound on σn² estimated from the data before training — a guard against SSGP's
@@ -210,7 +208,7 @@ impl ValidSsgpParams {
             (false, _) => None,
             (true, Some(w)) => Some(w.clone()),
             (true, None) => {
-                let mut rng = StdRng::seed_from_u64(self.training.seed);
+                let mut rng = init::seeded(self.training.seed);
                 Some(
                     self.density
                         .sample_unit_frequencies(self.m, data.dim(), &mut rng),
