@@ -7,7 +7,7 @@
 //!   optimum; the predictive is that one model's, so it does not cure overconfidence.
 //! - [`Combine::Mixture`]: an equal-weight mixture of all fits' predictive Gaussians (the "network
 //!   mixing" of Lázaro-Gredilla's later work). Its mean averages the members and its variance adds
-//!   their disagreement, 𝕍 = ⟨σ_k²⟩ + ⟨μ_k²⟩ − ⟨μ_k⟩², so where the fits disagree the mixture says
+//!   their disagreement, 𝕍 = ⟨σ_k²⟩ + ⟨(μ_k − ⟨μ⟩)²⟩, so where the fits disagree the mixture says
 //!   so. Use it when the data set is small relative to the number of parameters (m·D ≳ n/4) or
 //!   whenever calibrated variances matter more than a single model's speed.
 //!
@@ -53,11 +53,13 @@ impl Ensemble {
         Self { members, combine }
     }
 
-    /// `restarts` copies of an SSGP configuration with seeds s, s+1, … (s its own seed).
+    /// `restarts` copies of an SSGP configuration with seeds s, s+1, … (s its own seed; the seeds
+    /// wrap around after 2⁶⁴ − 1).
     pub fn ssgp(params: &SsgpParams, restarts: usize, combine: Combine) -> Self {
         let members = (0..restarts as u64)
             .map(|i| {
-                Box::new(params.clone().seed(params.0.training.seed + i)) as Box<dyn Regressor>
+                Box::new(params.clone().seed(params.0.training.seed.wrapping_add(i)))
+                    as Box<dyn Regressor>
             })
             .collect();
         Self { members, combine }
@@ -119,7 +121,7 @@ pub struct FittedEnsemble {
 /// Disagreement between the members' predictions, per test point (§5.4 diagnostic).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spread {
-    /// Variance of the members' predictive means, ⟨μ_k²⟩ − ⟨μ_k⟩².
+    /// Variance of the members' predictive means, ⟨(μ_k − ⟨μ⟩)²⟩.
     pub between: DVector<f64>,
     /// Mean of the members' predictive variances of y*, ⟨σ_k²⟩.
     pub within: DVector<f64>,
@@ -151,7 +153,7 @@ impl FittedEnsemble {
     }
 
     /// Predictive distribution: the best member's, or the moments of the equal-weight mixture
-    /// (mean ⟨μ_k⟩, variance ⟨σ_k²⟩ + ⟨μ_k²⟩ − ⟨μ_k⟩², likewise for f*).
+    /// (mean ⟨μ_k⟩, variance ⟨σ_k²⟩ + ⟨(μ_k − ⟨μ⟩)²⟩, likewise for f*).
     ///
     /// # Errors
     /// As the members' `predict`.
@@ -160,23 +162,17 @@ impl FittedEnsemble {
             Combine::Best => self.members[self.best].predict(x),
             Combine::Mixture => {
                 let preds = self.member_predictions(x)?;
-                let k = preds.len() as f64;
-                let mean = preds
-                    .iter()
-                    .fold(DVector::zeros(x.nrows()), |a, p| a + &p.mean)
-                    / k;
-                let second = |var: fn(&Predictive) -> &DVector<f64>| {
-                    preds.iter().fold(DVector::zeros(x.nrows()), |a, p| {
-                        a + var(p) + p.mean.component_mul(&p.mean)
-                    }) / k
-                        - mean.component_mul(&mean)
+                let (mean, between) = mean_and_spread(&preds);
+                let average = |var: fn(&Predictive) -> &DVector<f64>| {
+                    preds
+                        .iter()
+                        .fold(DVector::zeros(x.nrows()), |a, p| a + var(p))
+                        / preds.len() as f64
                 };
-                let variance = second(|p| &p.variance).map(|v| v.max(0.0));
-                let latent_variance = second(|p| &p.latent_variance).map(|v| v.max(0.0));
                 Ok(Predictive {
+                    variance: average(|p| &p.variance) + &between,
+                    latent_variance: average(|p| &p.latent_variance) + &between,
                     mean,
-                    variance,
-                    latent_variance,
                 })
             }
         }
@@ -189,19 +185,29 @@ impl FittedEnsemble {
     pub fn spread(&self, x: &DMatrix<f64>) -> Result<Spread> {
         let preds = self.member_predictions(x)?;
         let k = preds.len() as f64;
-        let n = x.nrows();
-        let mean = preds.iter().fold(DVector::zeros(n), |a, p| a + &p.mean) / k;
-        let between = preds.iter().fold(DVector::zeros(n), |a, p| {
-            let d = &p.mean - &mean;
-            a + d.component_mul(&d)
-        }) / k;
-        let within = preds.iter().fold(DVector::zeros(n), |a, p| a + &p.variance) / k;
+        let (_, between) = mean_and_spread(&preds);
+        let within = preds
+            .iter()
+            .fold(DVector::zeros(x.nrows()), |a, p| a + &p.variance)
+            / k;
         Ok(Spread { between, within })
     }
 
     fn member_predictions(&self, x: &DMatrix<f64>) -> Result<Vec<Predictive>> {
         self.members.iter().map(|m| m.predict(x)).collect()
     }
+}
+
+/// The members' average mean ⟨μ_k⟩ and the variance of their means ⟨(μ_k − ⟨μ⟩)²⟩, per test point
+/// (a sum of squares: never negative, unlike ⟨μ_k²⟩ − ⟨μ_k⟩²).
+fn mean_and_spread(preds: &[Predictive]) -> (DVector<f64>, DVector<f64>) {
+    let (k, n) = (preds.len() as f64, preds[0].len());
+    let mean = preds.iter().fold(DVector::zeros(n), |a, p| a + &p.mean) / k;
+    let between = preds.iter().fold(DVector::zeros(n), |a, p| {
+        let d = &p.mean - &mean;
+        a + d.component_mul(&d)
+    }) / k;
+    (mean, between)
 }
 
 impl FittedRegressor for FittedEnsemble {

@@ -94,6 +94,13 @@ pub enum Error {
         /// The largest diagonal jitter tried (0 if none was allowed).
         max_jitter: f64,
     },
+    /// A computation lost its meaning: a NaN, an infinity or a clearly negative variance in a
+    /// result (e.g. predictions at inputs beyond the range f64 can resolve).
+    #[error("numerical failure: {what}")]
+    Numerical {
+        /// What went wrong, and where.
+        what: String,
+    },
     /// An objective evaluated to a non-finite value.
     #[error("the objective is not finite at the current parameters: {what}")]
     NonFiniteObjective {

@@ -18,13 +18,15 @@ fn check(y_test: &DVector<f64>, pred: &Predictive) -> Result<()> {
             y_len: y_test.len(),
         });
     }
-    Ok(())
+    crate::data::check_finite_vector("test targets", y_test)?;
+    crate::data::check_finite_vector("predictive means", &pred.mean)
 }
 
 /// Mean squared error $\langle (y_{*j} - \mu_{*j})^2 \rangle$.
 ///
 /// # Errors
-/// [`Error::EmptyData`] for no test points, [`Error::LengthMismatch`] if the lengths differ.
+/// [`Error::EmptyData`] for no test points, [`Error::LengthMismatch`] if the lengths differ,
+/// [`Error::NonFinite`] for a NaN or infinite target or mean.
 pub fn mse(y_test: &DVector<f64>, pred: &Predictive) -> Result<f64> {
     check(y_test, pred)?;
     Ok((y_test - &pred.mean).norm_squared() / y_test.len() as f64)
@@ -35,9 +37,18 @@ pub fn mse(y_test: &DVector<f64>, pred: &Predictive) -> Result<f64> {
 /// **training** targets (so predicting ȳ everywhere scores about 1).
 ///
 /// # Errors
-/// As [`mse`], and [`Error::InvalidParameter`] if every test target equals ȳ.
+/// As [`mse`], [`Error::NonFinite`] for a non-finite ȳ, and [`Error::InvalidParameter`] if every
+/// test target equals ȳ.
 pub fn nmse(y_test: &DVector<f64>, pred: &Predictive, y_train_mean: f64) -> Result<f64> {
     let num = mse(y_test, pred)?;
+    if !y_train_mean.is_finite() {
+        return Err(Error::NonFinite {
+            what: "training mean ȳ",
+            row: 0,
+            col: 0,
+            value: y_train_mean,
+        });
+    }
     let den = y_test.map(|y| (y - y_train_mean).powi(2)).mean();
     if den <= 0.0 {
         return Err(Error::InvalidParameter {
@@ -110,18 +121,59 @@ mod tests {
     use super::*;
     use approx::assert_relative_eq;
 
+    fn predictive(mean: &[f64], variance: &[f64]) -> Predictive {
+        Predictive {
+            mean: DVector::from_column_slice(mean),
+            variance: DVector::from_column_slice(variance),
+            latent_variance: DVector::from_column_slice(variance),
+        }
+    }
+
     #[test]
-    fn standard_normal_mnlp_and_mean_predictor_nmse() {
-        let y = DVector::from_vec(vec![1.0, -1.0, 2.0, 0.0]);
-        let pred = Predictive::from_latent(DVector::zeros(4), DVector::zeros(4), 1.0);
-        // NMSE of predicting the training mean (0) is exactly 1.
-        assert_relative_eq!(nmse(&y, &pred, 0.0).unwrap(), 1.0);
-        let expected = 0.5 * (6.0 / 4.0 + (2.0 * std::f64::consts::PI).ln());
+    fn nmse_mnlp_and_calibration_by_hand() {
+        let y = DVector::from_vec(vec![1.0, -1.0, 2.0, 0.5]);
+        let pred = predictive(&[0.5, -0.5, 1.0, 0.5], &[0.25, 4.0, 0.5, 2.0]);
+        // MSE (0.25 + 0.25 + 1 + 0) / 4; the training mean 0.2 as the baseline.
+        let den = (0.8f64.powi(2) + 1.2f64.powi(2) + 1.8f64.powi(2) + 0.3f64.powi(2)) / 4.0;
+        assert_relative_eq!(nmse(&y, &pred, 0.2).unwrap(), 0.375 / den, epsilon = 1e-15);
+        // ½⟨z² + log σ² + log 2π⟩ with σ² ≠ 1, so a wrong log-variance term shows.
+        let terms = [
+            0.25 / 0.25 + 0.25f64.ln(),
+            0.25 / 4.0 + 4.0f64.ln(),
+            1.0 / 0.5 + 0.5f64.ln(),
+            0.0 / 2.0 + 2.0f64.ln(),
+        ];
+        let expected = 0.5 * (terms.iter().sum::<f64>() / 4.0 + (2.0 * std::f64::consts::PI).ln());
         assert_relative_eq!(mnlp(&y, &pred).unwrap(), expected, epsilon = 1e-15);
-        assert!(mnlp(&DVector::zeros(3), &pred).is_err());
         let c = calibration(&y, &pred).unwrap();
-        assert_relative_eq!(c.mean_squared_z, 6.0 / 4.0);
+        assert_relative_eq!(c.mean_squared_z, (1.0 + 0.0625 + 2.0 + 0.0) / 4.0);
         assert_relative_eq!(c.within_one_sd, 0.75);
         assert_relative_eq!(c.within_two_sd, 1.0);
+        // Predicting the training mean everywhere scores 1.
+        let flat = predictive(&[0.2; 4], &[1.0; 4]);
+        assert_relative_eq!(nmse(&y, &flat, 0.2).unwrap(), 1.0, epsilon = 1e-15);
+    }
+
+    #[test]
+    fn bad_inputs_are_errors() {
+        let y = DVector::from_vec(vec![1.0, f64::NAN]);
+        let pred = predictive(&[0.0, 0.0], &[1.0, 1.0]);
+        assert!(matches!(
+            nmse(&y, &pred, 0.0),
+            Err(Error::NonFinite { row: 1, .. })
+        ));
+        let y = DVector::from_vec(vec![1.0, 2.0]);
+        assert!(matches!(
+            nmse(&y, &pred, f64::NAN),
+            Err(Error::NonFinite { .. })
+        ));
+        let nan_mean = predictive(&[0.0, f64::NAN], &[1.0, 1.0]);
+        assert!(matches!(
+            mse(&y, &nan_mean),
+            Err(Error::NonFinite { row: 1, .. })
+        ));
+        assert!(mnlp(&y, &predictive(&[0.0, 0.0], &[1.0, 0.0])).is_err());
+        assert!(mnlp(&DVector::zeros(3), &pred).is_err());
+        assert!(mse(&DVector::zeros(0), &predictive(&[], &[])).is_err());
     }
 }

@@ -3,23 +3,25 @@
 
 use crate::data::InputColumns;
 use crate::error::{Error, Result};
-use crate::predictive::Predictive;
+use crate::predictive::{round_off_variance, Predictive};
 use nalgebra::{DMatrix, DVector};
 
 /// Predicts at `x` (n*×D) chunk by chunk: the inputs are checked and restricted to the model's
 /// used `columns`, then `chunk(x_used, start, len, mean, latent)` fills the latent mean μ − ȳ and
 /// the latent variance 𝕍 f* of rows `start .. start + len` of `x_used` (slices of length `len`);
-/// ȳ = `y_mean` is added here and σn² = `noise_variance` makes the noisy variance.
+/// ȳ = `y_mean` is added here, σn² = `noise_variance` makes the noisy variance, and every value
+/// is checked: means finite, latent variances finite and ≥ 0 up to round-off relative to the
+/// prior variance `prior_variance` ([`round_off_variance`]).
 ///
 /// # Errors
 /// [`Error::EmptyData`] for no rows, [`Error::DimensionMismatch`] if `x` has not D columns,
-/// [`Error::NonFinite`] for a NaN or infinity; whatever `chunk` returns.
+/// [`Error::NonFinite`] for a NaN or infinity in `x`; [`Error::Numerical`] for a non-finite
+/// mean or an invalid variance; whatever `chunk` returns.
 pub(crate) fn predict_in_chunks(
     x: &DMatrix<f64>,
     columns: &InputColumns,
     chunk_rows: usize,
-    y_mean: f64,
-    noise_variance: f64,
+    (y_mean, prior_variance, noise_variance): (f64, f64, f64),
     mut chunk: impl FnMut(&DMatrix<f64>, usize, usize, &mut [f64], &mut [f64]) -> Result<()>,
 ) -> Result<Predictive> {
     if x.nrows() == 0 {
@@ -44,6 +46,18 @@ pub(crate) fn predict_in_chunks(
         start += len;
     }
     mean.add_scalar_mut(y_mean);
+    if let Some(row) = mean.iter().position(|m| !m.is_finite()) {
+        return Err(Error::Numerical {
+            what: format!(
+                "the predictive mean at test row {row} is {}: the inputs may be beyond what f64 \
+                 can resolve",
+                mean[row]
+            ),
+        });
+    }
+    for (row, v) in latent.iter_mut().enumerate() {
+        *v = round_off_variance(*v, prior_variance, row)?;
+    }
     Ok(Predictive::from_latent(mean, latent, noise_variance))
 }
 

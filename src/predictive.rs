@@ -1,12 +1,15 @@
 //! The predictive distribution returned by every model.
 
+use crate::error::{Error, Result};
 use nalgebra::DVector;
 
 /// Gaussian predictive marginals at a batch of test inputs.
 ///
 /// For test point j: $y_{*j} \sim \mathcal N(\mu_{*j}, \sigma^2_{*j})$ with `variance` = σ²_* (the noise
 /// σn² included, as in paper eq. 2 and 7), and the latent $f_{*j} \sim \mathcal N(\mu_{*j}, \sigma^2_{*j} - \sigma_n^2)$
-/// with `latent_variance` (clamped at 0 against round-off).
+/// with `latent_variance`. Every value is finite and every variance ≥ 0: a latent variance below
+/// zero by round-off only (down to −[`ROUND_OFF`]·σ0²) is reported as 0, anything else is an
+/// error ([`round_off_variance`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Predictive {
     /// Predictive means μ_*, one per test point (the training-target mean added back).
@@ -17,16 +20,39 @@ pub struct Predictive {
     pub latent_variance: DVector<f64>,
 }
 
+/// How far below zero a computed variance may fall by round-off, relative to the prior variance σ0²
+/// it is computed from (e.g. σ0² − ‖L⁻¹k‖²): such a value is reported as 0.
+pub const ROUND_OFF: f64 = 1e-10;
+
+/// A variance computed at row `row` as a difference of terms of size `scale` (the prior σ0²):
+/// itself when ≥ 0, 0 when below zero by round-off only (≥ −[`ROUND_OFF`]·scale).
+///
+/// # Errors
+/// [`Error::Numerical`] for a NaN, an infinity or a clearly negative value: the computation lost
+/// its meaning, e.g. at test inputs so large that their squared distances overflow.
+pub(crate) fn round_off_variance(v: f64, scale: f64, row: usize) -> Result<f64> {
+    if v >= 0.0 && v.is_finite() {
+        Ok(v)
+    } else if v >= -ROUND_OFF * scale {
+        Ok(0.0)
+    } else {
+        Err(Error::Numerical {
+            what: format!(
+                "the predictive variance at test row {row} is {v} (prior variance {scale}): \
+                 the inputs may be beyond what f64 can resolve"
+            ),
+        })
+    }
+}
+
 impl Predictive {
-    /// Assembles a predictive from means, latent variances and the noise variance σn².
-    ///
-    /// Latent variances are clamped at 0 (they can dip below by round-off); `variance` = latent + σn².
+    /// Assembles a predictive from means and latent variances (checked by the caller, e.g. with
+    /// [`round_off_variance`]) and the noise variance σn²: `variance` = latent + σn².
     pub(crate) fn from_latent(
         mean: DVector<f64>,
-        mut latent_variance: DVector<f64>,
+        latent_variance: DVector<f64>,
         noise_variance: f64,
     ) -> Self {
-        latent_variance.apply(|v| *v = v.max(0.0));
         let variance = latent_variance.map(|v| v + noise_variance);
         Self {
             mean,

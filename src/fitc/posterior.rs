@@ -92,8 +92,7 @@ impl FittedFitc {
             x,
             &self.columns,
             PREDICT_BLOCK,
-            self.y_mean,
-            self.noise_variance,
+            (self.y_mean, self.signal_variance, self.noise_variance),
             |x, start, len, mean, latent| {
                 let xs = centred_rows(&x.rows(start, len).into_owned(), &self.centre);
                 let mut v = kernel.cross(&self.pseudo, &xs, p);

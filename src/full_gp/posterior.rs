@@ -44,13 +44,29 @@ impl FittedFullGp {
     /// μ_* = k_*ᵀ α + ȳ and latent variance σ0² − ‖L⁻¹ k_*‖² (σn² added in
     /// [`Predictive::variance`]), with k_* the covariances between x_* and the training inputs.
     /// Test points are processed in batches through one gemm and one blocked triangular solve each
-    /// (n² flops per test point).
+    /// (n² flops per test point), as many per batch as keep the n×batch cross-covariance at about
+    /// 2²⁴ entries (128 MB); [`Self::predict_in_batches`] sets the batch.
     ///
     /// # Errors
     /// [`crate::Error::EmptyData`] for no rows, [`crate::Error::DimensionMismatch`] if `x` has
-    /// not D columns, [`crate::Error::NonFinite`] for a NaN or infinity.
+    /// not D columns, [`crate::Error::NonFinite`] for a NaN or infinity, [`crate::Error::Numerical`]
+    /// for a non-finite mean or variance (inputs beyond what f64 can resolve).
     pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
-        let n = self.z.nrows();
+        self.predict_in_batches(x, (PREDICT_BATCH_ENTRIES / self.z.nrows()).max(1))
+    }
+
+    /// [`Self::predict`] with `batch` test points per batch (memory 8·n·`batch` bytes); the
+    /// result does not depend on it.
+    ///
+    /// # Errors
+    /// As [`Self::predict`]; [`crate::Error::InvalidParameter`] for `batch` = 0.
+    pub fn predict_in_batches(&self, x: &DMatrix<f64>, batch: usize) -> Result<Predictive> {
+        if batch == 0 {
+            return Err(crate::Error::InvalidParameter {
+                name: "batch",
+                reason: "a batch needs at least one test point".into(),
+            });
+        }
         let h = &self.hyperparameters;
         let kernel = SeArd {
             lengthscales: &h.lengthscales,
@@ -59,9 +75,8 @@ impl FittedFullGp {
         predict_in_chunks(
             x,
             &self.columns,
-            (PREDICT_BATCH_ENTRIES / n).max(1),
-            self.y_mean,
-            h.noise_variance,
+            batch,
+            (self.y_mean, h.signal_variance, h.noise_variance),
             |x, start, len, mean, latent| {
                 let zt = kernel::shift_and_scale(
                     &x.rows(start, len).into_owned(),

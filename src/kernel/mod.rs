@@ -49,7 +49,8 @@ pub fn centre_columns(x: &DMatrix<f64>) -> (DMatrix<f64>, DVector<f64>) {
 }
 
 /// Squared distances ‖a_i − b_j‖² between the rows of `a` (n×D) and `b` (p×D), n×p, through one gemm
-/// (‖a‖² + ‖b‖² − 2abᵀ), clamped at 0 against cancellation.
+/// (‖a‖² + ‖b‖² − 2abᵀ), negative values (cancellation) set to 0; a NaN (from inputs so large that
+/// their squares overflow) stays NaN, so the models report it instead of taking it for 0.
 pub fn squared_distances(a: &DMatrix<f64>, b: &DMatrix<f64>, par: Par) -> DMatrix<f64> {
     let mut d2 = DMatrix::zeros(a.nrows(), b.nrows());
     linalg::gemm(
@@ -65,7 +66,7 @@ pub fn squared_distances(a: &DMatrix<f64>, b: &DMatrix<f64>, par: Par) -> DMatri
     for j in 0..b.nrows() {
         for i in 0..a.nrows() {
             let v = d2[(i, j)] + na[i] + nb[j];
-            d2[(i, j)] = v.max(0.0);
+            d2[(i, j)] = if v < 0.0 { 0.0 } else { v };
         }
     }
     d2
@@ -108,7 +109,7 @@ impl SeArd<'_> {
 
     /// The lower triangle (diagonal included) of K(z, z) into `k` (n×n) for scaled inputs `z`
     /// (n×D): the squared distances through one symmetric rank-D update ‖z_i‖² + ‖z_j‖² − 2 z_iᵀz_j
-    /// (clamped at 0), the diagonal exactly σ0². The strict upper triangle is scratch: it may hold
+    /// (negative values set to 0, NaN kept), the diagonal exactly σ0². The strict upper triangle is scratch: it may hold
     /// inner products zᵢᵀzⱼ of the symmetric update afterwards.
     pub fn lower_scaled(&self, z: &DMatrix<f64>, k: &mut DMatrix<f64>, par: Par) {
         let n = z.nrows();
@@ -120,7 +121,8 @@ impl SeArd<'_> {
             col[j] = self.signal_variance;
             let sj = sq[j];
             for i in (j + 1)..n {
-                let d2 = (sq[i] + sj - 2.0 * col[i]).max(0.0);
+                let d2 = sq[i] + sj - 2.0 * col[i];
+                let d2 = if d2 < 0.0 { 0.0 } else { d2 };
                 col[i] = self.of_squared_distance(d2);
             }
         }

@@ -112,18 +112,38 @@ mod tests {
     fn design_matrix_matches_eq5() {
         let x = DMatrix::from_fn(7, 2, |i, j| i as f64 * 0.3 - j as f64 * 0.7);
         let w = DMatrix::from_fn(3, 2, |r, d| (r as f64 + 1.0) * 0.4 - d as f64);
-        let ell = DVector::from_vec(vec![0.5, 2.0]);
-        let omega = scaled_frequencies(&w, &ell);
-        let s = spectral_points(&omega);
+        let ell = [0.5, 2.0];
+        // Spectral points by the paper's definition (eq. 5 with s_r = w_r ⊘ (2πℓ), §4.2), not by
+        // the functions under test.
+        let two_pi = 2.0 * std::f64::consts::PI;
+        let s_by_hand = DMatrix::from_fn(3, 2, |r, d| w[(r, d)] / (two_pi * ell[d]));
+        let omega = scaled_frequencies(&w, &DVector::from_column_slice(&ell));
+        assert_relative_eq!(spectral_points(&omega), s_by_hand, epsilon = 1e-15);
+        let centre = DVector::from_vec(vec![0.4, -1.3]);
         for par in [Par::Seq, linalg::par(2)] {
             let phi = design_matrix(&x, &omega, par);
+            let (mut centred_phi, mut scratch) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
+            design_matrix_into(
+                linalg::view(&x),
+                &centre,
+                &omega,
+                &mut centred_phi,
+                &mut scratch,
+                par,
+            );
             for i in 0..7 {
                 for r in 0..3 {
-                    let ph = 2.0
-                        * std::f64::consts::PI
-                        * (s[(r, 0)] * x[(i, 0)] + s[(r, 1)] * x[(i, 1)]);
+                    let at = |c0: f64, c1: f64| {
+                        two_pi
+                            * (s_by_hand[(r, 0)] * (x[(i, 0)] - c0)
+                                + s_by_hand[(r, 1)] * (x[(i, 1)] - c1))
+                    };
+                    let ph = at(0.0, 0.0);
                     assert_relative_eq!(phi[(i, r)], ph.cos(), epsilon = 1e-14);
                     assert_relative_eq!(phi[(i, 3 + r)], ph.sin(), epsilon = 1e-14);
+                    let ph = at(centre[0], centre[1]);
+                    assert_relative_eq!(centred_phi[(i, r)], ph.cos(), epsilon = 1e-14);
+                    assert_relative_eq!(centred_phi[(i, 3 + r)], ph.sin(), epsilon = 1e-14);
                 }
             }
         }

@@ -68,8 +68,7 @@ impl FittedSsgp {
             x,
             &self.columns,
             self.chunk_rows,
-            self.y_mean,
-            sn2,
+            (self.y_mean, self.signal_variance(), sn2),
             |x, start, len, mean, latent| {
                 design_matrix_into(
                     linalg::rows_view(x, start, len),
@@ -218,9 +217,15 @@ impl PosteriorSample {
     /// Evaluates the sampled function at `x` (n*×D).
     ///
     /// # Errors
-    /// [`crate::Error::DimensionMismatch`] for a wrong D, [`crate::Error::NonFinite`] for a NaN
-    /// or infinity.
+    /// [`crate::Error::EmptyData`] for no rows (as `predict`), [`crate::Error::DimensionMismatch`]
+    /// for a wrong D, [`crate::Error::NonFinite`] for a NaN or infinity, [`crate::Error::Numerical`]
+    /// where the value is not finite (inputs so large that ω·x overflows).
     pub fn evaluate(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
+        if x.nrows() == 0 {
+            return Err(crate::Error::EmptyData {
+                what: "no test inputs",
+            });
+        }
         let x = self.columns.select(x)?;
         let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
         design_matrix_into(
@@ -231,7 +236,17 @@ impl PosteriorSample {
             &mut centred,
             Par::Seq,
         );
-        Ok((phi * &self.weights).add_scalar(self.offset))
+        let f = (phi * &self.weights).add_scalar(self.offset);
+        match f.iter().position(|v| !v.is_finite()) {
+            Some(row) => Err(crate::Error::Numerical {
+                what: format!(
+                    "the sampled function at test row {row} is {}: the inputs may be beyond what \
+                     f64 can resolve",
+                    f[row]
+                ),
+            }),
+            None => Ok(f),
+        }
     }
 
     /// The 2m weights (cosines first, then sines).

@@ -98,12 +98,30 @@ unsafe fn sin_cos_avx2(cos_out: &mut [f64], sin_out: &mut [f64]) {
 /// A block holding any argument beyond the fast reduction's range (or a non-finite one) goes
 /// through libm instead, so the result is always as accurate as libm's to about 1 ulp.
 pub(crate) fn sin_cos_in_place(cos_out: &mut [f64], sin_out: &mut [f64]) {
+    sin_cos_on(cos_out, sin_out, avx2_available());
+}
+
+/// Whether this CPU runs the AVX2 build of the loop.
+fn avx2_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// [`sin_cos_in_place`] on the AVX2 build of the loop when `avx2` (which the caller has checked
+/// the CPU supports), on the portable build otherwise: the tests run both.
+fn sin_cos_on(cos_out: &mut [f64], sin_out: &mut [f64], avx2: bool) {
     let in_range = cos_out.iter().fold(true, |ok, &x| ok & (x.abs() <= LIMIT));
     if in_range {
         #[cfg(target_arch = "x86_64")]
         {
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU supports AVX2 (checked just above).
+            if avx2 {
+                // SAFETY: `avx2` is only true when the CPU supports AVX2 (`avx2_available`).
                 unsafe { sin_cos_avx2(cos_out, sin_out) };
                 return;
             }
@@ -121,6 +139,27 @@ pub(crate) fn sin_cos_in_place(cos_out: &mut [f64], sin_out: &mut [f64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn portable_and_avx2_builds_agree_with_libm_and_each_other() {
+        let xs: Vec<f64> = (0..50_001)
+            .map(|i| (i as f64 - 25_000.0) * 3.7e-3)
+            .collect();
+        let run = |avx2: bool| {
+            let mut c = xs.clone();
+            let mut s = vec![0.0; xs.len()];
+            sin_cos_on(&mut c, &mut s, avx2);
+            (c, s)
+        };
+        let (c, s) = run(false);
+        for (i, &x) in xs.iter().enumerate() {
+            assert!((s[i] - x.sin()).abs() <= 2.5e-16, "portable sin({x})");
+            assert!((c[i] - x.cos()).abs() <= 2.5e-16, "portable cos({x})");
+        }
+        if avx2_available() {
+            assert_eq!(run(true), (c, s), "the two builds must give the same bits");
+        }
+    }
 
     #[test]
     fn matches_libm_to_an_ulp_or_two() {

@@ -96,21 +96,28 @@ fn evidence_and_predictions_match_dense_formulas() {
         assert_eq!(fitted.training().termination, Termination::NotStarted);
 
         let xt = DMatrix::from_fn(9, dim, |_, _| rng.random_range(-2.5..2.5));
-        let pred = fitted.predict(&xt).unwrap();
         let ks = se_ard_by_definition(&xt, data.x(), h.lengthscales.as_slice(), h.signal_variance);
         let inv = ky.try_inverse().unwrap();
         let mean = &ks * &inv * &y;
-        for j in 0..9 {
-            let k = ks.row(j).transpose();
-            let var = h.noise_variance + h.signal_variance - (k.transpose() * &inv * &k)[0];
-            assert_relative_eq!(pred.mean[j], mean[j] + data.y_mean(), epsilon = 1e-10);
-            assert_relative_eq!(pred.variance[j], var, epsilon = 1e-10);
-            assert_relative_eq!(
-                pred.latent_variance[j],
-                var - h.noise_variance,
-                epsilon = 1e-10
-            );
+        // One batch, and batches of 1, 2 and 4 test points (the last one shorter).
+        let batches = [1, 2, 4, 9].map(|b| fitted.predict_in_batches(&xt, b).unwrap());
+        for pred in std::iter::once(fitted.predict(&xt).unwrap()).chain(batches) {
+            for j in 0..9 {
+                let k = ks.row(j).transpose();
+                let var = h.noise_variance + h.signal_variance - (k.transpose() * &inv * &k)[0];
+                assert_relative_eq!(pred.mean[j], mean[j] + data.y_mean(), epsilon = 1e-10);
+                assert_relative_eq!(pred.variance[j], var, epsilon = 1e-10);
+                assert_relative_eq!(
+                    pred.latent_variance[j],
+                    var - h.noise_variance,
+                    epsilon = 1e-10
+                );
+            }
         }
+        assert!(matches!(
+            fitted.predict_in_batches(&xt, 0),
+            Err(ssgp::Error::InvalidParameter { name: "batch", .. })
+        ));
     }
 }
 

@@ -4,6 +4,7 @@
 mod common;
 mod conformance;
 mod data;
+mod ensemble;
 mod fitc;
 mod full_gp;
 mod init;
@@ -12,4 +13,5 @@ mod persistence;
 mod reference;
 mod ssgp_model;
 mod standardize;
+mod threads;
 mod training;

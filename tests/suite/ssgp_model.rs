@@ -7,7 +7,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
 use ssgp::data::sinc_data;
-use ssgp::ssgp::features::{design_matrix, scaled_frequencies};
+use ssgp::optim::Objective;
 use ssgp::ssgp::{Ssgp, SsgpHyperparameters};
 use ssgp::{metrics, Dataset, Error, Hyperparameters, ParamGuard};
 
@@ -37,6 +37,53 @@ fn above_floor(hyper: &SsgpHyperparameters, floor: f64) -> SsgpHyperparameters {
     h
 }
 
+/// Checks the learned and fixed-point gradients of `params` at random θ on `data`.
+fn check_ssgp_gradients(data: &Dataset, m: usize, floor: f64, rng: &mut StdRng, label: &str) {
+    let d = data.dim();
+    let hyper = above_floor(&random_hyper(m, d, rng), floor);
+    let free_params = Ssgp::params(m).noise_floor(floor).check().unwrap();
+    let free = free_params.evidence(data).unwrap();
+    check_gradient(&free, &free.pack(&hyper).unwrap(), label);
+    let fixed_params = Ssgp::params(m)
+        .noise_floor(floor)
+        .fixed_spectral_points(true)
+        .initial_unit_frequencies(hyper.unit_frequencies.clone())
+        .check()
+        .unwrap();
+    let fixed = fixed_params.evidence(data).unwrap();
+    check_gradient(&fixed, &fixed.pack(&hyper).unwrap(), label);
+}
+
+/// m ≥ 20 (2m > 32: the recursive halving of the right-side solves and of the symmetric
+/// update), and 10 000 rows in chunks of 700 (two row blocks) with the design matrix kept
+/// between the passes for all, some, or none of the chunks.
+#[test]
+fn gradient_matches_finite_differences_through_recursive_solves_and_streaming() {
+    let mut rng = StdRng::seed_from_u64(12);
+    let data = random_data(120, 2, &mut rng);
+    check_ssgp_gradients(&data, 20, 0.0, &mut rng, "SSGP (120,20,2)");
+    check_ssgp_gradients(&data, 40, 0.0, &mut rng, "SSGP (120,40,2)");
+
+    let data = random_data(10_000, 2, &mut rng);
+    let m = 32;
+    let hyper = random_hyper(m, 2, &mut rng);
+    let chunk_bytes = 700 * 2 * m * 8;
+    let mut values = vec![];
+    for cache in [usize::MAX / 2, 3 * chunk_bytes + 1, 0] {
+        let params = Ssgp::params(m)
+            .chunk_rows(700)
+            .cache_bytes(cache)
+            .check()
+            .unwrap();
+        let evidence = params.evidence(&data).unwrap();
+        let theta = evidence.pack(&hyper).unwrap();
+        check_gradient(&evidence, &theta, &format!("SSGP n=10000 cache {cache}"));
+        values.push(evidence.value_and_gradient(&theta).unwrap());
+    }
+    // Caching changes the work, not the arithmetic.
+    assert!(values.windows(2).all(|w| w[0] == w[1]));
+}
+
 #[test]
 fn gradient_matches_finite_differences() {
     let mut rng = StdRng::seed_from_u64(11);
@@ -44,31 +91,30 @@ fn gradient_matches_finite_differences() {
         let data = random_data(n, d, &mut rng);
         for floor in [0.0, 0.02] {
             for _ in 0..3 {
-                let hyper = above_floor(&random_hyper(m, d, &mut rng), floor);
                 let label = format!("SSGP ({n},{m},{d}) floor {floor}");
-                let free_params = Ssgp::params(m).noise_floor(floor).check().unwrap();
-                let free = free_params.evidence(&data).unwrap();
-                check_gradient(&free, &free.pack(&hyper).unwrap(), &label);
-                let fixed_params = Ssgp::params(m)
-                    .noise_floor(floor)
-                    .fixed_spectral_points(true)
-                    .initial_unit_frequencies(hyper.unit_frequencies.clone())
-                    .check()
-                    .unwrap();
-                let fixed = fixed_params.evidence(&data).unwrap();
-                check_gradient(&fixed, &fixed.pack(&hyper).unwrap(), &label);
+                check_ssgp_gradients(&data, m, floor, &mut rng, &label);
             }
         }
     }
 }
 
-/// The SSGP covariance (eq. 6) K = (σ0²/m)ΦΦᵀ on `x` and `z`.
+/// The SSGP covariance (eq. 6) between the rows of `x` and `z`, by its definition:
+/// k(x, z) = (σ0²/m) Σ_r cos(ω_r·(x − z)) with ω_rd = W_rd/ℓ_d (no design matrix involved).
 fn ssgp_covariance(x: &DMatrix<f64>, z: &DMatrix<f64>, h: &SsgpHyperparameters) -> DMatrix<f64> {
-    let omega = scaled_frequencies(&h.unit_frequencies, &h.hyper.lengthscales);
-    let m = omega.nrows() as f64;
-    let px = design_matrix(x, &omega, faer::Par::Seq);
-    let pz = design_matrix(z, &omega, faer::Par::Seq);
-    (px * pz.transpose()) * (h.hyper.signal_variance / m)
+    let w = &h.unit_frequencies;
+    let ell = &h.hyper.lengthscales;
+    let m = w.nrows();
+    DMatrix::from_fn(x.nrows(), z.nrows(), |i, j| {
+        let sum: f64 = (0..m)
+            .map(|r| {
+                (0..x.ncols())
+                    .map(|d| w[(r, d)] / ell[d] * (x[(i, d)] - z[(j, d)]))
+                    .sum::<f64>()
+                    .cos()
+            })
+            .sum();
+        h.hyper.signal_variance / m as f64 * sum
+    })
 }
 
 #[test]
@@ -110,13 +156,14 @@ fn fast_evidence_and_predictions_equal_dense_gp_formulas() {
             );
             assert!(pred.variance[j] >= hyper.hyper.noise_variance);
         }
-        // Prior variance is σ0² everywhere (stationarity, eq. 6).
-        assert_relative_eq!(kss[(0, 0)], hyper.hyper.signal_variance, epsilon = 1e-12);
     }
 }
 
+/// Draws from the posterior over the weights have the predictive mean and the whole predictive
+/// covariance K** − K*(K + σn²I)⁻¹K*ᵀ (dense, from the covariance's definition), cross terms
+/// included, within 5 standard errors of the Monte Carlo estimates.
 #[test]
-fn posterior_samples_have_the_predictive_moments() {
+fn posterior_samples_have_the_predictive_mean_and_covariance() {
     let mut rng = StdRng::seed_from_u64(8);
     let data = sinc_data(60, false, 0.1, &mut rng).unwrap();
     let hyper = random_hyper(6, 1, &mut rng);
@@ -125,23 +172,48 @@ fn posterior_samples_have_the_predictive_moments() {
         .unwrap()
         .condition(&data, &hyper)
         .unwrap();
-    let xs = DMatrix::from_column_slice(3, 1, &[-2.0, 1.0, 4.5]);
-    let pred = fitted.predict(&xs).unwrap();
+    let xs = DMatrix::from_column_slice(4, 1, &[-2.0, 1.0, 1.3, 4.5]);
+    let n = data.len();
+    let y = data.y().add_scalar(-data.y_mean());
+    let ks = ssgp_covariance(&xs, data.x(), &hyper);
+    let ky = ssgp_covariance(data.x(), data.x(), &hyper)
+        + DMatrix::identity(n, n) * hyper.hyper.noise_variance;
+    let chol = ky.cholesky().unwrap();
+    let mean = (&ks * chol.solve(&y)).add_scalar(data.y_mean());
+    let cov = ssgp_covariance(&xs, &xs, &hyper) - &ks * chol.solve(&ks.transpose());
+
     let draws = 20_000;
-    let mut sum = DVector::zeros(3);
-    let mut sq = DVector::zeros(3);
-    for _ in 0..draws {
-        let f = fitted.sample_posterior(&mut rng).evaluate(&xs).unwrap();
-        sq += f.component_mul(&f);
-        sum += f;
+    let samples: Vec<DVector<f64>> = (0..draws)
+        .map(|_| fitted.sample_posterior(&mut rng).evaluate(&xs).unwrap())
+        .collect();
+    let avg = samples.iter().sum::<DVector<f64>>() / draws as f64;
+    let mut sample_cov = DMatrix::zeros(4, 4);
+    for f in &samples {
+        let e = f - &avg;
+        sample_cov += &e * e.transpose();
     }
-    let mean = &sum / draws as f64;
-    let var = &sq / draws as f64 - mean.component_mul(&mean);
-    for j in 0..3 {
-        let sd = pred.latent_variance[j].sqrt();
-        assert!((mean[j] - pred.mean[j]).abs() < 5.0 * sd / (draws as f64).sqrt() + 1e-12);
-        assert_relative_eq!(var[j], pred.latent_variance[j], max_relative = 0.05);
+    sample_cov /= (draws - 1) as f64;
+    for i in 0..4 {
+        let se = (cov[(i, i)] / draws as f64).sqrt();
+        assert!(
+            (avg[i] - mean[i]).abs() < 5.0 * se,
+            "mean at {i}: {} vs {}",
+            avg[i],
+            mean[i]
+        );
+        for j in 0..4 {
+            // The standard error of a sample covariance of Gaussians.
+            let se = ((cov[(i, i)] * cov[(j, j)] + cov[(i, j)].powi(2)) / draws as f64).sqrt();
+            assert!(
+                (sample_cov[(i, j)] - cov[(i, j)]).abs() < 5.0 * se,
+                "covariance ({i},{j}): {} vs {} (standard error {se:e})",
+                sample_cov[(i, j)],
+                cov[(i, j)]
+            );
+        }
     }
+    // The points 1.0 and 1.3 are strongly correlated: the test is not all diagonal.
+    assert!(cov[(1, 2)] > 0.5 * (cov[(1, 1)] * cov[(2, 2)]).sqrt());
 }
 
 fn sinc_problem() -> (Dataset, Dataset) {

@@ -1,0 +1,86 @@
+//! Ensembles: the mixture's moments against ones computed by hand from the members' predictions,
+//! best-of against its member, the spread diagnostic.
+
+use approx::assert_relative_eq;
+use nalgebra::DMatrix;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use ssgp::data::sinc_data;
+use ssgp::ensemble::{Combine, Ensemble};
+use ssgp::{Fitc, FullGp, Regressor, Ssgp};
+
+/// Three models that disagree: a full GP, a small FITC and a small SSGP.
+fn members() -> Vec<Box<dyn Regressor>> {
+    vec![
+        Box::new(FullGp::params().max_evaluations(60)),
+        Box::new(Fitc::params(4).seed(1).max_evaluations(40)),
+        Box::new(Ssgp::params(3).seed(1).initial_draws(2).max_evaluations(40)),
+    ]
+}
+
+#[test]
+fn mixture_moments_are_the_members_average_plus_their_disagreement() {
+    let mut rng = StdRng::seed_from_u64(4);
+    let train = sinc_data(50, false, 0.05, &mut rng).unwrap();
+    let xs = DMatrix::from_column_slice(5, 1, &[-9.0, -2.0, 0.3, 1.7, 12.0]);
+    let mixture = Ensemble::new(members(), Combine::Mixture)
+        .fit(&train)
+        .unwrap();
+    let pred = mixture.predict(&xs).unwrap();
+    let spread = mixture.spread(&xs).unwrap();
+    let each: Vec<_> = mixture
+        .members()
+        .iter()
+        .map(|m| m.predict(&xs).unwrap())
+        .collect();
+    let mut disagreement = 0.0f64;
+    for j in 0..5 {
+        let mu: Vec<f64> = each.iter().map(|p| p.mean[j]).collect();
+        let mean = (mu[0] + mu[1] + mu[2]) / 3.0;
+        let between =
+            ((mu[0] - mean).powi(2) + (mu[1] - mean).powi(2) + (mu[2] - mean).powi(2)) / 3.0;
+        let within = (each[0].variance[j] + each[1].variance[j] + each[2].variance[j]) / 3.0;
+        let latent =
+            (each[0].latent_variance[j] + each[1].latent_variance[j] + each[2].latent_variance[j])
+                / 3.0;
+        assert_relative_eq!(pred.mean[j], mean, max_relative = 1e-14);
+        assert_relative_eq!(pred.variance[j], within + between, max_relative = 1e-14);
+        assert_relative_eq!(
+            pred.latent_variance[j],
+            latent + between,
+            max_relative = 1e-14
+        );
+        assert_relative_eq!(spread.between[j], between, max_relative = 1e-14);
+        assert_relative_eq!(spread.within[j], within, max_relative = 1e-14);
+        disagreement = disagreement.max(between / within);
+    }
+    // The members do disagree somewhere, so the disagreement term is exercised.
+    assert!(disagreement > 1e-3, "members agree: {disagreement:e}");
+    let noise: f64 = mixture.members().iter().map(|m| m.noise_variance()).sum();
+    assert_relative_eq!(
+        ssgp::FittedRegressor::noise_variance(&mixture),
+        noise / 3.0,
+        max_relative = 1e-14
+    );
+}
+
+#[test]
+fn best_of_predicts_as_its_member_with_the_lowest_negative_log_evidence() {
+    let mut rng = StdRng::seed_from_u64(4);
+    let train = sinc_data(50, false, 0.05, &mut rng).unwrap();
+    let xs = DMatrix::from_column_slice(3, 1, &[-2.0, 0.3, 1.7]);
+    let best = Ensemble::new(members(), Combine::Best).fit(&train).unwrap();
+    let values: Vec<f64> = best
+        .members()
+        .iter()
+        .map(|m| m.neg_log_evidence())
+        .collect();
+    let lowest = (0..3)
+        .min_by(|&a, &b| values[a].total_cmp(&values[b]))
+        .unwrap();
+    assert_eq!(best.best_index(), lowest);
+    assert_eq!(
+        best.predict(&xs).unwrap(),
+        best.members()[lowest].predict(&xs).unwrap()
+    );
+}
