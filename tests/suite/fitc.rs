@@ -245,7 +245,9 @@ fn matches_snelson_reference_on_kin40k() {
     theta[dim] = 0.5 * snelson[md + dim];
     theta[dim + 1] = 0.5 * snelson[md + dim + 1];
     // Ours holds the pseudo-inputs relative to the column means of the inputs.
-    let pseudo = DMatrix::from_fn(m, dim, |j, d| snelson[j + d * m] - data.x().column(d).mean());
+    let pseudo = DMatrix::from_fn(m, dim, |j, d| {
+        snelson[j + d * m] - data.x().column(d).mean()
+    });
     theta.as_mut_slice()[dim + 2..].copy_from_slice(pseudo.as_slice());
 
     let params = Fitc::params(m).jitter(1e-6).check().unwrap();

@@ -9,9 +9,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
 use ssgp::metrics::nmse;
-use ssgp::{
-    Dataset, Fitc, FittedRegressor, FullGp, LengthscaleInit, Regressor, Ssgp, Termination,
-};
+use ssgp::{Dataset, Fitc, FittedRegressor, FullGp, LengthscaleInit, Regressor, Ssgp, Termination};
 
 /// Fits `model`, returning its test NMSE and the fitted model.
 fn fit(
@@ -110,7 +108,12 @@ fn case_2_failed_trial_points_back_off_instead_of_ending_training() {
     let test = ssgp::data::sinc_data(500, true, 0.05, &mut rng).unwrap();
     let truth = DVector::from_element(1, 0.8);
 
-    let (full, _) = fit("full GP, inputs ±1e-6", &FullGp::params(), &near_duplicates, &test);
+    let (full, _) = fit(
+        "full GP, inputs ±1e-6",
+        &FullGp::params(),
+        &near_duplicates,
+        &test,
+    );
     let (full_true, _) = fit(
         "full GP, true ℓ",
         &FullGp::params().initial_lengthscales(truth.clone()),
@@ -151,7 +154,10 @@ fn case_3_a_flat_objective_stops_early() {
     let (default, fitted) = fit("full GP, 26 inputs", &FullGp::params(), &train, &test);
     let t = fitted.training();
     assert!(
-        matches!(t.termination, Termination::Converged | Termination::SmallGradient),
+        matches!(
+            t.termination,
+            Termination::Converged | Termination::SmallGradient
+        ),
         "{}",
         t.termination
     );
@@ -233,7 +239,10 @@ fn case_4b_many_irrelevant_inputs_the_default_start_finds_the_three_that_matter(
             &test,
         );
         assert_good("case 4b", default, &[true_start]);
-        assert!(default <= 0.05, "seed {seed}: NMSE {default} (half ranges: 1.5)");
+        assert!(
+            default <= 0.05,
+            "seed {seed}: NMSE {default} (half ranges: 1.5)"
+        );
         // Half ranges let SSGP use all 50 inputs and overfit: the default is not that start.
         let (half, _) = fit(
             "SSGP-50, half ranges",
