@@ -150,34 +150,34 @@ impl FittedEnsemble {
         self.best
     }
 
-    /// Predictive distribution: the best member's, or the moments of the equal-weight mixture
-    /// (mean ⟨μ_k⟩, variance ⟨σ_k²⟩ + ⟨μ_k²⟩ − ⟨μ_k⟩², likewise for f*).
+    /// Predictive distribution: the best member's, or the moments of the equal-weight mixture:
+    /// mean μ̄ = ⟨μ_k⟩ and variance ⟨σ_k²⟩ + ⟨(μ_k − μ̄)²⟩ (likewise for f*), the spread of the
+    /// means summed as squared deviations, which cannot cancel below ⟨σ_k²⟩ as
+    /// ⟨μ_k²⟩ − μ̄² can.
     ///
     /// # Errors
-    /// As the members' `predict`.
+    /// As the members' `predict`; [`Error::NonFinite`] if the mixture's moments overflow.
     pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
         match self.combine {
             Combine::Best => self.members[self.best].predict(x),
             Combine::Mixture => {
                 let preds = self.member_predictions(x)?;
                 let k = preds.len() as f64;
-                let mean = preds
-                    .iter()
-                    .fold(DVector::zeros(x.nrows()), |a, p| a + &p.mean)
-                    / k;
-                let second = |var: fn(&Predictive) -> &DVector<f64>| {
-                    preds.iter().fold(DVector::zeros(x.nrows()), |a, p| {
-                        a + var(p) + p.mean.component_mul(&p.mean)
-                    }) / k
-                        - mean.component_mul(&mean)
+                let n = x.nrows();
+                let mean = preds.iter().fold(DVector::zeros(n), |a, p| a + &p.mean) / k;
+                let between = preds.iter().fold(DVector::zeros(n), |a, p| {
+                    let d = &p.mean - &mean;
+                    a + d.component_mul(&d)
+                }) / k;
+                let average = |var: fn(&Predictive) -> &DVector<f64>| {
+                    preds.iter().fold(DVector::zeros(n), |a, p| a + var(p)) / k + &between
                 };
-                let variance = second(|p| &p.variance).map(|v| v.max(0.0));
-                let latent_variance = second(|p| &p.latent_variance).map(|v| v.max(0.0));
-                Ok(Predictive {
+                Predictive {
+                    variance: average(|p| &p.variance),
+                    latent_variance: average(|p| &p.latent_variance),
                     mean,
-                    variance,
-                    latent_variance,
-                })
+                }
+                .finite()
             }
         }
     }

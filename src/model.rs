@@ -118,7 +118,8 @@ pub trait FittedRegressor: Send + Sync {
     ///
     /// # Errors
     /// [`crate::Error::DimensionMismatch`] if `x` has not D columns, [`crate::Error::NonFinite`]
-    /// for a NaN or infinity, [`crate::Error::EmptyData`] for no rows.
+    /// for a NaN or infinity in `x` or a prediction that overflows there (never a NaN or ∞ in
+    /// the result), [`crate::Error::EmptyData`] for no rows.
     fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive>;
 
     /// −log p(y|θ) of the training targets (centred by their mean) at the fitted θ.

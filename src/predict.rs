@@ -13,7 +13,8 @@ use nalgebra::{DMatrix, DVector};
 ///
 /// # Errors
 /// [`Error::EmptyData`] for no rows, [`Error::DimensionMismatch`] if `x` has not D columns,
-/// [`Error::NonFinite`] for a NaN or infinity; whatever `chunk` returns.
+/// [`Error::NonFinite`] for a NaN or infinity in `x` or in the predictions (see
+/// [`Predictive::finite`]); whatever `chunk` returns.
 pub(crate) fn predict_in_chunks(
     x: &DMatrix<f64>,
     columns: &InputColumns,
@@ -44,7 +45,7 @@ pub(crate) fn predict_in_chunks(
         start += len;
     }
     mean.add_scalar_mut(y_mean);
-    Ok(Predictive::from_latent(mean, latent, noise_variance))
+    Predictive::from_latent(mean, latent, noise_variance).finite()
 }
 
 /// The [`crate::model::FittedRegressor`] impl of a fitted model with inherent `predict`,

@@ -1,5 +1,6 @@
 //! The predictive distribution returned by every model.
 
+use crate::error::{Error, Result};
 use nalgebra::DVector;
 
 /// Gaussian predictive marginals at a batch of test inputs.
@@ -20,19 +21,52 @@ pub struct Predictive {
 impl Predictive {
     /// Assembles a predictive from means, latent variances and the noise variance σn².
     ///
-    /// Latent variances are clamped at 0 (they can dip below by round-off); `variance` = latent + σn².
+    /// Negative latent variances are clamped at 0 (they can dip below by round-off); `variance` =
+    /// latent + σn².
     pub(crate) fn from_latent(
         mean: DVector<f64>,
         mut latent_variance: DVector<f64>,
         noise_variance: f64,
     ) -> Self {
-        latent_variance.apply(|v| *v = v.max(0.0));
+        // Negative round-off only: a NaN stays NaN, for `finite` to report.
+        latent_variance.apply(|v| {
+            if *v < 0.0 {
+                *v = 0.0;
+            }
+        });
         let variance = latent_variance.map(|v| v + noise_variance);
         Self {
             mean,
             variance,
             latent_variance,
         }
+    }
+
+    /// The predictive itself if every mean and variance is finite.
+    ///
+    /// A model whose arithmetic overflows at a test input — e.g. an SSGP asked about a point so
+    /// far from its training data that a phase Ω_rᵀ(x* − c) exceeds the largest `f64` — would
+    /// otherwise return NaN or ±∞ as if it were a prediction.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] naming the first non-finite mean, variance or latent variance and its
+    /// test point (the row).
+    pub(crate) fn finite(self) -> Result<Self> {
+        for (what, values) in [
+            ("predictive mean", &self.mean),
+            ("predictive variance", &self.variance),
+            ("predictive latent variance", &self.latent_variance),
+        ] {
+            if let Some((row, &value)) = values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+                return Err(Error::NonFinite {
+                    what,
+                    row,
+                    col: 0,
+                    value,
+                });
+            }
+        }
+        Ok(self)
     }
 
     /// Number of test points.

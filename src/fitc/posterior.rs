@@ -81,7 +81,8 @@ impl FittedFitc {
     ///
     /// # Errors
     /// [`crate::Error::EmptyData`] for no rows, [`crate::Error::DimensionMismatch`] if `x` has
-    /// not D columns, [`crate::Error::NonFinite`] for a NaN or infinity.
+    /// not D columns, [`crate::Error::NonFinite`] for a NaN or infinity in `x` or in a
+    /// prediction.
     pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
         let p = par(self.threads);
         let kernel = SeArd {

@@ -12,7 +12,7 @@ use crate::linalg::{self, Jitter};
 use crate::model::TrainingSummary;
 use crate::optim::OptimReport;
 use crate::params::{impl_fit, training_builder, TrainingSettings};
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DVector;
 use rand::SeedableRng;
 
 /// Validated full-GP settings (from [`FullGpParams`] by [`ParamGuard::check`](crate::ParamGuard::check)).
@@ -178,7 +178,8 @@ impl ValidFullGpParams {
     /// # Errors
     /// [`Error::DimensionMismatch`] for a θ without D + 2 entries, [`Error::NonFinite`] for a NaN
     /// or infinity in it, [`Error::InvalidParameter`] for extreme values;
-    /// [`Error::NotPositiveDefinite`] if K + σn² I cannot be factorised even with jitter.
+    /// [`Error::NotPositiveDefinite`] if K + σn² I cannot be factorised even with jitter;
+    /// [`Error::Allocation`] if its 8·n² bytes cannot be allocated.
     pub fn condition(&self, data: &Dataset, theta: &DVector<f64>) -> Result<FittedFullGp> {
         self.condition_on(data, theta, InputColumns::all(data.dim()), None)
     }
@@ -200,7 +201,7 @@ impl ValidFullGpParams {
         let z = kernel::scale_inputs(&centred, &h.lengthscales);
         let y_mean = data.y_mean();
         let y = data.y().add_scalar(-y_mean);
-        let mut factor = DMatrix::zeros(n, n);
+        let mut factor = linalg::try_zeros(n, n, "the n×n Cholesky factor of K + σn²I")?;
         let kernel = SeArd {
             lengthscales: &h.lengthscales,
             signal_variance: h.signal_variance,

@@ -48,7 +48,8 @@ impl FittedFullGp {
     ///
     /// # Errors
     /// [`crate::Error::EmptyData`] for no rows, [`crate::Error::DimensionMismatch`] if `x` has
-    /// not D columns, [`crate::Error::NonFinite`] for a NaN or infinity.
+    /// not D columns, [`crate::Error::NonFinite`] for a NaN or infinity in `x` or in a
+    /// prediction.
     pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
         let n = self.z.nrows();
         let h = &self.hyperparameters;

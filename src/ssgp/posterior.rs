@@ -57,7 +57,8 @@ impl FittedSsgp {
     ///
     /// # Errors
     /// [`crate::Error::EmptyData`] for no rows, [`crate::Error::DimensionMismatch`] for a wrong
-    /// D, [`crate::Error::NonFinite`] for a NaN or infinity.
+    /// D, [`crate::Error::NonFinite`] for a NaN or infinity in `x`, or for a test point so far
+    /// from the training data that a phase overflows.
     pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
         let k = 2 * self.num_spectral_points();
         let alpha = MatRef::from_column_major_slice(self.posterior.alpha.as_slice(), k, 1);
