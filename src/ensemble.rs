@@ -108,12 +108,14 @@ impl Fit for Ensemble {
     }
 }
 
-/// The fitted members of an [`Ensemble`].
-pub struct FittedEnsemble {
-    members: Vec<Box<dyn FittedRegressor>>,
-    best: usize,
-    combine: Combine,
-    training: TrainingSummary,
+/// The fitted members of an [`Ensemble`]: by default boxed models of any kind
+/// (`Box<dyn FittedRegressor>`); a loaded one holds `persist::SavedModel`s (feature `serde`).
+#[derive(Debug, Clone)]
+pub struct FittedEnsemble<M = Box<dyn FittedRegressor>> {
+    pub(crate) members: Vec<M>,
+    pub(crate) best: usize,
+    pub(crate) combine: Combine,
+    pub(crate) training: TrainingSummary,
 }
 
 /// Disagreement between the members' predictions, per test point (§5.4 diagnostic).
@@ -139,15 +141,20 @@ impl Spread {
     }
 }
 
-impl FittedEnsemble {
+impl<M: FittedRegressor> FittedEnsemble<M> {
     /// The fitted members, in the order given.
-    pub fn members(&self) -> &[Box<dyn FittedRegressor>] {
+    pub fn members(&self) -> &[M] {
         &self.members
     }
 
     /// Index of the member with the best evidence.
     pub fn best_index(&self) -> usize {
         self.best
+    }
+
+    /// How the members are combined.
+    pub fn combine(&self) -> Combine {
+        self.combine
     }
 
     /// Predictive distribution: the best member's, or the moments of the equal-weight mixture:
@@ -204,7 +211,7 @@ impl FittedEnsemble {
     }
 }
 
-impl FittedRegressor for FittedEnsemble {
+impl<M: FittedRegressor> FittedRegressor for FittedEnsemble<M> {
     fn name(&self) -> &'static str {
         self.combine.name()
     }

@@ -150,10 +150,11 @@ impl<R: Fit> Fit for Standardized<R> {
 /// A fitted model behind a [`Scaler`].
 #[derive(Debug, Clone)]
 pub struct FittedStandardized<F> {
-    scaler: Scaler,
-    inner: F,
-    shift: f64,
-    training: TrainingSummary,
+    pub(crate) scaler: Scaler,
+    pub(crate) inner: F,
+    /// n·log s_y: what the evidence moves by on the original scale.
+    pub(crate) shift: f64,
+    pub(crate) training: TrainingSummary,
 }
 
 impl<F: FittedRegressor> FittedStandardized<F> {

@@ -14,6 +14,7 @@ use crate::optim::OptimReport;
 use crate::params::{impl_fit, training_builder, TrainingSettings};
 use nalgebra::DVector;
 use rand::SeedableRng;
+use std::sync::Arc;
 
 /// Validated full-GP settings (from [`FullGpParams`] by [`ParamGuard::check`](crate::ParamGuard::check)).
 ///
@@ -193,7 +194,22 @@ impl ValidFullGpParams {
         columns: InputColumns,
         training: Option<TrainingSummary>,
     ) -> Result<FittedFullGp> {
-        let data = columns.select_data(data)?;
+        let data = Arc::new(columns.select_data(data)?.into_owned());
+        self.condition_used(data, theta, columns, training)
+    }
+
+    /// The posterior on `data`, already restricted to the used `columns`, at θ: the one code path
+    /// of fitting's conditioning and of loading a saved model, so both give the same factor.
+    ///
+    /// # Errors
+    /// As [`Self::condition`].
+    pub(crate) fn condition_used(
+        &self,
+        data: Arc<Dataset>,
+        theta: &DVector<f64>,
+        columns: InputColumns,
+        training: Option<TrainingSummary>,
+    ) -> Result<FittedFullGp> {
         let h = self.evidence(&data).unpack(theta)?;
         let par = linalg::par(self.training.threads);
         let n = data.len();
@@ -219,16 +235,20 @@ impl ValidFullGpParams {
             par,
         )?;
         Ok(FittedFullGp {
+            data,
             z,
             input_means,
             y_mean,
             alpha,
-            factor,
+            factor: Arc::new(factor),
             theta: theta.clone(),
             hyperparameters: h,
             jitter,
             neg_log_evidence,
             training: training.unwrap_or_else(|| TrainingSummary::untrained(neg_log_evidence)),
+            noise_floor: self.training.noise_floor,
+            jitter_policy: self.jitter,
+            threads: self.training.threads,
             par,
             columns,
         })
