@@ -22,8 +22,10 @@ use crate::ssgp::SsgpParams;
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
-/// How the members of an ensemble are combined.
+/// How the members of an ensemble are combined (saved as `"best"` or `"mixture"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Combine {
     /// Keep the member with the lowest −log p(y|θ).
     Best,
@@ -239,5 +241,20 @@ impl<M: FittedRegressor> FittedRegressor for FittedEnsemble<M> {
     /// The best member's summary, with iterations and evaluations summed over all members.
     fn training(&self) -> &TrainingSummary {
         &self.training
+    }
+
+    /// The ensemble with each member saved; an error if one cannot be.
+    #[cfg(feature = "serde")]
+    fn to_saved(&self) -> Result<crate::persist::SavedModel> {
+        Ok(crate::persist::SavedModel::Ensemble(FittedEnsemble {
+            members: self
+                .members
+                .iter()
+                .map(|m| m.to_saved())
+                .collect::<Result<_>>()?,
+            best: self.best,
+            combine: self.combine,
+            training: self.training.clone(),
+        }))
     }
 }

@@ -233,6 +233,19 @@ impl<F: FittedRegressor> FittedRegressor for FittedStandardized<F> {
     fn training(&self) -> &TrainingSummary {
         &self.training
     }
+
+    /// The scaler with the wrapped model saved; an error if it cannot be.
+    #[cfg(feature = "serde")]
+    fn to_saved(&self) -> Result<crate::persist::SavedModel> {
+        Ok(crate::persist::SavedModel::Standardized(Box::new(
+            FittedStandardized {
+                scaler: self.scaler.clone(),
+                inner: self.inner.to_saved()?,
+                shift: self.shift,
+                training: self.training.clone(),
+            },
+        )))
+    }
 }
 
 #[cfg(test)]

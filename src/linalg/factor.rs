@@ -75,6 +75,7 @@ pub fn cholesky_in_place_lower(a: &mut DMatrix<f64>, what: &'static str, par: Pa
 /// - SSGP needs none: A = ΦᵀΦ + (mσn²/σ0²)I is regularised by construction.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct Jitter {
     /// Added to the diagonal on the first attempt.
     pub initial: f64,
