@@ -22,8 +22,10 @@ use crate::ssgp::SsgpParams;
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
-/// How the members of an ensemble are combined.
+/// How the members of an ensemble are combined (saved as `"best"` or `"mixture"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Combine {
     /// Keep the member with the lowest −log p(y|θ).
     Best,
@@ -110,12 +112,14 @@ impl Fit for Ensemble {
     }
 }
 
-/// The fitted members of an [`Ensemble`].
-pub struct FittedEnsemble {
-    members: Vec<Box<dyn FittedRegressor>>,
-    best: usize,
-    combine: Combine,
-    training: TrainingSummary,
+/// The fitted members of an [`Ensemble`]: by default boxed models of any kind
+/// (`Box<dyn FittedRegressor>`); a loaded one holds `persist::SavedModel`s (feature `serde`).
+#[derive(Debug, Clone)]
+pub struct FittedEnsemble<M = Box<dyn FittedRegressor>> {
+    pub(crate) members: Vec<M>,
+    pub(crate) best: usize,
+    pub(crate) combine: Combine,
+    pub(crate) training: TrainingSummary,
 }
 
 /// Disagreement between the members' predictions, per test point (§5.4 diagnostic).
@@ -141,9 +145,9 @@ impl Spread {
     }
 }
 
-impl FittedEnsemble {
+impl<M: FittedRegressor> FittedEnsemble<M> {
     /// The fitted members, in the order given.
-    pub fn members(&self) -> &[Box<dyn FittedRegressor>] {
+    pub fn members(&self) -> &[M] {
         &self.members
     }
 
@@ -152,11 +156,16 @@ impl FittedEnsemble {
         self.best
     }
 
+    /// How the members are combined.
+    pub fn combine(&self) -> Combine {
+        self.combine
+    }
+
     /// Predictive distribution: the best member's, or the moments of the equal-weight mixture
     /// (mean ⟨μ_k⟩, variance ⟨σ_k²⟩ + ⟨(μ_k − ⟨μ⟩)²⟩, likewise for f*).
     ///
     /// # Errors
-    /// As the members' `predict`.
+    /// As the members' `predict`; [`Error::Numerical`] if the mixture's moments overflow.
     pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
         match self.combine {
             Combine::Best => self.members[self.best].predict(x),
@@ -169,11 +178,12 @@ impl FittedEnsemble {
                         .fold(DVector::zeros(x.nrows()), |a, p| a + var(p))
                         / preds.len() as f64
                 };
-                Ok(Predictive {
+                Predictive {
                     variance: average(|p| &p.variance) + &between,
                     latent_variance: average(|p| &p.latent_variance) + &between,
                     mean,
-                })
+                }
+                .finite()
             }
         }
     }
@@ -210,7 +220,7 @@ fn mean_and_spread(preds: &[Predictive]) -> (DVector<f64>, DVector<f64>) {
     (mean, between)
 }
 
-impl FittedRegressor for FittedEnsemble {
+impl<M: FittedRegressor> FittedRegressor for FittedEnsemble<M> {
     fn name(&self) -> &'static str {
         self.combine.name()
     }
@@ -238,5 +248,20 @@ impl FittedRegressor for FittedEnsemble {
     /// The best member's summary, with iterations and evaluations summed over all members.
     fn training(&self) -> &TrainingSummary {
         &self.training
+    }
+
+    /// The ensemble with each member saved; an error if one cannot be.
+    #[cfg(feature = "serde")]
+    fn to_saved(&self) -> Result<crate::persist::SavedModel> {
+        Ok(crate::persist::SavedModel::Ensemble(FittedEnsemble {
+            members: self
+                .members
+                .iter()
+                .map(|m| m.to_saved())
+                .collect::<Result<_>>()?,
+            best: self.best,
+            combine: self.combine,
+            training: self.training.clone(),
+        }))
     }
 }

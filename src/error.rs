@@ -131,9 +131,62 @@ pub enum Error {
     /// training was not asked for; the best parameters found are in the report.
     #[error("{0}")]
     TrainingFailed(Box<crate::optim::FailedTraining>),
+    /// A buffer the computation needs could not be allocated (e.g. the n×n factor of a full GP
+    /// on too many points).
+    #[error("cannot allocate {bytes} bytes for {what}")]
+    Allocation {
+        /// What the buffer was for.
+        what: &'static str,
+        /// Its size in bytes (`usize::MAX` if that overflows).
+        bytes: usize,
+    },
+    /// A saved model written in another version of the file format (see
+    /// `persist::FORMAT_VERSION`, feature `serde`).
+    #[error(
+        "the saved model has format version {found}, but this build of ssgp reads version \
+         {supported}"
+    )]
+    FormatVersion {
+        /// The version written in the file.
+        found: u64,
+        /// The version this build reads and writes.
+        supported: u32,
+    },
+    /// A saved model whose text or structure is not that of the format: bad JSON, a missing,
+    /// unknown or mistyped field (the reason says which, with the line and column).
+    #[error("malformed saved model: {reason}")]
+    MalformedModel {
+        /// What was wrong, from the parser.
+        reason: String,
+    },
+    /// A saved model of another kind than the one asked for (e.g. a FITC model loaded as an
+    /// SSGP).
+    #[error("the saved model is a `{found}` model, not a `{expected}` one")]
+    WrongModelKind {
+        /// The kind asked for.
+        expected: &'static str,
+        /// The kind in the file.
+        found: &'static str,
+    },
+    /// A fitted model that cannot be saved: one implemented outside this crate (e.g. a member of
+    /// an ensemble).
+    #[error("model `{name}` cannot be saved: only this crate's models (SSGP, FITC, the full GP, and standardised models and ensembles of them) can")]
+    NotPersistable {
+        /// The model's name ([`crate::FittedRegressor::name`]).
+        name: &'static str,
+    },
     /// Reading a file failed.
     #[error("cannot read {}: {source}", path.display())]
     Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Writing a file failed.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
         /// The file.
         path: PathBuf,
         /// The underlying error.

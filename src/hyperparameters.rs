@@ -107,9 +107,13 @@ impl NoiseParam {
     }
 }
 
-/// Number of entries of θ for D inputs and an m×D block (`block_rows` = m, or 0 for none).
+/// Number of entries of θ for D inputs and an m×D block (`block_rows` = m, or 0 for none);
+/// `usize::MAX` if that overflows (no θ has that length, so a check against it fails).
 pub fn theta_len(dim: usize, block_rows: usize) -> usize {
-    dim + 2 + block_rows * dim
+    block_rows
+        .saturating_mul(dim)
+        .saturating_add(dim)
+        .saturating_add(2)
 }
 
 /// Packs hyperparameters and an optional m×D block into θ (layout in the [module docs](self)).

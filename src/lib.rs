@@ -51,6 +51,7 @@
 //! | [`predictive`] | [`Predictive`]: means and variances of y* and f* (the chunked prediction loop is shared) |
 //! | [`ensemble`] | restarts kept as the best fit or combined as a mixture, and their spread (§5.4) |
 //! | [`standardize`] | centring and scaling of inputs and targets around any model, undone in predictions |
+//! | `persist` | (feature `serde`) saving and loading every fitted model: one JSON format with a version, checked on load, bit-identical predictions |
 //! | [`metrics`] | NMSE and MNLP (eq. 13), calibration |
 //! | [`error`] | the crate's one [`Error`] type |
 //!
@@ -74,6 +75,8 @@ pub mod metrics;
 pub mod model;
 pub mod optim;
 pub mod params;
+#[cfg(feature = "serde")]
+pub mod persist;
 mod predict;
 pub mod predictive;
 pub mod ssgp;

@@ -118,7 +118,8 @@ pub trait FittedRegressor: Send + Sync {
     ///
     /// # Errors
     /// [`crate::Error::DimensionMismatch`] if `x` has not D columns, [`crate::Error::NonFinite`]
-    /// for a NaN or infinity, [`crate::Error::EmptyData`] for no rows.
+    /// for a NaN or infinity in `x` or a prediction that overflows there (never a NaN or ∞ in
+    /// the result), [`crate::Error::EmptyData`] for no rows.
     fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive>;
 
     /// −log p(y|θ) of the training targets (centred by their mean) at the fitted θ.
@@ -129,6 +130,17 @@ pub trait FittedRegressor: Send + Sync {
 
     /// How training went.
     fn training(&self) -> &TrainingSummary;
+
+    /// The model as a [`SavedModel`](crate::persist::SavedModel) (feature `serde`), to save with
+    /// [`crate::persist`] or to hold as one of the crate's closed set of kinds. Every fitted model
+    /// of the crate implements it (standardised models and ensembles when what they hold does).
+    ///
+    /// # Errors
+    /// [`crate::Error::NotPersistable`] for a model implemented outside the crate (the default).
+    #[cfg(feature = "serde")]
+    fn to_saved(&self) -> Result<crate::persist::SavedModel> {
+        Err(crate::Error::NotPersistable { name: self.name() })
+    }
 }
 
 impl FittedRegressor for Box<dyn FittedRegressor> {
@@ -150,5 +162,10 @@ impl FittedRegressor for Box<dyn FittedRegressor> {
 
     fn training(&self) -> &TrainingSummary {
         self.as_ref().training()
+    }
+
+    #[cfg(feature = "serde")]
+    fn to_saved(&self) -> Result<crate::persist::SavedModel> {
+        self.as_ref().to_saved()
     }
 }

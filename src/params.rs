@@ -9,7 +9,7 @@
 //! noise floor, lengthscale start — live in [`TrainingSettings`], and every builder has the same
 //! methods to set them.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::hyperparameters::NoiseParam;
 use crate::init::LengthscaleInit;
 use crate::optim::{minimize, Objective, OptimConfig, OptimReport};
@@ -32,6 +32,26 @@ pub trait ParamGuard {
     /// # Errors
     /// As [`ParamGuard::check_ref`].
     fn check(self) -> Result<Self::Checked>;
+}
+
+/// The most threads a model may be configured with (a fitted model's thread count is checked
+/// against it too when it is loaded): far more than any machine has cores, and few enough that a
+/// thread count from a corrupted file cannot make the linear algebra allocate per-thread state
+/// for 2⁴⁰ threads.
+pub const MAX_THREADS: usize = 4096;
+
+/// Checks a thread count against [`MAX_THREADS`].
+///
+/// # Errors
+/// [`Error::InvalidParameter`] naming `threads` for more than [`MAX_THREADS`].
+pub(crate) fn check_threads(threads: usize) -> Result<()> {
+    if threads > MAX_THREADS {
+        return Err(Error::InvalidParameter {
+            name: "threads",
+            reason: format!("{threads} threads asked for; at most {MAX_THREADS} are allowed"),
+        });
+    }
+    Ok(())
 }
 
 /// Settings shared by the training of every model.
@@ -99,8 +119,10 @@ impl TrainingSettings {
     /// Checks the shared settings.
     ///
     /// # Errors
-    /// As [`OptimConfig::validate`], [`NoiseParam::validate`] and [`LengthscaleInit::validate`].
+    /// As [`OptimConfig::validate`], [`NoiseParam::validate`] and [`LengthscaleInit::validate`];
+    /// [`Error::InvalidParameter`] for more than [`MAX_THREADS`] threads.
     pub(crate) fn validate(&self) -> Result<()> {
+        check_threads(self.threads)?;
         self.optim.validate()?;
         self.noise().validate()?;
         self.lengthscales.validate()
@@ -162,7 +184,8 @@ macro_rules! training_builder {
                 self
             }
 
-            /// Threads (0 = all of rayon's, by default one per core; 1 = sequential).
+            /// Threads (0 = all of rayon's, by default one per core; 1 = sequential); at most
+            /// [`MAX_THREADS`](crate::params::MAX_THREADS).
             pub fn threads(mut self, threads: usize) -> Self {
                 self.0.training.threads = threads;
                 self

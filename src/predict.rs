@@ -88,6 +88,11 @@ macro_rules! impl_fitted_regressor {
             fn training(&self) -> &$crate::model::TrainingSummary {
                 $fitted::training(self)
             }
+
+            #[cfg(feature = "serde")]
+            fn to_saved(&self) -> $crate::error::Result<$crate::persist::SavedModel> {
+                Ok(self.clone().into())
+            }
         }
     };
 }

@@ -9,7 +9,7 @@ use nalgebra::DVector;
 /// σn² included, as in paper eq. 2 and 7), and the latent $f_{*j} \sim \mathcal N(\mu_{*j}, \sigma^2_{*j} - \sigma_n^2)$
 /// with `latent_variance`. Every value is finite and every variance ≥ 0: a latent variance below
 /// zero by round-off only (down to −[`ROUND_OFF`]·σ0²) is reported as 0, anything else is an
-/// error ([`round_off_variance`]).
+/// error ([`crate::Error::Numerical`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Predictive {
     /// Predictive means μ_*, one per test point (the training-target mean added back).
@@ -59,6 +59,33 @@ impl Predictive {
             variance,
             latent_variance,
         }
+    }
+
+    /// The predictive itself if every mean and variance is finite.
+    ///
+    /// A model whose arithmetic overflows at a test input — e.g. an SSGP asked about a point so
+    /// far from its training data that a phase Ω_rᵀ(x* − c) exceeds the largest `f64` — would
+    /// otherwise return NaN or ±∞ as if it were a prediction.
+    ///
+    /// # Errors
+    /// [`Error::Numerical`] naming the first non-finite mean, variance or latent variance and its
+    /// test point (the row).
+    pub(crate) fn finite(self) -> Result<Self> {
+        for (what, values) in [
+            ("predictive mean", &self.mean),
+            ("predictive variance", &self.variance),
+            ("predictive latent variance", &self.latent_variance),
+        ] {
+            if let Some((row, &value)) = values.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+                return Err(Error::Numerical {
+                    what: format!(
+                        "the {what} at test row {row} is {value}: the inputs may be beyond what \
+                         f64 can resolve"
+                    ),
+                });
+            }
+        }
+        Ok(self)
     }
 
     /// Number of test points.

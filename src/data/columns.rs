@@ -10,11 +10,84 @@ use nalgebra::{DMatrix, DVector};
 use std::borrow::Cow;
 
 /// Which of a data set's D input columns a model uses.
+///
+/// With the `serde` feature it is written as `{"used": [...], "ignored": [...]}` and checked when
+/// read: every column of 0..D exactly once, each list increasing, at least one column used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    serde(try_from = "ColumnsRepr", into = "ColumnsRepr")
+)]
 pub struct InputColumns {
     dim: usize,
     used: Vec<usize>,
+}
+
+/// The saved form of [`InputColumns`]: the used and the ignored columns, so that D is the
+/// number of entries present (a saved D of 2⁶⁰ cannot make a loop over the columns hang).
+#[cfg(feature = "serde")]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ColumnsRepr {
+    used: Vec<usize>,
+    ignored: Vec<usize>,
+}
+
+#[cfg(feature = "serde")]
+impl From<InputColumns> for ColumnsRepr {
+    fn from(columns: InputColumns) -> Self {
+        Self {
+            ignored: columns.ignored(),
+            used: columns.used,
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<ColumnsRepr> for InputColumns {
+    type Error = Error;
+
+    /// The columns of a saved model: D = used + ignored, each of 0..D named once, both lists
+    /// increasing, at least one used.
+    fn try_from(repr: ColumnsRepr) -> Result<Self> {
+        let bad = |reason: String| Error::InvalidParameter {
+            name: "input_columns",
+            reason,
+        };
+        if repr.used.is_empty() {
+            return Err(bad("no input column is used".into()));
+        }
+        let dim = repr
+            .used
+            .len()
+            .checked_add(repr.ignored.len())
+            .ok_or_else(|| bad("too many columns".into()))?;
+        let mut seen = vec![false; dim];
+        for (list, name) in [(&repr.used, "used"), (&repr.ignored, "ignored")] {
+            if let Some(w) = list.windows(2).find(|w| w[0] >= w[1]) {
+                return Err(bad(format!(
+                    "the {name} columns are not increasing: {} then {}",
+                    w[0], w[1]
+                )));
+            }
+            for &d in list {
+                match seen.get_mut(d) {
+                    None => {
+                        return Err(bad(format!(
+                            "{name} column {d} is out of range for D = {dim} (used + ignored)"
+                        )))
+                    }
+                    Some(true) => return Err(bad(format!("column {d} is both used and ignored"))),
+                    Some(s) => *s = true,
+                }
+            }
+        }
+        Ok(Self {
+            dim,
+            used: repr.used,
+        })
+    }
 }
 
 impl InputColumns {
@@ -152,5 +225,37 @@ mod tests {
             InputColumns::varying(&flat),
             Err(Error::EmptyData { .. })
         ));
+    }
+
+    #[cfg(feature = "serde")]
+    #[test]
+    fn saved_columns_name_every_column_once() {
+        let repr = |used: &[usize], ignored: &[usize]| ColumnsRepr {
+            used: used.to_vec(),
+            ignored: ignored.to_vec(),
+        };
+        let cols = InputColumns::try_from(repr(&[1, 3], &[0, 2])).unwrap();
+        assert_eq!((cols.dim(), cols.used()), (4, &[1, 3][..]));
+        assert_eq!(ColumnsRepr::from(cols), repr(&[1, 3], &[0, 2]));
+        for (used, ignored) in [
+            (&[][..], &[0][..]),
+            (&[0, 2], &[]),
+            (&[0, 1], &[1]),
+            (&[1, 0], &[]),
+            (&[0, 0], &[1]),
+            (&[0], &[usize::MAX]),
+            (&[0, 1], &[3, 2]),
+        ] {
+            assert!(
+                matches!(
+                    InputColumns::try_from(repr(used, ignored)),
+                    Err(Error::InvalidParameter {
+                        name: "input_columns",
+                        ..
+                    })
+                ),
+                "{used:?} {ignored:?}"
+            );
+        }
     }
 }

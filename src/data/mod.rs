@@ -11,6 +11,8 @@ mod sinc;
 
 #[cfg(feature = "ndarray")]
 pub use arrays::matrix_from_ndarray;
+#[cfg(feature = "serde")]
+pub(crate) use columns::ColumnsRepr;
 pub use columns::InputColumns;
 pub use csv::{CsvOptions, Header, Target};
 pub use sinc::{sinc, sinc_data};

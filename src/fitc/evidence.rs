@@ -76,6 +76,8 @@ pub(crate) struct Factors {
     pub by: DVector<f64>,
     /// −log p(y|θ).
     pub neg_log_evidence: f64,
+    /// The jitter δ added to the diagonal of $K_{uu}$.
+    pub jitter: f64,
     /// The part of the jitter on $K_{uu}$ that scales with σ0² (δσ0² for a relative jitter, 0 for
     /// an absolute one): it enters the gradient with respect to log σ0.
     pub relative_jitter: f64,
@@ -104,10 +106,7 @@ pub(crate) fn factorize(
         signal_variance: c,
     };
     let k_uf = kernel.cross(pseudo, x, par);
-    let mut k_uu = kernel.cross(pseudo, pseudo, par);
-    for j in 0..m {
-        k_uu[(j, j)] = c;
-    }
+    let k_uu = pseudo_covariance(&kernel, pseudo, par);
     let mut l_u = DMatrix::zeros(m, m);
     let added = linalg::factorize_with_jitter(
         &mut l_u,
@@ -168,8 +167,43 @@ pub(crate) fn factorize(
         ys,
         by,
         neg_log_evidence,
+        jitter: added,
         relative_jitter: if jitter.relative { added } else { 0.0 },
     })
+}
+
+/// $k(X̄, X̄)$ (m×m) with its diagonal exactly σ0²: the jitter-free covariance of the
+/// pseudo-inputs `pseudo` (m×D).
+pub(crate) fn pseudo_covariance(
+    kernel: &SeArd<'_>,
+    pseudo: &DMatrix<f64>,
+    par: Par,
+) -> DMatrix<f64> {
+    let mut k_uu = kernel.cross(pseudo, pseudo, par);
+    for j in 0..k_uu.nrows() {
+        k_uu[(j, j)] = kernel.signal_variance;
+    }
+    k_uu
+}
+
+/// $L_u$, the lower Cholesky factor of $K_{uu} = k(X̄, X̄) + δI$ for a known jitter δ
+/// (`jitter`, as [`factorize`] added it): the same bits as [`factorize`]'s factor.
+///
+/// # Errors
+/// [`Error::NotPositiveDefinite`] if $K_{uu}$ does not factor.
+#[cfg(feature = "serde")]
+pub(crate) fn pseudo_factor(
+    kernel: &SeArd<'_>,
+    pseudo: &DMatrix<f64>,
+    jitter: f64,
+    par: Par,
+) -> Result<DMatrix<f64>> {
+    let mut l_u = pseudo_covariance(kernel, pseudo, par);
+    for j in 0..l_u.nrows() {
+        l_u[(j, j)] += jitter;
+    }
+    linalg::cholesky_in_place_lower(&mut l_u, "K_uu (pseudo-input covariance + jitter)", par)?;
+    Ok(l_u)
 }
 
 /// The gradient of −log p(y|θ) from the factors of [`factorize`], in the layout of the module

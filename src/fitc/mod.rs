@@ -28,10 +28,14 @@
 pub mod evidence;
 mod params;
 mod posterior;
+#[cfg(feature = "serde")]
+mod saved;
 
 pub use evidence::FitcEvidence;
 pub use params::{FitcParams, ValidFitcParams, DEFAULT_JITTER};
 pub use posterior::FittedFitc;
+#[cfg(feature = "serde")]
+pub(crate) use saved::FitcRepr;
 
 /// Entry point of the FITC builder: `Fitc::params(m)`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! The FITC configuration: a builder, its validated twin, training and conditioning.
 
 use super::evidence::{centred_rows, FitcEvidence};
-use super::posterior::FittedFitc;
+use super::posterior::{weights, FittedFitc};
 use crate::data::{Dataset, InputColumns};
 use crate::error::{Error, Result};
 use crate::hyperparameters::{self, check_block};
@@ -239,16 +239,24 @@ impl ValidFitcParams {
     ) -> Result<FittedFitc> {
         let evidence = FitcEvidence::new(data, self, None);
         let (decoded, f) = evidence.factors(&theta)?;
-        let training = training.unwrap_or_else(|| TrainingSummary::untrained(f.neg_log_evidence));
-        Ok(FittedFitc::new(
-            theta.clone(),
-            decoded,
-            f,
-            evidence.centre().clone(),
-            data.y_mean(),
-            training,
-            self.training.threads,
+        let threads = self.training.threads;
+        Ok(FittedFitc {
+            lengthscales: decoded.hyper.lengthscales,
+            signal_variance: decoded.hyper.signal_variance,
+            noise_variance: decoded.hyper.noise_variance,
+            noise_floor: self.training.noise_floor,
+            pseudo: decoded.block.into_owned(),
+            centre: evidence.centre().clone(),
+            weights: weights(&f, threads),
+            jitter: f.jitter,
+            l_u: f.l_u,
+            l_a: f.l_a,
+            y_mean: data.y_mean(),
+            neg_log_evidence: f.neg_log_evidence,
+            training: training.unwrap_or_else(|| TrainingSummary::untrained(f.neg_log_evidence)),
+            threads,
             columns,
-        ))
+            theta,
+        })
     }
 }

@@ -3,7 +3,6 @@
 use super::evidence::{centred_rows, Factors};
 use crate::data::InputColumns;
 use crate::error::Result;
-use crate::hyperparameters::Decoded;
 use crate::kernel::SeArd;
 use crate::linalg::{self, par};
 use crate::model::TrainingSummary;
@@ -25,63 +24,45 @@ pub(crate) const PREDICT_BLOCK: usize = 4096;
 /// $σ^2_* = σ^2_{f*} + σ_n^2$.
 #[derive(Debug, Clone)]
 pub struct FittedFitc {
-    theta: DVector<f64>,
-    lengthscales: DVector<f64>,
-    signal_variance: f64,
-    noise_variance: f64,
+    /// θ in the full layout (pseudo-inputs included).
+    pub(crate) theta: DVector<f64>,
+    pub(crate) lengthscales: DVector<f64>,
+    pub(crate) signal_variance: f64,
+    pub(crate) noise_variance: f64,
+    /// The noise floor θ's noise entry was decoded with.
+    pub(crate) noise_floor: f64,
     /// X̄ − 1cᵀ, the pseudo-inputs relative to the training inputs' column means c.
-    pseudo: DMatrix<f64>,
+    pub(crate) pseudo: DMatrix<f64>,
     /// c (D).
-    centre: DVector<f64>,
-    l_u: DMatrix<f64>,
-    l_a: DMatrix<f64>,
-    weights: DVector<f64>,
-    y_mean: f64,
-    neg_log_evidence: f64,
-    training: TrainingSummary,
-    threads: usize,
-    columns: InputColumns,
+    pub(crate) centre: DVector<f64>,
+    /// The jitter δ on $K_{uu}$'s diagonal.
+    pub(crate) jitter: f64,
+    pub(crate) l_u: DMatrix<f64>,
+    pub(crate) l_a: DMatrix<f64>,
+    pub(crate) weights: DVector<f64>,
+    pub(crate) y_mean: f64,
+    pub(crate) neg_log_evidence: f64,
+    pub(crate) training: TrainingSummary,
+    pub(crate) threads: usize,
+    pub(crate) columns: InputColumns,
+}
+
+/// The prediction weights β = L_u^{-⊤}L_A^{-⊤}(By) (m) from the factors at θ.
+pub(crate) fn weights(f: &Factors, threads: usize) -> DVector<f64> {
+    let p = par(threads);
+    let mut weights = DMatrix::from_column_slice(f.by.len(), 1, f.by.as_slice());
+    linalg::solve_lower_transpose(linalg::view(&f.l_a), linalg::view_mut(&mut weights), p);
+    linalg::solve_lower_transpose(linalg::view(&f.l_u), linalg::view_mut(&mut weights), p);
+    weights.column(0).into_owned()
 }
 
 impl FittedFitc {
-    /// Caches what prediction needs from the factors at the full θ.
-    pub(crate) fn new(
-        theta: DVector<f64>,
-        decoded: Decoded<'_>,
-        f: Factors,
-        centre: DVector<f64>,
-        y_mean: f64,
-        training: TrainingSummary,
-        threads: usize,
-        columns: InputColumns,
-    ) -> Self {
-        let p = par(threads);
-        let mut weights = DMatrix::from_column_slice(f.by.len(), 1, f.by.as_slice());
-        linalg::solve_lower_transpose(linalg::view(&f.l_a), linalg::view_mut(&mut weights), p);
-        linalg::solve_lower_transpose(linalg::view(&f.l_u), linalg::view_mut(&mut weights), p);
-        Self {
-            theta,
-            lengthscales: decoded.hyper.lengthscales,
-            signal_variance: decoded.hyper.signal_variance,
-            noise_variance: decoded.hyper.noise_variance,
-            pseudo: decoded.block.into_owned(),
-            centre,
-            l_u: f.l_u,
-            l_a: f.l_a,
-            weights: weights.column(0).into_owned(),
-            y_mean,
-            neg_log_evidence: f.neg_log_evidence,
-            training,
-            threads,
-            columns,
-        }
-    }
-
     /// Predictive means and variances at test inputs `x` (n*×D), O(m² + mD) per point.
     ///
     /// # Errors
     /// [`crate::Error::EmptyData`] for no rows, [`crate::Error::DimensionMismatch`] if `x` has
-    /// not D columns, [`crate::Error::NonFinite`] for a NaN or infinity.
+    /// not D columns, [`crate::Error::NonFinite`] for a NaN or infinity in `x` or in a
+    /// prediction.
     pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
         let p = par(self.threads);
         let kernel = SeArd {
@@ -95,7 +76,8 @@ impl FittedFitc {
             (self.y_mean, self.signal_variance, self.noise_variance),
             |x, start, len, mean, latent| {
                 let xs = centred_rows(&x.rows(start, len).into_owned(), &self.centre);
-                let mut v = kernel.cross(&self.pseudo, &xs, p);
+                // Centred on the pseudo-inputs, so a far test point leaves the others exact.
+                let mut v = kernel.cross(&xs, &self.pseudo, p).transpose();
                 mean.copy_from_slice(v.tr_mul(&self.weights).as_slice());
                 linalg::solve_lower(linalg::view(&self.l_u), linalg::view_mut(&mut v), p);
                 let q: Vec<f64> = v.column_iter().map(|c| c.norm_squared()).collect();
@@ -131,6 +113,27 @@ impl FittedFitc {
     /// The input columns the model uses (the others were constant on the training data).
     pub fn input_columns(&self) -> &InputColumns {
         &self.columns
+    }
+
+    /// The lower bound σn² was trained under.
+    pub fn noise_floor(&self) -> f64 {
+        self.noise_floor
+    }
+
+    /// The number of pseudo-inputs m.
+    pub fn num_pseudo_inputs(&self) -> usize {
+        self.pseudo.nrows()
+    }
+
+    /// Input dimension D (used and ignored columns).
+    pub fn dim(&self) -> usize {
+        self.columns.dim()
+    }
+
+    /// The jitter δ added to the diagonal of $K_{uu}$ when the model was conditioned (see
+    /// [`crate::linalg::Jitter`]).
+    pub fn jitter(&self) -> f64 {
+        self.jitter
     }
 
     /// The signal variance σ0².

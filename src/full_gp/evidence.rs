@@ -161,6 +161,8 @@ impl FullGpEvidence {
     /// or infinity in it, [`Error::InvalidParameter`](crate::Error::InvalidParameter) for an overflowing lengthscale or variance;
     /// [`Error::NotPositiveDefinite`](crate::Error::NotPositiveDefinite) if K + σn² I cannot be factorised even with the jitter
     /// ladder ([`Jitter::ladder`]: up to 1e-6·σ0² added).
+    /// [`Error::Allocation`](crate::Error::Allocation) if the 24·n² bytes of workspace cannot be
+    /// allocated.
     pub fn evaluate(&self, theta: &DVector<f64>) -> Result<Evaluation> {
         let n = self.len();
         let dim = self.dim();
@@ -176,15 +178,22 @@ impl FullGpEvidence {
             .workspace
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        let workspace = match guard.take() {
+            Some(workspace) => workspace,
+            None => {
+                let what = "the full GP's n×n evidence workspace";
+                Workspace {
+                    kernel: linalg::try_zeros(n, n, what)?,
+                    factor: linalg::try_zeros(n, n, what)?,
+                    inverse_factor: linalg::try_zeros(n, n, what)?,
+                }
+            }
+        };
         let Workspace {
             kernel,
             factor,
             inverse_factor,
-        } = guard.get_or_insert_with(|| Workspace {
-            kernel: DMatrix::zeros(n, n),
-            factor: DMatrix::zeros(n, n),
-            inverse_factor: DMatrix::zeros(n, n),
-        });
+        } = guard.insert(workspace);
 
         SeArd {
             lengthscales: &h.lengthscales,

@@ -31,10 +31,14 @@
 pub mod evidence;
 mod params;
 mod posterior;
+#[cfg(feature = "serde")]
+mod saved;
 
 pub use evidence::{Evaluation, FullGpEvidence};
 pub use params::{FullGpParams, ValidFullGpParams};
 pub use posterior::FittedFullGp;
+#[cfg(feature = "serde")]
+pub(crate) use saved::FullGpRepr;
 
 /// The full GP; start from [`FullGp::params`].
 #[derive(Debug, Clone, Copy, Default)]

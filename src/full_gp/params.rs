@@ -12,7 +12,8 @@ use crate::linalg::{self, Jitter};
 use crate::model::TrainingSummary;
 use crate::optim::OptimReport;
 use crate::params::{impl_fit, training_builder, TrainingSettings};
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DVector;
+use std::sync::Arc;
 
 /// Validated full-GP settings (from [`FullGpParams`] by [`ParamGuard::check`](crate::ParamGuard::check)).
 ///
@@ -177,7 +178,8 @@ impl ValidFullGpParams {
     /// # Errors
     /// [`Error::DimensionMismatch`] for a θ without D + 2 entries, [`Error::NonFinite`] for a NaN
     /// or infinity in it, [`Error::InvalidParameter`] for extreme values;
-    /// [`Error::NotPositiveDefinite`] if K + σn² I cannot be factorised even with jitter.
+    /// [`Error::NotPositiveDefinite`] if K + σn² I cannot be factorised even with jitter;
+    /// [`Error::Allocation`] if its 8·n² bytes cannot be allocated.
     pub fn condition(&self, data: &Dataset, theta: &DVector<f64>) -> Result<FittedFullGp> {
         self.condition_on(data, theta, InputColumns::all(data.dim()), None)
     }
@@ -191,7 +193,22 @@ impl ValidFullGpParams {
         columns: InputColumns,
         training: Option<TrainingSummary>,
     ) -> Result<FittedFullGp> {
-        let data = columns.select_data(data)?;
+        let data = Arc::new(columns.select_data(data)?.into_owned());
+        self.condition_used(data, theta, columns, training)
+    }
+
+    /// The posterior on `data`, already restricted to the used `columns`, at θ: the one code path
+    /// of fitting's conditioning and of loading a saved model, so both give the same factor.
+    ///
+    /// # Errors
+    /// As [`Self::condition`].
+    pub(crate) fn condition_used(
+        &self,
+        data: Arc<Dataset>,
+        theta: &DVector<f64>,
+        columns: InputColumns,
+        training: Option<TrainingSummary>,
+    ) -> Result<FittedFullGp> {
         let h = self.evidence(&data).unpack(theta)?;
         let par = linalg::par(self.training.threads);
         let n = data.len();
@@ -199,7 +216,7 @@ impl ValidFullGpParams {
         let z = kernel::scale_inputs(&centred, &h.lengthscales);
         let y_mean = data.y_mean();
         let y = data.y().add_scalar(-y_mean);
-        let mut factor = DMatrix::zeros(n, n);
+        let mut factor = linalg::try_zeros(n, n, "the n×n Cholesky factor of K + σn²I")?;
         let kernel = SeArd {
             lengthscales: &h.lengthscales,
             signal_variance: h.signal_variance,
@@ -217,16 +234,20 @@ impl ValidFullGpParams {
             par,
         )?;
         Ok(FittedFullGp {
+            data,
             z,
             input_means,
             y_mean,
             alpha,
-            factor,
+            factor: Arc::new(factor),
             theta: theta.clone(),
             hyperparameters: h,
             jitter,
             neg_log_evidence,
             training: training.unwrap_or_else(|| TrainingSummary::untrained(neg_log_evidence)),
+            noise_floor: self.training.noise_floor,
+            jitter_policy: self.jitter,
+            threads: self.training.threads,
             par,
             columns,
         })

@@ -1,15 +1,16 @@
 //! A full GP conditioned on its training data (paper eq. 2), and its predictions.
 
-use crate::data::InputColumns;
+use crate::data::{Dataset, InputColumns};
 use crate::error::Result;
 use crate::hyperparameters::Hyperparameters;
 use crate::kernel::{self, SeArd};
-use crate::linalg;
+use crate::linalg::{self, Jitter};
 use crate::model::TrainingSummary;
 use crate::predict::{impl_fitted_regressor, predict_in_chunks};
 use crate::predictive::Predictive;
 use faer::Par;
 use nalgebra::{DMatrix, DVector};
+use std::sync::Arc;
 
 /// Test points per prediction batch are chosen so that the n×batch cross-covariance holds about
 /// this many entries (128 MB).
@@ -17,10 +18,13 @@ const PREDICT_BATCH_ENTRIES: usize = 1 << 24;
 
 /// A full GP conditioned on its training data (n points, D inputs).
 ///
-/// Holds the Cholesky factor L of K + σn² I (8·n² bytes), α = (K + σn² I)⁻¹(y − ȳ) and the scaled
-/// training inputs.
+/// Holds the Cholesky factor L of K + σn² I (8·n² bytes, shared between clones), α = (K + σn² I)⁻¹(y − ȳ),
+/// the scaled training inputs, and the training data and settings it was conditioned with (what
+/// is saved: loading conditions again, with the same code, and gets the same factor).
 #[derive(Debug, Clone)]
 pub struct FittedFullGp {
+    /// The training data on the used input columns (n×D_used inputs, n targets).
+    pub(crate) data: Arc<Dataset>,
     /// Training inputs, centred and divided by ℓ (n×D).
     pub(crate) z: DMatrix<f64>,
     /// Column means of the training inputs (D).
@@ -28,12 +32,18 @@ pub struct FittedFullGp {
     pub(crate) y_mean: f64,
     pub(crate) alpha: DVector<f64>,
     /// L (n×n, lower).
-    pub(crate) factor: DMatrix<f64>,
+    pub(crate) factor: Arc<DMatrix<f64>>,
     pub(crate) theta: DVector<f64>,
     pub(crate) hyperparameters: Hyperparameters,
     pub(crate) jitter: f64,
     pub(crate) neg_log_evidence: f64,
     pub(crate) training: TrainingSummary,
+    /// The noise floor θ's noise entry was decoded with.
+    pub(crate) noise_floor: f64,
+    /// The jitter policy of the factorisation.
+    pub(crate) jitter_policy: Jitter,
+    /// The thread count the factorisation and predictions run with.
+    pub(crate) threads: usize,
     pub(crate) par: Par,
     /// The input columns used (the others were constant on the training data).
     pub(crate) columns: InputColumns,
@@ -154,6 +164,32 @@ impl FittedFullGp {
     /// Number of conditioned training points n.
     pub fn len(&self) -> usize {
         self.z.nrows()
+    }
+
+    /// Input dimension D (used and ignored columns).
+    pub fn dim(&self) -> usize {
+        self.columns.dim()
+    }
+
+    /// The noise floor σn² was trained under.
+    pub fn noise_floor(&self) -> f64 {
+        self.noise_floor
+    }
+
+    /// The data the model is conditioned on, restricted to the used input columns (n×D_used
+    /// inputs, n targets).
+    pub fn conditioning_data(&self) -> &Dataset {
+        &self.data
+    }
+
+    /// The jitter policy of the factorisation of K + σn²I ([`Self::jitter`] is what it added).
+    pub fn jitter_policy(&self) -> &Jitter {
+        &self.jitter_policy
+    }
+
+    /// The thread count the model was conditioned and predicts with (0 = all of rayon's).
+    pub fn threads(&self) -> usize {
+        self.threads
     }
 
     /// Always false: a fitted model has at least one training point.

@@ -65,8 +65,18 @@ pub fn squared_distances(a: &DMatrix<f64>, b: &DMatrix<f64>, par: Par) -> DMatri
     let nb: Vec<f64> = b.row_iter().map(|r| r.norm_squared()).collect();
     for j in 0..b.nrows() {
         for i in 0..a.nrows() {
-            let v = d2[(i, j)] + na[i] + nb[j];
-            d2[(i, j)] = if v < 0.0 { 0.0 } else { v };
+            d2[(i, j)] = if na[i].is_infinite() != nb[j].is_infinite() {
+                // One point beyond √f64::MAX, the other not: −2aᵀb may be −∞ and the sum NaN, but
+                // the distance is ∞ (the covariance 0).
+                f64::INFINITY
+            } else {
+                let v = d2[(i, j)] + na[i] + nb[j];
+                if v < 0.0 {
+                    0.0
+                } else {
+                    v
+                }
+            };
         }
     }
     d2
@@ -88,10 +98,14 @@ impl SeArd<'_> {
         self.signal_variance * (-0.5 * r2).exp()
     }
 
-    /// K(a, b), n×p, for `a` n×D and `b` p×D: both centred on the mean of `b`, scaled by ℓ, then
-    /// [`SeArd::cross_scaled`].
+    /// K(a, b), n×p, for `a` n×D and `b` p×D: both centred on the column medians of `b`, scaled
+    /// by ℓ, then [`SeArd::cross_scaled`].
+    ///
+    /// The squared distances ‖z_a‖² + ‖z_b‖² − 2z_aᵀz_b lose about ε·‖z‖² to cancellation; the
+    /// median keeps ‖z‖ small for all but the outlying rows (a pseudo-input the optimiser sent
+    /// far away, whose covariances are 0 anyway), where the mean would move every row away.
     pub fn cross(&self, a: &DMatrix<f64>, b: &DMatrix<f64>, par: Par) -> DMatrix<f64> {
-        let centre = b.row_mean().transpose();
+        let centre = column_medians(b);
         self.cross_scaled(
             &shift_and_scale(a, &centre, self.lengthscales),
             &shift_and_scale(b, &centre, self.lengthscales),
@@ -127,6 +141,21 @@ impl SeArd<'_> {
             }
         }
     }
+}
+
+/// The median of each column of `x` (n×D, n ≥ 1; the upper median for even n): D entries.
+fn column_medians(x: &DMatrix<f64>) -> DVector<f64> {
+    DVector::from_iterator(
+        x.ncols(),
+        x.column_iter().map(|c| {
+            let mut v: Vec<f64> = c.iter().copied().collect();
+            if v.is_empty() {
+                return 0.0;
+            }
+            let mid = v.len() / 2;
+            *v.select_nth_unstable_by(mid, f64::total_cmp).1
+        }),
+    )
 }
 
 #[cfg(test)]
@@ -184,5 +213,22 @@ mod tests {
         let near = k.cross(&a, &b, Par::Seq);
         let far = k.cross(&a.add_scalar(1e9), &b.add_scalar(1e9), Par::Seq);
         assert_relative_eq!(near, far, epsilon = 1e-5);
+    }
+
+    #[test]
+    fn one_outlying_point_leaves_the_others_accurate() {
+        // FITC's K_uu with one pseudo-input sent 1e12 away: the others' covariances as defined.
+        let mut b = DMatrix::from_fn(5, 2, |i, j| (i as f64 * 0.3 + j as f64).cos());
+        b[(4, 0)] = 1e12;
+        let ell = DVector::from_vec(vec![0.5, 1.5]);
+        let k = SeArd {
+            lengthscales: &ell,
+            signal_variance: 1.0,
+        };
+        assert_relative_eq!(
+            k.cross(&b, &b, Par::Seq),
+            by_definition(&b, &b, &ell, 1.0),
+            epsilon = 1e-13
+        );
     }
 }

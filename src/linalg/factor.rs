@@ -75,6 +75,7 @@ pub fn cholesky_in_place_lower(a: &mut DMatrix<f64>, what: &'static str, par: Pa
 /// - SSGP needs none: A = ΦᵀΦ + (mσn²/σ0²)I is regularised by construction.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct Jitter {
     /// Added to the diagonal on the first attempt.
     pub initial: f64,
@@ -87,6 +88,10 @@ pub struct Jitter {
 }
 
 impl Jitter {
+    /// The most retries a policy may have: each costs a factorisation, and by then the jitter has
+    /// grown by 10³⁰.
+    pub const MAX_RETRIES: u32 = 30;
+
     /// A fixed jitter δ·σ0², relative to the matrix's scale, no retries (FITC's K_uu by default).
     pub fn relative(delta: f64) -> Self {
         Self {
@@ -127,11 +132,22 @@ impl Jitter {
         }
     }
 
-    /// Checks the amounts.
+    /// Checks the amounts and the number of retries.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for a negative or non-finite amount.
+    /// [`Error::InvalidParameter`] for a negative or non-finite amount, or more than
+    /// [`Jitter::MAX_RETRIES`] retries.
     pub fn validate(&self) -> Result<()> {
+        if self.retries > Self::MAX_RETRIES {
+            return Err(Error::InvalidParameter {
+                name: "jitter",
+                reason: format!(
+                    "{} retries; at most {} are allowed (the jitter grows tenfold at each)",
+                    self.retries,
+                    Self::MAX_RETRIES
+                ),
+            });
+        }
         for v in [self.initial, self.retry_base] {
             if !(v >= 0.0 && v.is_finite()) {
                 return Err(Error::InvalidParameter {
@@ -318,6 +334,14 @@ pub(crate) mod tests {
         assert_eq!(Jitter::absolute(1e-6).amount(0, 1e-8), 1e-6);
         assert!(Jitter::absolute(-1.0).validate().is_err());
         assert!(Jitter::absolute(f64::NAN).validate().is_err());
+        let many = Jitter {
+            retries: Jitter::MAX_RETRIES + 1,
+            ..Jitter::ladder()
+        };
+        assert!(matches!(
+            many.validate(),
+            Err(Error::InvalidParameter { name: "jitter", .. })
+        ));
     }
 
     #[test]

@@ -25,7 +25,9 @@ pub(crate) use factor::{
 pub use factor::{log_det_from_cholesky, Jitter};
 pub(crate) use views::{rows_view, vector_view, vector_view_mut, view, view_mut};
 
+use crate::error::{Error, Result};
 use faer::Par;
+use nalgebra::DMatrix;
 
 /// The parallelism for faer kernels from a thread count: 1 runs sequentially, 0 means "all of
 /// rayon's threads" (by default one per core).
@@ -53,6 +55,25 @@ pub(crate) fn invariant(par: Par, rows: usize, cols: usize) -> Par {
     } else {
         par
     }
+}
+
+/// A `rows`×`cols` matrix of zeros, allocated fallibly: for the n×n buffers of the full GP, where
+/// too many points must be an error, not an aborted process.
+///
+/// # Errors
+/// [`Error::Allocation`] (naming `what`) if the buffer cannot be allocated or its size overflows.
+pub(crate) fn try_zeros(rows: usize, cols: usize, what: &'static str) -> Result<DMatrix<f64>> {
+    let too_big = |entries: usize| Error::Allocation {
+        what,
+        bytes: entries.saturating_mul(std::mem::size_of::<f64>()),
+    };
+    let entries = rows.checked_mul(cols).ok_or(too_big(usize::MAX))?;
+    let mut buffer = Vec::new();
+    buffer
+        .try_reserve_exact(entries)
+        .map_err(|_| too_big(entries))?;
+    buffer.resize(entries, 0.0);
+    Ok(DMatrix::from_vec(rows, cols, buffer))
 }
 
 /// Clears the upper halves of the AVX registers (`vzeroupper`) on x86-64 CPUs with AVX.
@@ -166,5 +187,22 @@ mod tests {
                 f
             });
         }
+    }
+
+    #[test]
+    fn impossible_buffers_are_allocation_errors() {
+        assert!(matches!(
+            try_zeros(usize::MAX, 2, "test"),
+            Err(Error::Allocation {
+                what: "test",
+                bytes: usize::MAX
+            })
+        ));
+        assert!(matches!(
+            try_zeros(1 << 30, 1 << 30, "test"),
+            Err(Error::Allocation { bytes, .. }) if bytes == 1 << 63
+        ));
+        let m = try_zeros(3, 2, "test").unwrap();
+        assert_eq!(m, DMatrix::zeros(3, 2));
     }
 }

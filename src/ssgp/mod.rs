@@ -31,12 +31,16 @@ mod evidence;
 pub mod features;
 mod params;
 mod posterior;
+#[cfg(feature = "serde")]
+mod saved;
 mod trig;
 
 pub use chunks::{DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_ROWS};
 pub use evidence::SsgpEvidence;
 pub use params::{NoiseBound, SsgpParams, ValidSsgpParams};
 pub use posterior::{FittedSsgp, PosteriorSample};
+#[cfg(feature = "serde")]
+pub(crate) use saved::SsgpRepr;
 
 use crate::hyperparameters::Hyperparameters;
 use nalgebra::DMatrix;

@@ -16,7 +16,6 @@ use rand_distr::StandardNormal;
 
 /// The trained posterior over the 2m weights: N(α, σn² A⁻¹) with A = LLᵀ.
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct WeightPosterior {
     /// Lower Cholesky factor L of A (2m×2m).
     pub l: DMatrix<f64>,
@@ -31,11 +30,9 @@ pub(crate) struct WeightPosterior {
 /// A trained SSGP: the hyperparameters and the Gaussian posterior over the 2m weights,
 /// N(α, σn²A⁻¹), from which predictions (eq. 7) cost O(m) (mean) and O(m²) (variance) per point.
 ///
-/// With the `serde` feature it can be saved and loaded; use a format that round-trips floats
-/// exactly (a binary one, or serde_json with its `float_roundtrip` feature) and predictions after
-/// loading are bit-identical.
+/// With the `serde` feature it can be saved and loaded (`persist`), with bit-identical
+/// predictions after loading.
 #[derive(Debug, Clone)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct FittedSsgp {
     pub(crate) hyper: SsgpHyperparameters,
     pub(crate) posterior: WeightPosterior,
@@ -57,7 +54,8 @@ impl FittedSsgp {
     ///
     /// # Errors
     /// [`crate::Error::EmptyData`] for no rows, [`crate::Error::DimensionMismatch`] for a wrong
-    /// D, [`crate::Error::NonFinite`] for a NaN or infinity.
+    /// D, [`crate::Error::NonFinite`] for a NaN or infinity in `x`, or for a test point so far
+    /// from the training data that a phase overflows.
     pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
         let k = 2 * self.num_spectral_points();
         let alpha = MatRef::from_column_major_slice(self.posterior.alpha.as_slice(), k, 1);

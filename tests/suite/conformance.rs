@@ -164,3 +164,135 @@ fn every_model_rejects_bad_input_with_its_error() {
         Err(Error::InvalidParameter { .. })
     ));
 }
+
+/// σn² is a lower bound on every predictive variance, exactly (not up to round-off), and nothing
+/// is NaN or infinite — far from the data too, and with targets far from 0 and of any scale,
+/// where a mixture's ⟨σ² + μ²⟩ − ⟨μ⟩² cancels and a standardised model's σn² is scaled twice.
+#[test]
+fn variances_are_never_below_the_noise_variance() {
+    let mut rng = StdRng::seed_from_u64(5);
+    let base = sinc_data(40, false, 0.05, &mut rng).unwrap();
+    let test = DMatrix::from_fn(24, 1, |i, _| -30.0 + 2.6 * i as f64);
+    for (scale, offset) in [
+        (1.0, 1e8),
+        (3.7, 0.0),
+        (0.013, -2.0),
+        (91.0, 5e6),
+        (1e-3, 0.5),
+    ] {
+        let train = Dataset::new(base.x().clone(), base.y().map(|v| scale * v + offset)).unwrap();
+        for model in models() {
+            let name = model.name();
+            let fitted = model.fit_boxed(&train).unwrap();
+            let pred = fitted.predict(&test).unwrap();
+            let sn2 = fitted.noise_variance();
+            for j in 0..test.nrows() {
+                assert!(
+                    pred.mean[j].is_finite() && pred.variance[j].is_finite(),
+                    "{name} (×{scale} + {offset}): {} ± {}",
+                    pred.mean[j],
+                    pred.variance[j]
+                );
+                assert!(
+                    pred.variance[j] >= sn2 && pred.latent_variance[j] >= 0.0,
+                    "{name} (×{scale} + {offset}): variance {} < σn² {sn2} at {}",
+                    pred.variance[j],
+                    test[(j, 0)]
+                );
+            }
+        }
+    }
+}
+
+/// A test point so far away that SSGP's phases overflow is an error naming the prediction, not
+/// a NaN returned as one.
+#[test]
+fn overflowing_predictions_are_errors_not_nan() {
+    let mut rng = StdRng::seed_from_u64(9);
+    let train = sinc_data(40, false, 0.05, &mut rng).unwrap();
+    let fitted = Ssgp::params(6)
+        .seed(2)
+        .initial_draws(5)
+        .max_evaluations(50)
+        .fit(&train)
+        .unwrap();
+    let far = DMatrix::from_column_slice(3, 1, &[0.5, f64::MAX, 0.0]);
+    assert!(
+        matches!(
+            fitted.predict(&far),
+            Err(Error::Numerical { ref what }) if what.contains("predictive mean at test row 1")
+        ),
+        "{:?}",
+        fitted.predict(&far)
+    );
+}
+
+#[test]
+fn thread_counts_are_bounded() {
+    let mut rng = StdRng::seed_from_u64(9);
+    let train = sinc_data(20, false, 0.05, &mut rng).unwrap();
+    let too_many = ssgp::params::MAX_THREADS + 1;
+    for result in [
+        Ssgp::params(4).threads(too_many).fit(&train).err(),
+        Fitc::params(4).threads(too_many).fit(&train).err(),
+        FullGp::params().threads(1 << 40).fit(&train).err(),
+    ] {
+        assert!(
+            matches!(
+                result,
+                Some(Error::InvalidParameter {
+                    name: "threads",
+                    ..
+                })
+            ),
+            "{result:?}"
+        );
+    }
+}
+
+/// Far beyond the data (5e307, where a squared distance overflows to ∞), the full GP and FITC
+/// predict their prior — mean ȳ, latent variance σ0² — not a finite value pulled from a NaN.
+#[test]
+fn kernel_models_far_from_the_data_predict_their_prior() {
+    let mut rng = StdRng::seed_from_u64(9);
+    let train = sinc_data(40, false, 0.05, &mut rng).unwrap();
+    let far = DMatrix::from_column_slice(2, 1, &[5e307, -5e307]);
+    let full = FullGp::params().max_evaluations(50).fit(&train).unwrap();
+    let fitc = Fitc::params(6)
+        .seed(2)
+        .max_evaluations(50)
+        .fit(&train)
+        .unwrap();
+    for (name, p, s0) in [
+        (
+            "full GP",
+            full.predict(&far).unwrap(),
+            full.signal_variance(),
+        ),
+        ("FITC", fitc.predict(&far).unwrap(), fitc.signal_variance()),
+    ] {
+        for j in 0..2 {
+            assert_eq!(p.mean[j], train.y_mean(), "{name}");
+            assert_eq!(p.latent_variance[j], s0, "{name}");
+        }
+    }
+    // A far point in the batch leaves a near one's prediction as it is alone (up to the
+    // round-off of solving for one column or two).
+    let near = DMatrix::from_column_slice(1, 1, &[0.5]);
+    let both = DMatrix::from_column_slice(2, 1, &[0.5, 5e307]);
+    for (name, alone, mixed) in [
+        ("full GP", full.predict(&near), full.predict(&both)),
+        ("FITC", fitc.predict(&near), fitc.predict(&both)),
+    ] {
+        let (alone, mixed) = (alone.unwrap(), mixed.unwrap());
+        for (a, b) in [
+            (alone.mean[0], mixed.mean[0]),
+            (alone.variance[0], mixed.variance[0]),
+        ] {
+            assert!(
+                (a - b).abs() <= 1e-12 * a.abs(),
+                "{name}: {a} alone, {b} beside 5e307"
+            );
+        }
+    }
+}

@@ -119,10 +119,12 @@ fn gradient_matches_central_differences_free_and_fixed() {
                 &head,
                 &format!("fixed ({n},{m},{dim}) #{trial}"),
             ));
-            // The fixed variant's gradient is the head of the free one.
+            // The fixed variant's gradient is the head of the free one. Their pseudo-inputs
+            // differ by the round-off of (θ + c) − c, a few ulps of c, which the value carries
+            // amplified by K_uu's condition: agreement to 1e-13, not to the last bits.
             let (vf, gf) = free.value_and_gradient(&theta).unwrap();
             let (vx, gx) = fixed.value_and_gradient(&head).unwrap();
-            assert_relative_eq!(vf, vx, max_relative = 1e-14);
+            assert_relative_eq!(vf, vx, max_relative = 1e-13);
             assert_relative_eq!(gf.rows(0, dim + 2).into_owned(), gx, max_relative = 1e-12);
         }
     }

@@ -1,0 +1,136 @@
+//! A fitted full GP as saved (feature `serde`): the training data it is conditioned on (used
+//! columns), θ and the conditioning's settings (noise floor, jitter policy, threads). Loading
+//! conditions again through [`ValidFullGpParams::condition_used`], the code path of fitting, with
+//! the same thread count, so the factor, α and the evidence are those of the fit, bit for bit.
+
+use super::params::ValidFullGpParams;
+use super::posterior::FittedFullGp;
+use crate::data::{ColumnsRepr, Dataset, InputColumns};
+use crate::error::Result;
+use crate::linalg::Jitter;
+use crate::params::{check_threads, TrainingSettings};
+use crate::persist::{bounded, finite, rows, Bounds, Rows, SummaryRepr};
+use nalgebra::{DMatrix, DVector};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// The saved form of a [`FittedFullGp`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FullGpRepr {
+    input_columns: ColumnsRepr,
+    noise_floor: f64,
+    jitter: Jitter,
+    threads: usize,
+    /// θ = [log ℓ, log σ0, p_n] (D + 2).
+    parameters: Vec<f64>,
+    /// The training inputs on the used columns, n rows of D.
+    inputs: Rows,
+    /// The training targets (n).
+    targets: Vec<f64>,
+    training: SummaryRepr,
+}
+
+impl FittedFullGp {
+    /// The saved form.
+    pub(crate) fn to_repr(&self) -> FullGpRepr {
+        FullGpRepr {
+            input_columns: self.columns.clone().into(),
+            noise_floor: self.noise_floor,
+            jitter: self.jitter_policy,
+            threads: self.threads,
+            parameters: self.theta.as_slice().to_vec(),
+            inputs: rows(self.data.x()),
+            targets: self.data.y().as_slice().to_vec(),
+            training: (&self.training).into(),
+        }
+    }
+
+    /// The model a saved form describes: its settings checked, its data checked as a
+    /// [`Dataset`], then conditioned at θ as the fit was; with bounds on its predictions: the
+    /// kernel's values are in [0, σ0²], so |μ| ≤ σ0² Σ|α_i| + |ȳ|, 𝕍 f* ∈ [0, σ0²], and
+    /// ‖L⁻¹k*‖² ≤ nσ0⁴/(σn² + jitter) since LLᵀ ⪰ (σn² + jitter)I.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidParameter`] for bad columns, a bad noise floor, jitter policy or
+    /// thread count, or predictions that could overflow;
+    /// [`crate::Error::DimensionMismatch`] for input rows without D entries;
+    /// [`crate::Error::EmptyData`], [`crate::Error::LengthMismatch`] or
+    /// [`crate::Error::NonFinite`] for data a [`Dataset`] refuses; as
+    /// [`ValidFullGpParams::condition`] for θ and the factorisation.
+    pub(crate) fn from_repr(r: FullGpRepr) -> Result<(Self, Bounds)> {
+        let columns = InputColumns::try_from(r.input_columns)?;
+        let d = columns.used().len();
+        let settings = TrainingSettings {
+            threads: r.threads,
+            noise_floor: r.noise_floor,
+            ..TrainingSettings::default()
+        };
+        check_threads(settings.threads)?;
+        settings.noise().validate()?;
+        r.jitter.validate()?;
+        let n = r.inputs.len();
+        if let Some(row) = r.inputs.iter().find(|row| row.len() != d) {
+            return Err(crate::Error::DimensionMismatch {
+                what: "full-GP inputs (columns, D)",
+                expected: d,
+                found: row.len(),
+            });
+        }
+        let x = DMatrix::from_fn(n, d, |i, j| r.inputs[i][j]);
+        let data = Dataset::new(x, DVector::from_vec(r.targets))?;
+        let training = r.training.into_summary(&columns)?;
+        let params = ValidFullGpParams {
+            training: settings,
+            hyperparameter_subset: None,
+            jitter: r.jitter,
+        };
+        let theta = DVector::from_vec(r.parameters);
+        let model = params.condition_used(Arc::new(data), &theta, columns, Some(training))?;
+        crate::data::check_finite_vector("full-GP α = (K + σn²I)⁻¹(y − ȳ)", &model.alpha)?;
+        finite(model.neg_log_evidence, "full-GP −log p(y|θ)")?;
+        let h = &model.hyperparameters;
+        let (s0, floor) = (h.signal_variance, h.noise_variance + model.jitter);
+        let n = n as f64;
+        let solved = bounded(
+            n * s0 * s0 / floor,
+            "parameters",
+            "the squared norm of L⁻¹k*",
+        )?;
+        bounded(
+            ((n * s0 + floor) * solved).sqrt(),
+            "parameters",
+            "the partial sums of a solve with L",
+        )?;
+        let bounds = Bounds {
+            mean: bounded(
+                s0 * model.alpha.iter().map(|a| a.abs()).sum::<f64>() + model.y_mean.abs(),
+                "targets",
+                "the predictive mean",
+            )?,
+            variance: bounded(
+                h.noise_variance + s0,
+                "parameters",
+                "the predictive variance",
+            )?,
+        };
+        Ok((model, bounds))
+    }
+}
+
+#[cfg(test)]
+impl FullGpRepr {
+    /// Every float slot (for the NaN and infinity tests).
+    pub(crate) fn floats_mut(&mut self) -> Vec<&mut f64> {
+        let mut all = vec![
+            &mut self.noise_floor,
+            &mut self.jitter.initial,
+            &mut self.jitter.retry_base,
+        ];
+        all.extend(self.parameters.iter_mut());
+        all.extend(crate::persist::rows_mut(&mut self.inputs));
+        all.extend(self.targets.iter_mut());
+        all.extend(self.training.floats_mut());
+        all
+    }
+}

@@ -1,0 +1,185 @@
+//! A fitted SSGP as saved (feature `serde`): θ, the posterior's α, L and centre, the fixed
+//! frequencies if any, and the settings its predictions run with; ℓ, σ0², σn², W and Ω = W ⊘ ℓ
+//! are decoded from θ on load by the code that decoded them when fitting.
+
+use super::features::scaled_frequencies;
+use super::posterior::{FittedSsgp, WeightPosterior};
+use super::SsgpHyperparameters;
+use crate::data::{ColumnsRepr, InputColumns};
+use crate::error::{Error, Result};
+use crate::hyperparameters::{self, NoiseParam};
+use crate::params::check_threads;
+use crate::persist::{
+    bounded, finite, lower_factor, matrix, rows, vector, Bounds, FactorNorms, Rows, SummaryRepr,
+};
+use nalgebra::DVector;
+use serde::{Deserialize, Serialize};
+
+/// The saved form of a [`FittedSsgp`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SsgpRepr {
+    input_columns: ColumnsRepr,
+    num_spectral_points: usize,
+    noise_floor: f64,
+    /// θ = [log ℓ, log σ0, p_n, vec(W) unless fixed].
+    parameters: Vec<f64>,
+    /// W (m×D) when the spectral points were fixed (then not in θ).
+    fixed_unit_frequencies: Option<Rows>,
+    centre: Vec<f64>,
+    alpha: Vec<f64>,
+    cholesky_factor: Rows,
+    y_mean: f64,
+    neg_log_evidence: f64,
+    training: SummaryRepr,
+    threads: usize,
+    chunk_rows: usize,
+}
+
+impl FittedSsgp {
+    /// The saved form.
+    pub(crate) fn to_repr(&self) -> SsgpRepr {
+        SsgpRepr {
+            input_columns: self.columns.clone().into(),
+            num_spectral_points: self.num_spectral_points(),
+            noise_floor: self.noise_floor,
+            parameters: self.theta.as_slice().to_vec(),
+            fixed_unit_frequencies: self.fixed.then(|| rows(&self.hyper.unit_frequencies)),
+            centre: self.posterior.centre.as_slice().to_vec(),
+            alpha: self.posterior.alpha.as_slice().to_vec(),
+            cholesky_factor: rows(&self.posterior.l),
+            y_mean: self.y_mean,
+            neg_log_evidence: self.neg_log_evidence,
+            training: (&self.training).into(),
+            threads: self.threads,
+            chunk_rows: self.chunk_rows,
+        }
+    }
+
+    /// The model a saved form describes, checked, with bounds on its predictions: |μ| ≤ Σ|α_i| +
+    /// |ȳ| (each feature is a cosine or a sine) and 𝕍 y* ≤ σn² + σn²‖L⁻¹‖²_F·m (‖φ(x)‖² = m).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for m = 0, bad columns, a bad noise floor, thread count or
+    /// chunk size, a factor that is not lower triangular with a positive diagonal, or predictions
+    /// that could overflow; [`Error::DimensionMismatch`] for α, L, the centre, W or θ of the
+    /// wrong size; [`Error::NonFinite`] for a NaN or infinity; θ's errors as when fitting.
+    pub(crate) fn from_repr(r: SsgpRepr) -> Result<(Self, Bounds)> {
+        let columns = InputColumns::try_from(r.input_columns)?;
+        let d = columns.used().len();
+        let m = r.num_spectral_points;
+        if m == 0 {
+            return Err(Error::InvalidParameter {
+                name: "num_spectral_points",
+                reason: "an SSGP has at least one spectral point".into(),
+            });
+        }
+        // m is checked against α, present in the file, before anything is sized by it.
+        let k = m.checked_mul(2).ok_or(Error::DimensionMismatch {
+            what: "SSGP alpha (entries, 2m)",
+            expected: usize::MAX,
+            found: r.alpha.len(),
+        })?;
+        let alpha = vector(r.alpha, k, "SSGP alpha (entries, 2m)")?;
+        let l = lower_factor(
+            &r.cholesky_factor,
+            k,
+            (
+                "SSGP cholesky_factor (rows, 2m)",
+                "SSGP cholesky_factor (columns, 2m)",
+            ),
+            "cholesky_factor",
+        )?;
+        let centre = vector(r.centre, d, "SSGP centre (entries, D)")?;
+        let noise = NoiseParam {
+            floor: r.noise_floor,
+        };
+        noise.validate()?;
+        let fixed = r
+            .fixed_unit_frequencies
+            .map(|w| {
+                matrix(
+                    &w,
+                    (m, "SSGP fixed_unit_frequencies (rows, m)"),
+                    (d, "SSGP fixed_unit_frequencies (columns, D)"),
+                    "SSGP fixed_unit_frequencies",
+                )
+            })
+            .transpose()?;
+        let theta = DVector::from_vec(r.parameters);
+        let decoded =
+            hyperparameters::unpack(&theta, d, m, noise, fixed.as_ref(), "SSGP parameters θ")?;
+        let hyper = SsgpHyperparameters {
+            hyper: decoded.hyper,
+            unit_frequencies: decoded.block.into_owned(),
+        };
+        let omega = scaled_frequencies(&hyper.unit_frequencies, &hyper.hyper.lengthscales);
+        crate::data::check_finite("SSGP scaled frequencies Ω = W ⊘ ℓ", &omega)?;
+        let y_mean = finite(r.y_mean, "SSGP y_mean")?;
+        let neg_log_evidence = finite(r.neg_log_evidence, "SSGP −log p(y|θ)")?;
+        check_threads(r.threads)?;
+        if r.chunk_rows == 0 {
+            return Err(Error::InvalidParameter {
+                name: "chunk_rows",
+                reason: "must be at least 1".into(),
+            });
+        }
+        let training = r.training.into_summary(&columns)?;
+        let sn2 = hyper.hyper.noise_variance;
+        let solved = FactorNorms::of(&l, "cholesky_factor")?
+            .solve_bound((m as f64).sqrt(), "cholesky_factor")?;
+        let latent = bounded(
+            sn2 * solved * solved,
+            "cholesky_factor",
+            "the latent variance σn²‖L⁻¹φ‖²",
+        )?;
+        let bounds = Bounds {
+            mean: bounded(
+                alpha.iter().map(|a| a.abs()).sum::<f64>() + y_mean.abs(),
+                "alpha",
+                "the predictive mean",
+            )?,
+            variance: bounded(sn2 + latent, "noise_variance", "the predictive variance")?,
+        };
+        let model = FittedSsgp {
+            hyper,
+            posterior: WeightPosterior {
+                l,
+                alpha,
+                omega,
+                centre,
+            },
+            theta,
+            y_mean,
+            neg_log_evidence,
+            training,
+            fixed: fixed.is_some(),
+            noise_floor: noise.floor,
+            threads: r.threads,
+            chunk_rows: r.chunk_rows,
+            columns,
+        };
+        Ok((model, bounds))
+    }
+}
+
+#[cfg(test)]
+impl SsgpRepr {
+    /// Every float slot (for the NaN and infinity tests).
+    pub(crate) fn floats_mut(&mut self) -> Vec<&mut f64> {
+        let mut all = vec![
+            &mut self.noise_floor,
+            &mut self.y_mean,
+            &mut self.neg_log_evidence,
+        ];
+        all.extend(self.parameters.iter_mut());
+        if let Some(w) = &mut self.fixed_unit_frequencies {
+            all.extend(crate::persist::rows_mut(w));
+        }
+        all.extend(self.centre.iter_mut());
+        all.extend(self.alpha.iter_mut());
+        all.extend(crate::persist::rows_mut(&mut self.cholesky_factor));
+        all.extend(self.training.floats_mut());
+        all
+    }
+}
