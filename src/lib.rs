@@ -54,6 +54,7 @@
 //! | `persist` | (feature `serde`) saving and loading every fitted model: one JSON format with a version, checked on load, bit-identical predictions |
 //! | [`metrics`] | NMSE and MNLP (eq. 13), calibration |
 //! | [`error`] | the crate's one [`Error`] type |
+//! | [`guide`] | the user's guide: which model, choosing m, overconfidence and its remedies, reproducibility, other libraries' calls here |
 //!
 //! Each model is a configuration (`Ssgp::params(m)`, a builder) that [`ParamGuard::check`]
 //! validates once and that then [`fit`](ssgp::ValidSsgpParams::fit)s a [`Dataset`] into a fitted
@@ -67,6 +68,7 @@ pub mod ensemble;
 pub mod error;
 pub mod fitc;
 pub mod full_gp;
+pub mod guide;
 pub mod hyperparameters;
 pub mod init;
 pub mod kernel;
