@@ -175,6 +175,10 @@ pub enum Error {
         /// The model's name ([`crate::FittedRegressor::name`]).
         name: &'static str,
     },
+    /// An error from linfa (feature `linfa`), e.g. a dataset linfa itself refused.
+    #[cfg(feature = "linfa")]
+    #[error("linfa: {0}")]
+    Linfa(#[from] ::linfa::Error),
     /// Reading a file failed.
     #[error("cannot read {}: {source}", path.display())]
     Io {

@@ -53,6 +53,7 @@
 //! | [`standardize`] | centring and scaling of inputs and targets around any model, undone in predictions |
 //! | `persist` | (feature `serde`) saving and loading every fitted model: one JSON format with a version, checked on load, bit-identical predictions |
 //! | [`metrics`] | NMSE and MNLP (eq. 13), calibration |
+//! | `linfa_traits` | (feature `linfa`) linfa's `Fit` and `PredictInplace` on the models |
 //! | [`error`] | the crate's one [`Error`] type |
 //! | [`guide`] | the user's guide: which model, choosing m, overconfidence and its remedies, reproducibility, other libraries' calls here |
 //!
@@ -73,6 +74,8 @@ pub mod hyperparameters;
 pub mod init;
 pub mod kernel;
 pub mod linalg;
+#[cfg(feature = "linfa")]
+pub mod linfa_traits;
 pub mod metrics;
 pub mod model;
 pub mod optim;
@@ -84,6 +87,10 @@ pub mod predictive;
 pub mod ssgp;
 pub mod standardize;
 
+/// linfa (feature `linfa`), re-exported for its traits and `DatasetBase`: the models implement
+/// `Fit` and `PredictInplace` ([`linfa_traits`]).
+#[cfg(feature = "linfa")]
+pub use linfa;
 /// The linear-algebra crate of the crate's API (`DMatrix`, `DVector`), re-exported so that a
 /// user needs no nalgebra of their own, and none of another version.
 pub use nalgebra;
