@@ -10,7 +10,7 @@
 //! use ssgp::{Predictive, ssgp::Ssgp};
 //!
 //! let x = Array2::from_shape_fn((60, 1), |(i, _)| i as f64 / 10.0);
-//! let y = Array1::from_shape_fn(60, |i| (i as f64 / 10.0).sin());
+//! let y = Array1::from_shape_fn(60, |i| (i as f64 / 10.0).sin() + 0.1 * (i as f64 * 7.3).sin());
 //! let data = DatasetBase::new(x.clone(), y);
 //! // The builders' and models' own `fit` and `predict` take nalgebra types; linfa's are
 //! // called through its traits.
