@@ -63,9 +63,15 @@ pub struct TrainingSettings {
     pub(crate) noise_floor: f64,
     pub(crate) lengthscales: LengthscaleInit,
     pub(crate) best_effort: bool,
+    pub(crate) kernel: crate::kernel::Kernel,
 }
 
 impl TrainingSettings {
+    /// The covariance family (SSGP: the spectral density its points are drawn from).
+    pub fn kernel(&self) -> crate::kernel::Kernel {
+        self.kernel
+    }
+
     /// The seed of the model's random start (spectral points, pseudo-inputs, subsets).
     pub fn seed(&self) -> u64 {
         self.seed
@@ -135,6 +141,14 @@ impl TrainingSettings {
 macro_rules! training_builder {
     ($params:ident) => {
         impl $params {
+            /// The covariance family (default [`Kernel::SquaredExponential`](crate::kernel::Kernel)):
+            /// the covariance of FITC and the full GP, the spectral density SSGP draws its
+            /// spectral points from.
+            pub fn kernel(mut self, kernel: $crate::kernel::Kernel) -> Self {
+                self.0.training.kernel = kernel;
+                self
+            }
+
             /// Seed of the random start (spectral points, pseudo-inputs, subsets): the same seed
             /// gives the same fit. Default 0.
             pub fn seed(mut self, seed: u64) -> Self {

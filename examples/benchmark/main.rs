@@ -5,6 +5,7 @@
 //!     [--methods ssgp,ssgp-fixed,fitc,full,ssgp-mix,ssgp-best] [--basis 50,100,200] [--reps N]
 //!     [--seed S] [--iters K] [--evals E] [--noise-floor V] [--full-subset N]
 //!     [--init half|full:N|default] [--restarts K] [--standardize] [--best-effort] [--threads T]
+//!     [--kernel se|matern12|matern32|matern52]
 //!     [--out DIR] [--json] [--quiet] [--from-csv FILE]
 //! ```
 //!
@@ -24,6 +25,7 @@
 //!   evaluations); `--noise-floor` a lower bound on σn²; `--threads` 0 for all cores.
 //! - `--init` is SSGP's and FITC's lengthscale start: half the input ranges, a full GP on N
 //!   points (`full:1024`), or the crate's default.
+//! - `--kernel` is every model's covariance (SSGP: its spectral density); default `se`.
 //! - `--standardize` wraps every model in `Standardized` (inputs and targets standardised,
 //!   undone in predictions).
 //! - `--best-effort` keeps the best model of a failed training; its row names the failure as
@@ -50,7 +52,7 @@ use std::fmt::Display;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::str::FromStr;
-use support::{print_table, run, Run, Settings, METHODS};
+use support::{parse_kernel, print_table, run, Run, Settings, METHODS};
 
 /// The methods run when `--methods` is not given: the paper's comparison.
 const DEFAULT_METHODS: [&str; 4] = ["ssgp", "ssgp-fixed", "fitc", "full"];
@@ -73,7 +75,7 @@ fn usage() -> String {
      [--methods ssgp,ssgp-fixed,fitc,full,ssgp-mix,ssgp-best] [--basis 50,100,200] [--reps N] \
      [--seed S] [--iters K] [--evals E] [--noise-floor V] [--full-subset N] \
      [--init half|full:N|default] [--restarts K] [--standardize] [--best-effort] [--threads T] \
-     [--out DIR] [--json] [--quiet] [--from-csv FILE]"
+     [--kernel se|matern12|matern32|matern52] [--out DIR] [--json] [--quiet] [--from-csv FILE]"
         .into()
 }
 
@@ -160,6 +162,7 @@ fn parse() -> Result<Args, Box<dyn Error>> {
             "--standardize" => s.standardize = true,
             "--best-effort" => s.best_effort = true,
             "--threads" => s.threads = number(&flag, &value()?)?,
+            "--kernel" => s.kernel = parse_kernel(&value()?).map_err(|e| e.to_string())?,
             "--out" => a.out = PathBuf::from(value()?),
             "--json" => a.json = true,
             "--from-csv" => a.from_csv = Some(PathBuf::from(value()?)),

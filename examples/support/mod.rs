@@ -4,6 +4,7 @@
 //! termination.
 
 use ssgp::ensemble::{Combine, Ensemble};
+use ssgp::kernel::Kernel;
 use ssgp::metrics::{mnlp, nmse};
 use ssgp::optim::{Observer, Progress};
 use ssgp::standardize::Standardized;
@@ -48,6 +49,8 @@ pub struct Settings {
     pub best_effort: bool,
     /// Threads (0 = all cores).
     pub threads: usize,
+    /// The covariance family of every model (SSGP: its spectral density).
+    pub kernel: Kernel,
     /// Print optimiser progress to stderr.
     pub progress: bool,
 }
@@ -56,7 +59,7 @@ impl Default for Settings {
     /// The crate's optimiser defaults: no iteration cap, so the original code's budget of 1000
     /// evaluations binds (a cap of 500 iterations cut runs short). No noise floor, the crate's lengthscale start, the full GP's
     /// hyperparameters from min(2000, n) points, 4 restarts per ensemble, no standardisation, a
-    /// failed training is an error, all cores, progress shown.
+    /// failed training is an error, all cores, the squared exponential, progress shown.
     fn default() -> Self {
         Self {
             iterations: u64::MAX,
@@ -68,6 +71,7 @@ impl Default for Settings {
             standardize: false,
             best_effort: false,
             threads: 0,
+            kernel: Kernel::SquaredExponential,
             progress: true,
         }
     }
@@ -121,6 +125,20 @@ pub fn size_for(method: &str, basis: usize) -> Option<usize> {
     }
 }
 
+/// The kernel named `name` (`se`, `matern12`, `matern32`, `matern52`).
+///
+/// # Errors
+/// For any other name, listing the known ones.
+pub fn parse_kernel(name: &str) -> Result<Kernel, Box<dyn Error>> {
+    Kernel::ALL
+        .into_iter()
+        .find(|k| k.name() == name)
+        .ok_or_else(|| {
+            let names: Vec<_> = Kernel::ALL.iter().map(Kernel::name).collect();
+            format!("unknown kernel `{name}` (expected one of {names:?})").into()
+        })
+}
+
 /// The configured model for `method` at `basis` basis functions, for `n` training points.
 pub fn build(
     method: &str,
@@ -142,6 +160,7 @@ pub fn build(
                 .max_evaluations(s.evaluations)
                 .noise_floor(s.noise_floor)
                 .threads(s.threads)
+                .kernel(s.kernel)
                 .best_effort(s.best_effort);
             match observer {
                 Some(o) => p.observer(o),

@@ -1,8 +1,8 @@
 //! The FITC negative log evidence and its gradient, in one O(nm² + nmD) pass.
 //!
 //! # The model
-//! With training inputs X (n×D), pseudo-inputs X̄ (m×D) and the SE-ARD covariance
-//! $k(x, x') = σ_0^2 \exp(-\tfrac12 \sum_d (x_d - x'_d)^2/ℓ_d^2)$,
+//! With training inputs X (n×D), pseudo-inputs X̄ (m×D) and a stationary ARD covariance
+//! ([`Kernel`]; by default the SE-ARD $k(x, x') = σ_0^2 \exp(-\tfrac12 \sum_d (x_d - x'_d)^2/ℓ_d^2)$),
 //! $$C = Q_{ff} + Λ, \quad Q_{ff} = K_{fu} K_{uu}^{-1} K_{uf}, \quad
 //!   Λ = \mathrm{diag}(K_{ff} - Q_{ff}) + σ_n^2 I,$$
 //! where $K_{uf} = k(X̄, X)$ is m×n, $K_{ff}$ has the constant diagonal σ0², and
@@ -36,7 +36,9 @@
 //! $P_V = V\tilde W = L_A^{-⊤} B Λ^{-1/2} - (Vα)α^⊤ - V\,\mathrm{diag}(w)$,
 //! $P = L_u^{-⊤} P_V$, $M = L_u^{-⊤} (P_V V^⊤) L_u^{-1}$, $Vα = L_A^{-⊤} B y_s$ and
 //! $\mathrm{diag}(C^{-1})_i = (1 - \|B_{:i}\|^2)/λ_i$. The kernel derivatives then enter through the
-//! elementwise products $P ∘ K_{uf}$ and $M ∘ (K_{uu} - δI)$ and the coordinate differences
+//! elementwise products $P ∘ K_{uf}$ and $M ∘ (K_{uu} - δI)$ (for σ0), $P ∘ G_{uf}$ and
+//! $M ∘ G_{uu}$ (the kernel's slopes, [`crate::kernel`]; G = K for the squared exponential) and
+//! the coordinate differences
 //! $x̄_{jd} - x_{id}$, an O(nmD) pass.
 //!
 //! Cost: about 7nm² flops in faer gemms and triangular solves, plus O(nmD) for the kernel and its
@@ -46,7 +48,7 @@ use super::ValidFitcParams;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::hyperparameters::{self, Decoded, NoiseParam};
-use crate::kernel::{self, SeArd};
+use crate::kernel::{self, Covariance, Kernel};
 use crate::linalg::{self, par, Jitter};
 use crate::optim::Objective;
 use faer::Par;
@@ -58,8 +60,12 @@ use nalgebra::{DMatrix, DVector};
 pub(crate) struct Factors {
     /// $K_{uf}$, m×n.
     pub k_uf: DMatrix<f64>,
+    /// The slopes $G_{uf}$ (m×n) of $K_{uf}$; `None` for the squared exponential, where G = K.
+    pub g_uf: Option<DMatrix<f64>>,
     /// $K_{uu} - δI$, m×m (the jitter-free covariance of the pseudo-inputs).
     pub k_uu: DMatrix<f64>,
+    /// The slopes $G_{uu}$ (m×m) of $K_{uu}$; `None` for the squared exponential.
+    pub g_uu: Option<DMatrix<f64>>,
     /// $L_u$, the lower Cholesky factor of $K_{uu}$ (jitter included), m×m.
     pub l_u: DMatrix<f64>,
     /// $V = L_u^{-1}K_{uf}$, m×n.
@@ -92,7 +98,7 @@ pub(crate) fn factorize(
     x: &DMatrix<f64>,
     y: &DVector<f64>,
     theta: &Decoded<'_>,
-    jitter: &Jitter,
+    (family, jitter): (Kernel, &Jitter),
     par: Par,
 ) -> Result<Factors> {
     let n = x.nrows();
@@ -101,12 +107,13 @@ pub(crate) fn factorize(
     let c = theta.hyper.signal_variance;
     let ell = &theta.hyper.lengthscales;
 
-    let kernel = SeArd {
+    let kernel = Covariance {
+        kernel: family,
         lengthscales: ell,
         signal_variance: c,
     };
-    let k_uf = kernel.cross(pseudo, x, par);
-    let k_uu = pseudo_covariance(&kernel, pseudo, par);
+    let (k_uf, g_uf) = kernel.cross_with_slopes(pseudo, x, par);
+    let (k_uu, g_uu) = pseudo_covariance(&kernel, pseudo, par);
     let mut l_u = DMatrix::zeros(m, m);
     let added = linalg::factorize_with_jitter(
         &mut l_u,
@@ -158,7 +165,9 @@ pub(crate) fn factorize(
 
     Ok(Factors {
         k_uf,
+        g_uf,
         k_uu,
+        g_uu,
         l_u,
         v,
         lambda,
@@ -173,17 +182,17 @@ pub(crate) fn factorize(
 }
 
 /// $k(X̄, X̄)$ (m×m) with its diagonal exactly σ0²: the jitter-free covariance of the
-/// pseudo-inputs `pseudo` (m×D).
+/// pseudo-inputs `pseudo` (m×D), and its slopes (`None` for the squared exponential).
 pub(crate) fn pseudo_covariance(
-    kernel: &SeArd<'_>,
+    kernel: &Covariance<'_>,
     pseudo: &DMatrix<f64>,
     par: Par,
-) -> DMatrix<f64> {
-    let mut k_uu = kernel.cross(pseudo, pseudo, par);
+) -> (DMatrix<f64>, Option<DMatrix<f64>>) {
+    let (mut k_uu, g_uu) = kernel.cross_with_slopes(pseudo, pseudo, par);
     for j in 0..k_uu.nrows() {
         k_uu[(j, j)] = kernel.signal_variance;
     }
-    k_uu
+    (k_uu, g_uu)
 }
 
 /// $L_u$, the lower Cholesky factor of $K_{uu} = k(X̄, X̄) + δI$ for a known jitter δ
@@ -193,12 +202,12 @@ pub(crate) fn pseudo_covariance(
 /// [`Error::NotPositiveDefinite`] if $K_{uu}$ does not factor.
 #[cfg(feature = "serde")]
 pub(crate) fn pseudo_factor(
-    kernel: &SeArd<'_>,
+    kernel: &Covariance<'_>,
     pseudo: &DMatrix<f64>,
     jitter: f64,
     par: Par,
 ) -> Result<DMatrix<f64>> {
-    let mut l_u = pseudo_covariance(kernel, pseudo, par);
+    let (mut l_u, _) = pseudo_covariance(kernel, pseudo, par);
     for j in 0..l_u.nrows() {
         l_u[(j, j)] += jitter;
     }
@@ -217,7 +226,9 @@ fn gradient(
 ) -> DVector<f64> {
     let Factors {
         k_uf,
+        g_uf,
         k_uu,
+        g_uu,
         l_u,
         v,
         lambda,
@@ -269,13 +280,17 @@ fn gradient(
     linalg::solve_lower_transpose(linalg::view(&l_u), linalg::view_mut(&mut mm), par);
     linalg::solve_lower_transpose(linalg::view(&l_u), linalg::view_mut(&mut p), par);
 
-    // A1 = P ∘ K_uf and A2 = M ∘ (K_uu − δI): the weights of every kernel derivative.
+    // A1 = P ∘ K_uf and A2 = M ∘ (K_uu − δI) weight the derivatives with respect to log σ0;
+    // P ∘ G_uf and M ∘ G_uu those with respect to lengthscales and pseudo-inputs (the same
+    // matrices for the squared exponential, where G = K).
     let mut a1 = p;
+    let b1 = g_uf.map(|g| a1.component_mul(&g));
     a1.component_mul_assign(&k_uf);
     drop(k_uf);
     // A jitter relative to σ0² moves with log σ0: ∂(δσ0²I)/∂log σ0 = 2δσ0²I.
     let jitter_term = relative_jitter * mm.trace();
     let mut a2 = mm;
+    let b2 = g_uu.map(|g| a2.component_mul(&g));
     a2.component_mul_assign(&k_uu);
 
     let c = theta.hyper.signal_variance;
@@ -285,16 +300,17 @@ fn gradient(
     g[dim] = 2.0 * a1.sum() - a2.sum() - jitter_term + c * sum_w;
     g[dim + 1] = 0.5 * theta.noise_derivative * sum_w;
 
-    // ∂K_ab/∂log ℓ_d = K_ab (a_d − b_d)²/ℓ_d²;  ∂K_uf[j,i]/∂x̄_jd = −K_uf[j,i](x̄_jd − x_id)/ℓ_d²;
-    // ∂K_uu[j,k]/∂x̄_jd = −K_uu[j,k](x̄_jd − x̄_kd)/ℓ_d² (row and column j).
+    // ∂K_ab/∂log ℓ_d = G_ab (a_d − b_d)²/ℓ_d²;  ∂K_uf[j,i]/∂x̄_jd = −G_uf[j,i](x̄_jd − x_id)/ℓ_d²;
+    // ∂K_uu[j,k]/∂x̄_jd = −G_uu[j,k](x̄_jd − x̄_kd)/ℓ_d² (row and column j).
+    let (w1, w2) = (b1.as_ref().unwrap_or(&a1), b2.as_ref().unwrap_or(&a2));
     let mut r1 = vec![0.0; m];
     let mut r2 = vec![0.0; m];
     let mut q = vec![0.0; m];
     for d in 0..dim {
         let xb = &pseudo.as_slice()[d * m..(d + 1) * m];
         let xd = &x.as_slice()[d * n..(d + 1) * n];
-        let s1 = weighted_differences(&a1, xb, xd, &mut r1, &mut q);
-        let s2 = weighted_differences(&a2, xb, xb, &mut r2, &mut q);
+        let s1 = weighted_differences(w1, xb, xd, &mut r1, &mut q);
+        let s2 = weighted_differences(w2, xb, xb, &mut r2, &mut q);
         let inv_l2 = theta.hyper.lengthscales[d].powi(-2);
         g[d] = (s1 - 0.5 * s2) * inv_l2;
         if free_pseudo {
@@ -348,6 +364,7 @@ pub struct FitcEvidence {
     input_scales: DVector<f64>,
     y: DVector<f64>,
     m: usize,
+    kernel: Kernel,
     jitter: Jitter,
     noise: NoiseParam,
     fixed: Option<DMatrix<f64>>,
@@ -377,6 +394,7 @@ impl FitcEvidence {
             input_scales,
             y: data.y().add_scalar(-data.y_mean()),
             m: params.m,
+            kernel: params.training.kernel,
             jitter: params.jitter,
             noise: params.training.noise(),
             fixed,
@@ -400,8 +418,14 @@ impl FitcEvidence {
     /// As [`Objective::value_and_gradient`].
     pub fn value(&self, theta: &DVector<f64>) -> Result<f64> {
         let decoded = self.decode(theta)?;
-        factorize(&self.x, &self.y, &decoded, &self.jitter, par(self.threads))
-            .map(|f| f.neg_log_evidence)
+        factorize(
+            &self.x,
+            &self.y,
+            &decoded,
+            (self.kernel, &self.jitter),
+            par(self.threads),
+        )
+        .map(|f| f.neg_log_evidence)
     }
 
     /// Decodes θ in this evidence's layout.
@@ -419,7 +443,13 @@ impl FitcEvidence {
     /// Factorises at θ (what prediction needs).
     pub(crate) fn factors(&self, theta: &DVector<f64>) -> Result<(Decoded<'_>, Factors)> {
         let decoded = self.decode(theta)?;
-        let f = factorize(&self.x, &self.y, &decoded, &self.jitter, par(self.threads))?;
+        let f = factorize(
+            &self.x,
+            &self.y,
+            &decoded,
+            (self.kernel, &self.jitter),
+            par(self.threads),
+        )?;
         Ok((decoded, f))
     }
 }
@@ -472,7 +502,7 @@ impl Objective for FitcEvidence {
     fn value_and_gradient(&self, theta: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
         let decoded = self.decode(theta)?;
         let par = par(self.threads);
-        let f = factorize(&self.x, &self.y, &decoded, &self.jitter, par)?;
+        let f = factorize(&self.x, &self.y, &decoded, (self.kernel, &self.jitter), par)?;
         let value = f.neg_log_evidence;
         let g = gradient(&self.x, &decoded, f, self.fixed.is_none(), par);
         Ok((value, g))

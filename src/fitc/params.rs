@@ -248,6 +248,7 @@ impl ValidFitcParams {
             pseudo: decoded.block.into_owned(),
             centre: evidence.centre().clone(),
             weights: weights(&f, threads),
+            kernel: self.training.kernel,
             jitter: f.jitter,
             l_u: f.l_u,
             l_a: f.l_a,

@@ -3,7 +3,7 @@
 use super::evidence::{centred_rows, Factors};
 use crate::data::InputColumns;
 use crate::error::Result;
-use crate::kernel::SeArd;
+use crate::kernel::{Covariance, Kernel};
 use crate::linalg::{self, par};
 use crate::model::TrainingSummary;
 use crate::predict::{impl_fitted_regressor, predict_in_chunks};
@@ -35,6 +35,8 @@ pub struct FittedFitc {
     pub(crate) pseudo: DMatrix<f64>,
     /// c (D).
     pub(crate) centre: DVector<f64>,
+    /// The covariance family.
+    pub(crate) kernel: Kernel,
     /// The jitter δ on $K_{uu}$'s diagonal.
     pub(crate) jitter: f64,
     pub(crate) l_u: DMatrix<f64>,
@@ -65,7 +67,8 @@ impl FittedFitc {
     /// prediction.
     pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
         let p = par(self.threads);
-        let kernel = SeArd {
+        let kernel = Covariance {
+            kernel: self.kernel,
             lengthscales: &self.lengthscales,
             signal_variance: self.signal_variance,
         };
@@ -128,6 +131,11 @@ impl FittedFitc {
     /// Input dimension D (used and ignored columns).
     pub fn dim(&self) -> usize {
         self.columns.dim()
+    }
+
+    /// The covariance family.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
     }
 
     /// The jitter δ added to the diagonal of $K_{uu}$ when the model was conditioned (see

@@ -9,7 +9,7 @@ use super::posterior::FittedFitc;
 use crate::data::{ColumnsRepr, InputColumns};
 use crate::error::{Error, Result};
 use crate::hyperparameters::{self, NoiseParam};
-use crate::kernel::SeArd;
+use crate::kernel::{Covariance, Kernel};
 use crate::linalg::par;
 use crate::params::check_threads;
 use crate::persist::{
@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub(crate) struct FitcRepr {
     input_columns: ColumnsRepr,
+    kernel: Kernel,
     num_pseudo_inputs: usize,
     noise_floor: f64,
     /// θ = [log ℓ, log σ0, p_n, vec(X̄ − 1cᵀ)], the full layout.
@@ -44,6 +45,7 @@ impl FittedFitc {
     pub(crate) fn to_repr(&self) -> FitcRepr {
         FitcRepr {
             input_columns: self.columns.clone().into(),
+            kernel: self.kernel,
             num_pseudo_inputs: self.num_pseudo_inputs(),
             noise_floor: self.noise_floor,
             parameters: self.theta.as_slice().to_vec(),
@@ -105,7 +107,8 @@ impl FittedFitc {
             });
         }
         let pseudo = decoded.block.into_owned();
-        let kernel = SeArd {
+        let kernel = Covariance {
+            kernel: r.kernel,
             lengthscales: &decoded.hyper.lengthscales,
             signal_variance: s0,
         };
@@ -132,6 +135,7 @@ impl FittedFitc {
             noise_floor: noise.floor,
             pseudo,
             centre,
+            kernel: r.kernel,
             jitter,
             l_u,
             l_a,

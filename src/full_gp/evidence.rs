@@ -1,5 +1,5 @@
 //! The full GP's training objective: the negative log evidence (paper eq. 4) and its analytic
-//! gradient, for the SE-ARD covariance (eq. 3).
+//! gradient, for any [`Kernel`] (the SE-ARD covariance of eq. 3 by default).
 //!
 //! # Parameter layout
 //!
@@ -22,11 +22,12 @@
 //! ∂/∂θ_i      = ½ tr(W ∂K_y/∂θ_i),   W = K_y⁻¹ − ααᵀ,
 //! ```
 //!
-//! and, writing M = W ∘ K (element-wise) and z_id = x_id/ℓ_d,
+//! and, writing M = W ∘ G (element-wise; G the kernel's slopes, = K for the squared exponential,
+//! see [`crate::kernel`]) and z_id = x_id/ℓ_d,
 //!
 //! ```text
 //! ∂/∂log ℓ_d = ½ Σ_ij M_ij (z_id − z_jd)² = Σ_i z_id² (M1)_i − (Z_dᵀ M Z_d)
-//! ∂/∂log σ0  = Σ_ij M_ij
+//! ∂/∂log σ0  = Σ_ij (W ∘ K)_ij
 //! ∂/∂p       = ½ (dσn²/dp) tr(W) = ½ (dσn²/dp) (tr K_y⁻¹ − αᵀα)
 //! ```
 //!
@@ -45,7 +46,7 @@ use super::ValidFullGpParams;
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::hyperparameters::{self, Decoded, Hyperparameters, NoiseParam};
-use crate::kernel::{self, SeArd};
+use crate::kernel::{self, Covariance, Kernel};
 use crate::linalg::{self, Jitter};
 use crate::optim::Objective;
 use faer::Par;
@@ -86,6 +87,7 @@ pub struct FullGpEvidence {
     x: DMatrix<f64>,
     /// Centred targets, n.
     y: DVector<f64>,
+    kernel: Kernel,
     noise: NoiseParam,
     jitter: Jitter,
     par: Par,
@@ -97,6 +99,7 @@ impl std::fmt::Debug for FullGpEvidence {
         f.debug_struct("FullGpEvidence")
             .field("n", &self.x.nrows())
             .field("dim", &self.x.ncols())
+            .field("kernel", &self.kernel)
             .field("noise", &self.noise)
             .field("par", &self.par)
             .finish_non_exhaustive()
@@ -112,6 +115,7 @@ impl FullGpEvidence {
         Self {
             x,
             y,
+            kernel: params.training.kernel,
             noise: params.training.noise(),
             jitter: params.jitter,
             par: linalg::par(params.training.threads),
@@ -195,11 +199,12 @@ impl FullGpEvidence {
             inverse_factor,
         } = guard.insert(workspace);
 
-        SeArd {
+        let covariance = Covariance {
+            kernel: self.kernel,
             lengthscales: &h.lengthscales,
             signal_variance: h.signal_variance,
-        }
-        .lower_scaled(&z, kernel, par);
+        };
+        covariance.lower_scaled(&z, kernel, par);
         let Conditioned {
             jitter,
             alpha,
@@ -217,27 +222,43 @@ impl FullGpEvidence {
         let inverse = &*factor;
         let trace_inverse: f64 = (0..n).map(|i| inverse[(i, i)]).sum();
 
-        // M = (K_y⁻¹ − ααᵀ) ∘ K into the kernel buffer (lower triangle), with its row sums M1
-        // and the sum of all its entries.
+        // M = (K_y⁻¹ − ααᵀ) ∘ G into the kernel buffer (lower triangle), with its row sums M1,
+        // and the sum of all entries of (K_y⁻¹ − ααᵀ) ∘ K (for σ0). For the squared exponential
+        // G = K; otherwise G comes from the squared distances in the strict upper triangle.
         let mut row_sums = vec![0.0; n];
         let mut total = 0.0;
         {
             let w = inverse.as_slice();
             let m = kernel.as_mut_slice();
+            let se = self.kernel == Kernel::SquaredExponential;
+            let slope_at_zero = covariance.slope_of_squared_distance(0.0);
             for j in 0..n {
                 let col = j * n;
                 let aj = alpha[j];
-                let diag = (w[col + j] - aj * aj) * m[col + j];
+                let wjj = w[col + j] - aj * aj;
+                let diag_k = wjj * m[col + j];
+                let diag = if se { diag_k } else { wjj * slope_at_zero };
                 m[col + j] = diag;
-                let mut off = 0.0;
+                let (mut off, mut off_k) = (0.0, 0.0);
                 for i in (j + 1)..n {
-                    let v = (w[col + i] - alpha[i] * aj) * m[col + i];
+                    let wij = w[col + i] - alpha[i] * aj;
+                    let vk = wij * m[col + i];
+                    let v = if se {
+                        vk
+                    } else {
+                        wij * covariance.slope_of_squared_distance(m[i * n + j])
+                    };
                     m[col + i] = v;
                     row_sums[i] += v;
                     off += v;
+                    off_k += vk;
                 }
                 row_sums[j] += diag + off;
-                total += diag + 2.0 * off;
+                total += if se {
+                    diag + 2.0 * off
+                } else {
+                    diag_k + 2.0 * off_k
+                };
             }
         }
         let mut mz = DMatrix::zeros(n, dim);

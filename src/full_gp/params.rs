@@ -7,7 +7,7 @@ use crate::data::{Dataset, InputColumns};
 use crate::error::{Error, Result};
 use crate::hyperparameters;
 use crate::init::{self, LengthscaleInit};
-use crate::kernel::{self, SeArd};
+use crate::kernel::{self, Covariance};
 use crate::linalg::{self, Jitter};
 use crate::model::TrainingSummary;
 use crate::optim::OptimReport;
@@ -217,7 +217,8 @@ impl ValidFullGpParams {
         let y_mean = data.y_mean();
         let y = data.y().add_scalar(-y_mean);
         let mut factor = linalg::try_zeros(n, n, "the n×n Cholesky factor of K + σn²I")?;
-        let kernel = SeArd {
+        let kernel = Covariance {
+            kernel: self.training.kernel,
             lengthscales: &h.lengthscales,
             signal_variance: h.signal_variance,
         };
@@ -246,6 +247,7 @@ impl ValidFullGpParams {
             neg_log_evidence,
             training: training.unwrap_or_else(|| TrainingSummary::untrained(neg_log_evidence)),
             noise_floor: self.training.noise_floor,
+            kernel: self.training.kernel,
             jitter_policy: self.jitter,
             threads: self.training.threads,
             par,

@@ -3,7 +3,7 @@
 use crate::data::{Dataset, InputColumns};
 use crate::error::Result;
 use crate::hyperparameters::Hyperparameters;
-use crate::kernel::{self, SeArd};
+use crate::kernel::{self, Covariance, Kernel};
 use crate::linalg::{self, Jitter};
 use crate::model::TrainingSummary;
 use crate::predict::{impl_fitted_regressor, predict_in_chunks};
@@ -40,6 +40,8 @@ pub struct FittedFullGp {
     pub(crate) training: TrainingSummary,
     /// The noise floor θ's noise entry was decoded with.
     pub(crate) noise_floor: f64,
+    /// The covariance family.
+    pub(crate) kernel: Kernel,
     /// The jitter policy of the factorisation.
     pub(crate) jitter_policy: Jitter,
     /// The thread count the factorisation and predictions run with.
@@ -78,7 +80,8 @@ impl FittedFullGp {
             });
         }
         let h = &self.hyperparameters;
-        let kernel = SeArd {
+        let kernel = Covariance {
+            kernel: self.kernel,
             lengthscales: &h.lengthscales,
             signal_variance: h.signal_variance,
         };
@@ -118,6 +121,11 @@ impl FittedFullGp {
     /// `full`.
     pub fn name(&self) -> &'static str {
         "full"
+    }
+
+    /// The covariance family.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
     }
 
     /// The lengthscales ℓ (D); infinite for the ignored (constant) input columns.

@@ -1,5 +1,5 @@
 //! A fitted full GP as saved (feature `serde`): the training data it is conditioned on (used
-//! columns), θ and the conditioning's settings (noise floor, jitter policy, threads). Loading
+//! columns), θ and the conditioning's settings (kernel, noise floor, jitter policy, threads). Loading
 //! conditions again through [`ValidFullGpParams::condition_used`], the code path of fitting, with
 //! the same thread count, so the factor, α and the evidence are those of the fit, bit for bit.
 
@@ -7,6 +7,7 @@ use super::params::ValidFullGpParams;
 use super::posterior::FittedFullGp;
 use crate::data::{ColumnsRepr, Dataset, InputColumns};
 use crate::error::Result;
+use crate::kernel::Kernel;
 use crate::linalg::Jitter;
 use crate::params::{check_threads, TrainingSettings};
 use crate::persist::{bounded, finite, rows, Bounds, Rows, SummaryRepr};
@@ -19,6 +20,7 @@ use std::sync::Arc;
 #[serde(deny_unknown_fields)]
 pub(crate) struct FullGpRepr {
     input_columns: ColumnsRepr,
+    kernel: Kernel,
     noise_floor: f64,
     jitter: Jitter,
     threads: usize,
@@ -36,6 +38,7 @@ impl FittedFullGp {
     pub(crate) fn to_repr(&self) -> FullGpRepr {
         FullGpRepr {
             input_columns: self.columns.clone().into(),
+            kernel: self.kernel,
             noise_floor: self.noise_floor,
             jitter: self.jitter_policy,
             threads: self.threads,
@@ -64,6 +67,7 @@ impl FittedFullGp {
         let settings = TrainingSettings {
             threads: r.threads,
             noise_floor: r.noise_floor,
+            kernel: r.kernel,
             ..TrainingSettings::default()
         };
         check_threads(settings.threads)?;

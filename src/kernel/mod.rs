@@ -1,19 +1,34 @@
-//! The squared-exponential ARD covariance (paper eq. 3), shared by every model, and its spectral
-//! density (eq. 12, [`spectral`]).
+//! The stationary ARD covariances shared by every model — the squared exponential (paper eq. 3)
+//! and the Matérn family with ν ∈ {½, 3/2, 5/2} — and their spectral densities (eq. 9–12,
+//! [`spectral`]).
 //!
-//! $$k(x, x') = σ_0^2 \exp\Big(-\tfrac12 \sum_d (x_d - x'_d)^2/ℓ_d^2\Big).$$
+//! With the scaled distance r = ‖(x − x') ⊘ ℓ‖:
 //!
-//! The full GP and FITC evaluate it through [`SeArd`]; SSGP samples its spectral points from the
-//! spectral density. Distances are expanded as ‖a‖² + ‖b‖² − 2abᵀ (one gemm) on inputs that are
-//! first **centred** and divided by ℓ, so inputs far from the origin do not cancel.
+//! | [`Kernel`] | k(r)/σ0² | G(r)/σ0² = −k'(r)/(r σ0²) | spectral density of w = 2πℓ ⊙ s |
+//! |---|---|---|---|
+//! | `SquaredExponential` | exp(−r²/2) | exp(−r²/2) | N(0, I) |
+//! | `Matern12` | exp(−r) | exp(−r)/r (0 at r = 0) | Student-t, 1 degree of freedom |
+//! | `Matern32` | (1 + √3 r) exp(−√3 r) | 3 exp(−√3 r) | Student-t, 3 degrees of freedom |
+//! | `Matern52` | (1 + √5 r + 5r²/3) exp(−√5 r) | (5/3)(1 + √5 r) exp(−√5 r) | Student-t, 5 degrees of freedom |
+//!
+//! Every derivative the models need comes from k and G: ∂k/∂log σ0 = 2k,
+//! ∂k/∂log ℓ_d = G·(x_d − x'_d)²/ℓ_d² and ∂k/∂x_d = −G·(x_d − x'_d)/ℓ_d². For the squared
+//! exponential G = k. (Matérn ½ is not differentiable at r = 0; G is taken as 0 there, where every
+//! term it multiplies vanishes.)
+//!
+//! The full GP and FITC evaluate the covariance through [`Covariance`]; SSGP samples its spectral
+//! points from the kernel's spectral density ([`Kernel::spectral_density`]). Distances are
+//! expanded as ‖a‖² + ‖b‖² − 2abᵀ (one gemm) on inputs that are first **centred** and divided by ℓ,
+//! so inputs far from the origin do not cancel.
 
 pub mod spectral;
 
-pub use spectral::{SpectralDensity, SquaredExponential};
+pub use spectral::{Matern, SpectralDensity, SquaredExponential};
 
 use crate::linalg;
 use faer::Par;
 use nalgebra::{DMatrix, DVector};
+use std::sync::Arc;
 
 /// Divides every column d of `x` (n×D) by ℓ_d.
 pub fn scale_inputs(x: &DMatrix<f64>, lengthscales: &DVector<f64>) -> DMatrix<f64> {
@@ -82,24 +97,131 @@ pub fn squared_distances(a: &DMatrix<f64>, b: &DMatrix<f64>, par: Par) -> DMatri
     d2
 }
 
-/// The SE-ARD covariance with lengthscales ℓ (D) and signal variance σ0².
+/// A stationary covariance family with ARD lengthscales (see the [module docs](self)); every
+/// model takes one through its builder's `kernel` (default the squared exponential).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum Kernel {
+    /// k(r) = σ0² exp(−r²/2), the paper's (eq. 3).
+    #[default]
+    SquaredExponential,
+    /// Matérn ν = ½: k(r) = σ0² exp(−r) (the exponential, or Ornstein–Uhlenbeck, kernel).
+    Matern12,
+    /// Matérn ν = 3/2: k(r) = σ0² (1 + √3 r) exp(−√3 r).
+    Matern32,
+    /// Matérn ν = 5/2: k(r) = σ0² (1 + √5 r + 5r²/3) exp(−√5 r).
+    Matern52,
+}
+
+impl Kernel {
+    /// Every kernel, for loops in tests and reports.
+    pub const ALL: [Kernel; 4] = [
+        Kernel::SquaredExponential,
+        Kernel::Matern12,
+        Kernel::Matern32,
+        Kernel::Matern52,
+    ];
+
+    /// A short name: `se`, `matern12`, `matern32`, `matern52`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::SquaredExponential => "se",
+            Self::Matern12 => "matern12",
+            Self::Matern32 => "matern32",
+            Self::Matern52 => "matern52",
+        }
+    }
+
+    /// k(r)/σ0² at the scaled squared distance r² (NaN stays NaN, ∞ gives 0).
+    #[inline]
+    pub fn shape(&self, r2: f64) -> f64 {
+        match self {
+            Self::SquaredExponential => (-0.5 * r2).exp(),
+            Self::Matern12 => (-r2.sqrt()).exp(),
+            Self::Matern32 => {
+                let a = (3.0 * r2).sqrt();
+                if a == f64::INFINITY {
+                    0.0
+                } else {
+                    (1.0 + a) * (-a).exp()
+                }
+            }
+            Self::Matern52 => {
+                let a = (5.0 * r2).sqrt();
+                if a == f64::INFINITY {
+                    0.0
+                } else {
+                    (1.0 + a + a * a / 3.0) * (-a).exp()
+                }
+            }
+        }
+    }
+
+    /// G(r)/σ0² = −k'(r)/(r σ0²) at the scaled squared distance r²: the weight of every
+    /// derivative with respect to a lengthscale or an input (0 at r = 0 for Matérn ½).
+    #[inline]
+    pub fn slope(&self, r2: f64) -> f64 {
+        match self {
+            Self::SquaredExponential => (-0.5 * r2).exp(),
+            Self::Matern12 => {
+                let r = r2.sqrt();
+                if r > 0.0 {
+                    (-r).exp() / r
+                } else {
+                    0.0
+                }
+            }
+            Self::Matern32 => 3.0 * (-(3.0 * r2).sqrt()).exp(),
+            Self::Matern52 => {
+                let a = (5.0 * r2).sqrt();
+                if a == f64::INFINITY {
+                    0.0
+                } else {
+                    5.0 / 3.0 * (1.0 + a) * (-a).exp()
+                }
+            }
+        }
+    }
+
+    /// The spectral density SSGP draws its unit frequencies from: N(0, I) for the squared
+    /// exponential, a multivariate Student-t with 2ν degrees of freedom for Matérn ν.
+    pub fn spectral_density(&self) -> Arc<dyn SpectralDensity> {
+        match self {
+            Self::SquaredExponential => Arc::new(SquaredExponential),
+            Self::Matern12 => Arc::new(Matern::new(1)),
+            Self::Matern32 => Arc::new(Matern::new(3)),
+            Self::Matern52 => Arc::new(Matern::new(5)),
+        }
+    }
+}
+
+/// A stationary ARD covariance: the family `kernel`, lengthscales ℓ (D) and signal variance σ0².
 #[derive(Debug, Clone, Copy)]
-pub struct SeArd<'a> {
+pub struct Covariance<'a> {
+    /// The family.
+    pub kernel: Kernel,
     /// ℓ (D).
     pub lengthscales: &'a DVector<f64>,
     /// σ0².
     pub signal_variance: f64,
 }
 
-impl SeArd<'_> {
-    /// k at a scaled squared distance r² = Σ_d (τ_d/ℓ_d)²: σ0² exp(−½ r²).
+impl Covariance<'_> {
+    /// k at a scaled squared distance r² = Σ_d (τ_d/ℓ_d)².
     #[inline]
     pub fn of_squared_distance(&self, r2: f64) -> f64 {
-        self.signal_variance * (-0.5 * r2).exp()
+        self.signal_variance * self.kernel.shape(r2)
+    }
+
+    /// G = −k'(r)/r at a scaled squared distance r² (see the [module docs](self)).
+    #[inline]
+    pub fn slope_of_squared_distance(&self, r2: f64) -> f64 {
+        self.signal_variance * self.kernel.slope(r2)
     }
 
     /// K(a, b), n×p, for `a` n×D and `b` p×D: both centred on the column medians of `b`, scaled
-    /// by ℓ, then [`SeArd::cross_scaled`].
+    /// by ℓ, then [`Covariance::cross_scaled`].
     ///
     /// The squared distances ‖z_a‖² + ‖z_b‖² − 2z_aᵀz_b lose about ε·‖z‖² to cancellation; the
     /// median keeps ‖z‖ small for all but the outlying rows (a pseudo-input the optimiser sent
@@ -121,15 +243,41 @@ impl SeArd<'_> {
         k
     }
 
+    /// K(a, b) as [`Covariance::cross`], and the slopes G(a, b) (n×p) that weight the derivatives
+    /// with respect to lengthscales and inputs — `None` for the squared exponential, where G = K.
+    pub fn cross_with_slopes(
+        &self,
+        a: &DMatrix<f64>,
+        b: &DMatrix<f64>,
+        par: Par,
+    ) -> (DMatrix<f64>, Option<DMatrix<f64>>) {
+        if self.kernel == Kernel::SquaredExponential {
+            return (self.cross(a, b, par), None);
+        }
+        let centre = column_medians(b);
+        let d2 = squared_distances(
+            &shift_and_scale(a, &centre, self.lengthscales),
+            &shift_and_scale(b, &centre, self.lengthscales),
+            par,
+        );
+        (
+            d2.map(|v| self.of_squared_distance(v)),
+            Some(d2.map(|v| self.slope_of_squared_distance(v))),
+        )
+    }
+
     /// The lower triangle (diagonal included) of K(z, z) into `k` (n×n) for scaled inputs `z`
     /// (n×D): the squared distances through one symmetric rank-D update ‖z_i‖² + ‖z_j‖² − 2 z_iᵀz_j
-    /// (negative values set to 0, NaN kept), the diagonal exactly σ0². The strict upper triangle is scratch: it may hold
-    /// inner products zᵢᵀzⱼ of the symmetric update afterwards.
+    /// (negative values set to 0, NaN kept), the diagonal exactly σ0². The strict upper triangle
+    /// is scratch for the squared exponential; for the other kernels it holds the squared
+    /// distances r²_ij (entry (j, i) for i > j), from which [`Covariance::slope_of_squared_distance`]
+    /// gives the gradient's weights.
     pub fn lower_scaled(&self, z: &DMatrix<f64>, k: &mut DMatrix<f64>, par: Par) {
         let n = z.nrows();
         linalg::syrk_lower(linalg::view_mut(k), false, linalg::view(z).transpose(), par);
         let sq: Vec<f64> = z.row_iter().map(|r| r.norm_squared()).collect();
         let data = k.as_mut_slice();
+        let keep_distances = self.kernel != Kernel::SquaredExponential;
         for j in 0..n {
             let col = &mut data[j * n..(j + 1) * n];
             col[j] = self.signal_variance;
@@ -137,7 +285,20 @@ impl SeArd<'_> {
             for i in (j + 1)..n {
                 let d2 = sq[i] + sj - 2.0 * col[i];
                 let d2 = if d2 < 0.0 { 0.0 } else { d2 };
-                col[i] = self.of_squared_distance(d2);
+                col[i] = if keep_distances {
+                    d2
+                } else {
+                    self.of_squared_distance(d2)
+                };
+            }
+        }
+        if keep_distances {
+            for j in 0..n {
+                for i in (j + 1)..n {
+                    let d2 = data[j * n + i];
+                    data[i * n + j] = d2;
+                    data[j * n + i] = self.of_squared_distance(d2);
+                }
             }
         }
     }
@@ -182,7 +343,8 @@ mod tests {
         let a = DMatrix::from_fn(5, 3, |i, j| (i as f64 * 0.7 - j as f64).sin());
         let b = DMatrix::from_fn(4, 3, |i, j| (i as f64 * 0.3 + j as f64).cos());
         let ell = DVector::from_vec(vec![0.5, 1.5, 2.0]);
-        let k = SeArd {
+        let k = Covariance {
+            kernel: Kernel::SquaredExponential,
             lengthscales: &ell,
             signal_variance: 1.7,
         };
@@ -206,7 +368,8 @@ mod tests {
         let a = DMatrix::from_fn(6, 2, |i, j| (i as f64 * 0.7 - j as f64).sin());
         let b = DMatrix::from_fn(5, 2, |i, j| (i as f64 * 0.3 + j as f64).cos());
         let ell = DVector::from_vec(vec![0.5, 1.5]);
-        let k = SeArd {
+        let k = Covariance {
+            kernel: Kernel::SquaredExponential,
             lengthscales: &ell,
             signal_variance: 1.0,
         };
@@ -221,7 +384,8 @@ mod tests {
         let mut b = DMatrix::from_fn(5, 2, |i, j| (i as f64 * 0.3 + j as f64).cos());
         b[(4, 0)] = 1e12;
         let ell = DVector::from_vec(vec![0.5, 1.5]);
-        let k = SeArd {
+        let k = Covariance {
+            kernel: Kernel::SquaredExponential,
             lengthscales: &ell,
             signal_variance: 1.0,
         };

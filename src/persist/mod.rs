@@ -93,7 +93,9 @@ use wrappers::{EnsembleRepr, StandardizedRepr};
 
 /// The version of the saved-model format this build writes and reads (see the [module
 /// docs](self#versions)).
-pub const FORMAT_VERSION: u32 = 1;
+///
+/// History: 1, the first format; 2, the FITC and full-GP forms carry their `kernel`.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// A loaded (or about to be saved) model of any kind: the closed set of models the format knows.
 ///
@@ -603,8 +605,13 @@ mod tests {
     fn versions_are_checked_first_and_named() {
         let model = models().swap_remove(0);
         let json = to_json(&model).unwrap();
-        assert!(json.starts_with("{\"format_version\":1,"), "{json}");
-        let future = json.replacen("\"format_version\":1", "\"format_version\":7", 1);
+        let written = format!("{{\"format_version\":{FORMAT_VERSION},");
+        assert!(json.starts_with(&written), "{json}");
+        let future = json.replacen(
+            &format!("\"format_version\":{FORMAT_VERSION}"),
+            "\"format_version\":7",
+            1,
+        );
         let err = from_json::<SavedModel>(&future).unwrap_err();
         assert!(matches!(
             err,
@@ -613,7 +620,7 @@ mod tests {
                 supported: FORMAT_VERSION
             }
         ));
-        assert!(err.to_string().contains('7') && err.to_string().contains('1'));
+        assert!(err.to_string().contains('7') && err.to_string().contains('2'));
         // Through serde alone: the same check, as the format's error.
         let err = serde_json::from_str::<SavedModel>(&future).unwrap_err();
         assert!(err.to_string().contains("format version 7"), "{err}");

@@ -8,7 +8,7 @@ use crate::data::{Dataset, InputColumns};
 use crate::error::{Error, Result};
 use crate::hyperparameters::{check_block, Hyperparameters};
 use crate::init::{self, LengthscaleInit};
-use crate::kernel::{SpectralDensity, SquaredExponential};
+use crate::kernel::SpectralDensity;
 use crate::model::TrainingSummary;
 use crate::params::{impl_fit, training_builder, TrainingSettings};
 use nalgebra::{DMatrix, DVector};
@@ -32,7 +32,7 @@ pub enum NoiseBound {
 /// evidence are implemented here.
 ///
 /// Defaults follow the paper (§4.2) and the original code: spectral points drawn from the
-/// squared-exponential spectral density, the best of 100 draws as the starting point, then
+/// kernel's spectral density (the squared exponential's unless set), the best of 100 draws as the starting point, then
 /// nonlinear CG with a budget of 1000 evaluations (about 500 line searches).
 #[derive(Clone, Debug)]
 pub struct ValidSsgpParams {
@@ -43,7 +43,8 @@ pub struct ValidSsgpParams {
     pub(crate) noise_bound: NoiseBound,
     pub(crate) chunk_rows: usize,
     pub(crate) cache_bytes: usize,
-    pub(crate) density: Arc<dyn SpectralDensity>,
+    /// An explicit spectral density; `None` draws from the kernel's.
+    pub(crate) density: Option<Arc<dyn SpectralDensity>>,
     pub(crate) initial_unit_frequencies: Option<DMatrix<f64>>,
 }
 
@@ -66,7 +67,7 @@ impl SsgpParams {
             noise_bound: NoiseBound::None,
             chunk_rows: DEFAULT_CHUNK_ROWS,
             cache_bytes: DEFAULT_CACHE_BYTES,
-            density: Arc::new(SquaredExponential),
+            density: None,
             initial_unit_frequencies: None,
         })
     }
@@ -108,10 +109,10 @@ impl SsgpParams {
         self
     }
 
-    /// The kernel whose spectral density the spectral points are drawn from (default
-    /// [`SquaredExponential`]).
+    /// A spectral density to draw the spectral points from instead of the kernel's (set with
+    /// `kernel`; the default is the squared exponential's, N(0, I)).
     pub fn spectral_density(mut self, density: Arc<dyn SpectralDensity>) -> Self {
-        self.0.density = density;
+        self.0.density = Some(density);
         self
     }
 
@@ -198,6 +199,13 @@ impl ValidSsgpParams {
         &self.training
     }
 
+    /// The spectral density the spectral points are drawn from: the one given, or the kernel's.
+    pub fn density(&self) -> Arc<dyn SpectralDensity> {
+        self.density
+            .clone()
+            .unwrap_or_else(|| self.training.kernel.spectral_density())
+    }
+
     /// The evidence of this configuration on `data`: θ ↦ (−log p(y|θ), ∇θ). With fixed spectral
     /// points W is the given one, or the first draw of the seed.
     ///
@@ -210,7 +218,7 @@ impl ValidSsgpParams {
             (true, None) => {
                 let mut rng = init::seeded(self.training.seed);
                 Some(
-                    self.density
+                    self.density()
                         .sample_unit_frequencies(self.m, data.dim(), &mut rng),
                 )
             }
@@ -281,7 +289,7 @@ impl ValidSsgpParams {
         }
         let w0 = init::unit_frequencies(
             self.initial_unit_frequencies.as_ref(),
-            self.density.as_ref(),
+            self.density().as_ref(),
             (self.m, data.dim()),
             self.initial_draws,
             self.training.seed,
