@@ -102,7 +102,7 @@ pub use init::LengthscaleInit;
 pub use model::{Fit, FittedRegressor, Regressor, TrainingSummary};
 pub use optim::{OptimConfig, Progress, Termination};
 pub use params::ParamGuard;
-pub use predictive::Predictive;
+pub use predictive::{JointPredictive, JointSamples, Predictive};
 pub use ssgp::{FittedSsgp, Ssgp, SsgpParams};
 
 /// The README's code, compiled and run as a doctest.
