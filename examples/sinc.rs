@@ -178,7 +178,7 @@ where
         .build_cartesian_2d(-1.0..5.0, -0.8..1.4)?;
     chart.configure_mesh().disable_mesh().draw()?;
     let xs: Vec<f64> = grid.x().column(0).iter().copied().collect();
-    let half = pred.latent_variance.map(|v| 2.0 * v.sqrt());
+    let half = pred.f_variance.map(|v| 2.0 * v.sqrt());
     let mut band: Vec<(f64, f64)> = xs
         .iter()
         .enumerate()

@@ -17,9 +17,10 @@
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::model::{Fit, FittedRegressor, Regressor, TrainingSummary};
-use crate::predictive::Predictive;
+use crate::predictive::{standard_normals, JointPredictive, JointSamples, Predictive};
 use crate::ssgp::SsgpParams;
 use nalgebra::{DMatrix, DVector};
+use rand::Rng;
 use rayon::prelude::*;
 
 /// How the members of an ensemble are combined (saved as `"best"` or `"mixture"`).
@@ -179,13 +180,98 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
                         / preds.len() as f64
                 };
                 Predictive {
-                    variance: average(|p| &p.variance) + &between,
-                    latent_variance: average(|p| &p.latent_variance) + &between,
+                    y_variance: average(|p| &p.y_variance) + &between,
+                    f_variance: average(|p| &p.f_variance) + &between,
                     mean,
                 }
                 .finite()
             }
         }
+    }
+
+    /// The predictive means alone at `x` (n*×D): [`Self::predict`]'s means bit for bit, through
+    /// the members' mean-only paths.
+    ///
+    /// # Errors
+    /// As [`Self::predict`].
+    pub fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
+        match self.combine {
+            Combine::Best => self.members[self.best].predict_mean(x),
+            Combine::Mixture => {
+                let means = self
+                    .members
+                    .iter()
+                    .map(|m| m.predict_mean(x))
+                    .collect::<Result<Vec<_>>>()?;
+                let mean =
+                    means.iter().fold(DVector::zeros(x.nrows()), |a, m| a + m) / means.len() as f64;
+                match mean.iter().position(|m| !m.is_finite()) {
+                    Some(row) => Err(Error::Numerical {
+                        what: format!("the mixture's mean at test row {row} is {}", mean[row]),
+                    }),
+                    None => Ok(mean),
+                }
+            }
+        }
+    }
+
+    /// The joint predictive at `x` (n*×D): the best member's, or the moments of the mixture,
+    /// Σ_f = ⟨Σ_k⟩ + ⟨(μ_k − μ)(μ_k − μ)ᵀ⟩ with μ = ⟨μ_k⟩ (the average of the covariances plus
+    /// the covariance of the means; its diagonal is [`Self::predict`]'s `f_variance`), and σn²
+    /// the members' average. Members are evaluated one at a time (memory O(n*²)).
+    ///
+    /// # Errors
+    /// As the members' `predict_covariance`; [`Error::Numerical`] if the moments overflow.
+    pub fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
+        if self.combine == Combine::Best {
+            return self.members[self.best].predict_covariance(x);
+        }
+        crate::predictive::check_joint_size(x.nrows())?;
+        let p = self.predict(x)?;
+        let (n, k) = (p.len(), self.members.len() as f64);
+        let mut cov = crate::linalg::try_zeros(n, n, "joint predictive covariance")?;
+        for m in &self.members {
+            let joint = m.predict_covariance(x)?;
+            let d = &joint.mean - &p.mean;
+            cov += joint.f_covariance / k;
+            cov.ger(1.0 / k, &d, &d, 1.0);
+        }
+        JointPredictive::assemble(p, cov, self.noise_variance())
+    }
+
+    /// `draws` joint samples of f* at `x` (n*×D), seeded: the best member's, or from the
+    /// mixture itself — each draw picks a member uniformly, then draws from that member's
+    /// N(μ_k, Σ_k) by Cholesky ([`JointPredictive::sample`]); the jitter reported is the largest
+    /// any member needed.
+    ///
+    /// # Errors
+    /// As the members' `predict_covariance` and [`JointPredictive::sample`].
+    pub fn sample_joint(&self, x: &DMatrix<f64>, draws: usize, seed: u64) -> Result<JointSamples> {
+        if self.combine == Combine::Best {
+            return self.members[self.best].sample_joint(x, draws, seed);
+        }
+        crate::predictive::check_joint_size(x.nrows())?;
+        let mut rng = crate::init::seeded(seed);
+        let which: Vec<usize> = (0..draws)
+            .map(|_| rng.random_range(0..self.members.len()))
+            .collect();
+        let z = standard_normals(x.nrows(), draws, &mut rng)?;
+        let mut values = crate::linalg::try_zeros(x.nrows(), draws, "joint posterior samples")?;
+        let mut jitter = 0.0f64;
+        for (k, m) in self.members.iter().enumerate() {
+            let cols: Vec<usize> = (0..draws).filter(|&s| which[s] == k).collect();
+            if cols.is_empty() {
+                continue;
+            }
+            let joint = m.predict_covariance(x)?;
+            let (l, added) = joint.factor()?;
+            jitter = jitter.max(added);
+            let v = joint.draws(&l, &z.select_columns(&cols));
+            for (c, &s) in cols.iter().enumerate() {
+                values.set_column(s, &v.column(c));
+            }
+        }
+        Ok(JointSamples { values, jitter })
     }
 
     /// How much the members disagree at `x`, against their own predictive variances.
@@ -198,7 +284,7 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
         let (_, between) = mean_and_spread(&preds);
         let within = preds
             .iter()
-            .fold(DVector::zeros(x.nrows()), |a, p| a + &p.variance)
+            .fold(DVector::zeros(x.nrows()), |a, p| a + &p.y_variance)
             / k;
         Ok(Spread { between, within })
     }
@@ -227,6 +313,18 @@ impl<M: FittedRegressor> FittedRegressor for FittedEnsemble<M> {
 
     fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
         FittedEnsemble::predict(self, x)
+    }
+
+    fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
+        FittedEnsemble::predict_mean(self, x)
+    }
+
+    fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
+        FittedEnsemble::predict_covariance(self, x)
+    }
+
+    fn sample_joint(&self, x: &DMatrix<f64>, draws: usize, seed: u64) -> Result<JointSamples> {
+        FittedEnsemble::sample_joint(self, x, draws, seed)
     }
 
     /// The best member's σn², or the mixture's mean σn² (the mixture's noise is that average).

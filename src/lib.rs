@@ -48,7 +48,7 @@
 //! | [`optim`] | argmin's nonlinear CG over any [`optim::Objective`], with budgets, a convergence test and best-θ keeping |
 //! | [`linalg`] | Cholesky with the one [`linalg::Jitter`] policy, triangular solves, BLAS-3 kernels on faer |
 //! | [`model`] | the [`Fit`], [`Regressor`] and [`FittedRegressor`] traits and the [`TrainingSummary`] |
-//! | [`predictive`] | [`Predictive`]: means and variances of y* and f* (the chunked prediction loop is shared) |
+//! | [`predictive`] | [`Predictive`]: means and variances of y* (`y_variance`) and f* (`f_variance`); [`JointPredictive`]: the joint covariance at up to [`predictive::MAX_JOINT_POINTS`] points and seeded joint samples ([`JointSamples`]) |
 //! | [`ensemble`] | restarts kept as the best fit or combined as a mixture, and their spread (§5.4) |
 //! | [`standardize`] | centring and scaling of inputs and targets around any model, undone in predictions |
 //! | `persist` | (feature `serde`) saving and loading every fitted model: one JSON format with a version, checked on load, bit-identical predictions |
@@ -111,7 +111,7 @@ pub use init::LengthscaleInit;
 pub use model::{Fit, FittedRegressor, Regressor, TrainingSummary};
 pub use optim::{OptimConfig, Progress, Termination};
 pub use params::ParamGuard;
-pub use predictive::Predictive;
+pub use predictive::{JointPredictive, JointSamples, Predictive};
 pub use ssgp::{FittedSsgp, Ssgp, SsgpParams};
 
 /// The README's code, compiled and run as a doctest.

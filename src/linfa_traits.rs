@@ -48,8 +48,8 @@ fn failed(n: usize) -> Predictive {
     let nan = DVector::from_element(n, f64::NAN);
     Predictive {
         mean: nan.clone(),
-        variance: nan.clone(),
-        latent_variance: nan,
+        y_variance: nan.clone(),
+        f_variance: nan,
     }
 }
 

@@ -70,7 +70,7 @@ pub fn mnlp(y_test: &DVector<f64>, pred: &Predictive) -> Result<f64> {
     for ((y, mu), var) in y_test
         .iter()
         .zip(pred.mean.iter())
-        .zip(pred.variance.iter())
+        .zip(pred.y_variance.iter())
     {
         if var.is_nan() || *var <= 0.0 {
             return Err(Error::InvalidParameter {
@@ -106,7 +106,7 @@ pub fn calibration(y_test: &DVector<f64>, pred: &Predictive) -> Result<Calibrati
     let z2: Vec<f64> = y_test
         .iter()
         .zip(pred.mean.iter())
-        .zip(pred.variance.iter())
+        .zip(pred.y_variance.iter())
         .map(|((y, mu), var)| (y - mu).powi(2) / var)
         .collect();
     Ok(Calibration {
@@ -124,8 +124,8 @@ mod tests {
     fn predictive(mean: &[f64], variance: &[f64]) -> Predictive {
         Predictive {
             mean: DVector::from_column_slice(mean),
-            variance: DVector::from_column_slice(variance),
-            latent_variance: DVector::from_column_slice(variance),
+            y_variance: DVector::from_column_slice(variance),
+            f_variance: DVector::from_column_slice(variance),
         }
     }
 

@@ -10,8 +10,8 @@
 use crate::data::{Dataset, InputColumns};
 use crate::error::Result;
 use crate::optim::{OptimReport, Termination};
-use crate::predictive::Predictive;
-use nalgebra::DMatrix;
+use crate::predictive::{JointPredictive, JointSamples, Predictive};
+use nalgebra::{DMatrix, DVector};
 
 /// How a training run went.
 #[derive(Debug, Clone, PartialEq)]
@@ -122,10 +122,41 @@ pub trait FittedRegressor: Send + Sync {
     /// the result), [`crate::Error::EmptyData`] for no rows.
     fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive>;
 
+    /// The predictive means alone at `x` (n*×D): `predict(x)?.mean` bit for bit, without the
+    /// variance work (the crate's models skip their triangular solves; the default calls
+    /// `predict`).
+    ///
+    /// # Errors
+    /// As [`FittedRegressor::predict`].
+    fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
+        Ok(self.predict(x)?.mean)
+    }
+
+    /// The joint predictive at `x` (n*×D, n* ≤ [`crate::predictive::MAX_JOINT_POINTS`]): the
+    /// means and the n*×n* latent covariance Σ_f, whose diagonal is `predict`'s `f_variance`;
+    /// Σ_f + σn²I ([`JointPredictive::y_covariance`]) is the covariance of the noisy targets.
+    ///
+    /// # Errors
+    /// As [`FittedRegressor::predict`]; [`crate::Error::InvalidParameter`] (naming `x`) for more
+    /// than [`crate::predictive::MAX_JOINT_POINTS`] test points; [`crate::Error::Allocation`] if
+    /// the covariance cannot be allocated; [`crate::Error::Numerical`] for a non-finite entry.
+    fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive>;
+
+    /// `draws` joint posterior samples of the latent values f_* at `x` (n*×D), seeded: draws of
+    /// N(μ_*, Σ_f) from [`FittedRegressor::predict_covariance`] by Cholesky
+    /// ([`JointPredictive::sample`], which reports any jitter); a mixture draws a member for each
+    /// sample, then from that member's Gaussian.
+    ///
+    /// # Errors
+    /// As [`FittedRegressor::predict_covariance`] and [`JointPredictive::sample`].
+    fn sample_joint(&self, x: &DMatrix<f64>, draws: usize, seed: u64) -> Result<JointSamples> {
+        self.predict_covariance(x)?.sample(draws, seed)
+    }
+
     /// −log p(y|θ) of the training targets (centred by their mean) at the fitted θ.
     fn neg_log_evidence(&self) -> f64;
 
-    /// The noise variance σn² in the predictive variances: `variance` − `latent_variance`.
+    /// The noise variance σn² in the predictive variances: `y_variance` − `f_variance`.
     fn noise_variance(&self) -> f64;
 
     /// How training went.
@@ -150,6 +181,18 @@ impl FittedRegressor for Box<dyn FittedRegressor> {
 
     fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
         self.as_ref().predict(x)
+    }
+
+    fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
+        self.as_ref().predict_mean(x)
+    }
+
+    fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
+        self.as_ref().predict_covariance(x)
+    }
+
+    fn sample_joint(&self, x: &DMatrix<f64>, draws: usize, seed: u64) -> Result<JointSamples> {
+        self.as_ref().sample_joint(x, draws, seed)
     }
 
     fn neg_log_evidence(&self) -> f64 {

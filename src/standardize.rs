@@ -16,7 +16,7 @@
 use crate::data::{check_inputs, Dataset};
 use crate::error::{Error, Result};
 use crate::model::{Fit, FittedRegressor, TrainingSummary};
-use crate::predictive::Predictive;
+use crate::predictive::{JointPredictive, Predictive};
 use crate::ssgp::{FittedSsgp, PosteriorSample};
 use nalgebra::{DMatrix, DVector};
 use rand::Rng;
@@ -87,13 +87,18 @@ impl Scaler {
         Dataset::new(x, y)
     }
 
+    /// A mean on the standardised scale mapped back: m·s_y + m_y.
+    fn mean_back(&self, m: f64) -> f64 {
+        m * self.y_scale + self.y_mean
+    }
+
     /// Maps a predictive on the standardised scale back to the original one.
     pub fn inverse_predictive(&self, p: Predictive) -> Predictive {
         let s2 = self.y_scale * self.y_scale;
         Predictive {
-            mean: p.mean.map(|m| m * self.y_scale + self.y_mean),
-            variance: p.variance * s2,
-            latent_variance: p.latent_variance * s2,
+            mean: p.mean.map(|m| self.mean_back(m)),
+            y_variance: p.y_variance * s2,
+            f_variance: p.f_variance * s2,
         }
     }
 }
@@ -179,6 +184,45 @@ impl<F: FittedRegressor> FittedStandardized<F> {
             .inverse_predictive(self.inner.predict(&z)?)
             .finite()
     }
+
+    /// The predictive means alone at `x` (n*×D) on the original scale: [`Self::predict`]'s
+    /// means bit for bit, through the wrapped model's mean-only path.
+    ///
+    /// # Errors
+    /// As [`Self::predict`].
+    pub fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
+        let z = self.scaler.transform_inputs(x)?;
+        let mean = self
+            .inner
+            .predict_mean(&z)?
+            .map(|m| self.scaler.mean_back(m));
+        match mean.iter().position(|m| !m.is_finite()) {
+            Some(row) => Err(Error::Numerical {
+                what: format!(
+                    "the predictive mean at test row {row} is {} on the original scale",
+                    mean[row]
+                ),
+            }),
+            None => Ok(mean),
+        }
+    }
+
+    /// The joint predictive at `x` (n*×D) on the original scale: the wrapped model's means
+    /// mapped back, μ·s_y + m_y, its covariance scaled, Σ_f·s_y², and σn²·s_y².
+    ///
+    /// # Errors
+    /// As [`Self::predict`] and the wrapped model's `predict_covariance`.
+    pub fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
+        let z = self.scaler.transform_inputs(x)?;
+        let inner = self.inner.predict_covariance(&z)?;
+        let s2 = self.scaler.y_scale * self.scaler.y_scale;
+        JointPredictive {
+            mean: inner.mean.map(|m| self.scaler.mean_back(m)),
+            f_covariance: inner.f_covariance * s2,
+            noise_variance: inner.noise_variance * s2,
+        }
+        .finite()
+    }
 }
 
 impl FittedStandardized<FittedSsgp> {
@@ -217,6 +261,14 @@ impl<F: FittedRegressor> FittedRegressor for FittedStandardized<F> {
 
     fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
         FittedStandardized::predict(self, x)
+    }
+
+    fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
+        FittedStandardized::predict_mean(self, x)
+    }
+
+    fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
+        FittedStandardized::predict_covariance(self, x)
     }
 
     /// σn² on the original target scale (scaled as the predictive variances are, so that they
@@ -272,6 +324,15 @@ mod tests {
             ))
         }
 
+        fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
+            let n = x.nrows();
+            Ok(JointPredictive {
+                mean: DVector::zeros(n),
+                f_covariance: DMatrix::zeros(n, n),
+                noise_variance: self.noise,
+            })
+        }
+
         fn neg_log_evidence(&self) -> f64 {
             0.0
         }
@@ -308,7 +369,7 @@ mod tests {
                 shift: 0.0,
                 training: TrainingSummary::untrained(0.0),
             };
-            let variance = model.predict(&x).unwrap().variance[0];
+            let variance = model.predict(&x).unwrap().y_variance[0];
             assert!(
                 variance >= model.noise_variance(),
                 "σn² {noise}, s_y {y_scale}"

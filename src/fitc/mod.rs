@@ -66,8 +66,8 @@ mod tests {
         for &i in &[0, PREDICT_BLOCK - 1, PREDICT_BLOCK, n - 1] {
             let one = model.predict(&xs.rows(i, 1).into_owned()).unwrap();
             assert!((one.mean[0] - all.mean[i]).abs() < 1e-13);
-            assert!((one.variance[0] - all.variance[i]).abs() < 1e-13);
+            assert!((one.y_variance[0] - all.y_variance[i]).abs() < 1e-13);
         }
-        assert!(all.latent_variance.iter().all(|v| *v >= 0.0));
+        assert!(all.f_variance.iter().all(|v| *v >= 0.0));
     }
 }

@@ -3,11 +3,11 @@
 use super::evidence::{centred_rows, Factors};
 use crate::data::InputColumns;
 use crate::error::Result;
-use crate::kernel::{Covariance, Kernel};
+use crate::kernel::{self, Covariance, Kernel};
 use crate::linalg::{self, par};
 use crate::model::TrainingSummary;
-use crate::predict::{impl_fitted_regressor, predict_in_chunks};
-use crate::predictive::Predictive;
+use crate::predict::{impl_fitted_regressor, mean_in_chunks, predict_in_chunks, Chunk};
+use crate::predictive::{check_joint_size, JointPredictive, JointSamples, Predictive};
 use nalgebra::{DMatrix, DVector};
 
 /// Test points per block in [`FittedFitc::predict`] (bounds the working memory to O(m·block)).
@@ -66,31 +66,111 @@ impl FittedFitc {
     /// not D columns, [`crate::Error::NonFinite`] for a NaN or infinity in `x` or in a
     /// prediction.
     pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
-        let p = par(self.threads);
-        let kernel = Covariance {
-            kernel: self.kernel,
-            lengthscales: &self.lengthscales,
-            signal_variance: self.signal_variance,
-        };
         predict_in_chunks(
             x,
             &self.columns,
             PREDICT_BLOCK,
             (self.y_mean, self.signal_variance, self.noise_variance),
-            |x, start, len, mean, latent| {
-                let xs = centred_rows(&x.rows(start, len).into_owned(), &self.centre);
-                // Centred on the pseudo-inputs, so a far test point leaves the others exact.
-                let mut v = kernel.cross(&xs, &self.pseudo, p).transpose();
-                mean.copy_from_slice(v.tr_mul(&self.weights).as_slice());
+            self.chunk(),
+        )
+    }
+
+    /// The predictive means alone, ȳ + k_*ᵀβ at `x` (n*×D): [`Self::predict`]'s means bit for
+    /// bit, without either triangular solve (O(mD) per point).
+    ///
+    /// # Errors
+    /// As [`Self::predict`].
+    pub fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
+        mean_in_chunks(x, &self.columns, PREDICT_BLOCK, self.y_mean, self.chunk())
+    }
+
+    fn covariance(&self) -> Covariance<'_> {
+        Covariance {
+            kernel: self.kernel,
+            lengthscales: &self.lengthscales,
+            signal_variance: self.signal_variance,
+        }
+    }
+
+    /// The work of one block of test rows for [`predict_in_chunks`]: K_u* (m×len), the means
+    /// K_u*ᵀβ and, when wanted, the latent variances σ0² − ‖L_u⁻¹k_*‖² + ‖L_A⁻¹L_u⁻¹k_*‖².
+    fn chunk(&self) -> impl Chunk + '_ {
+        let p = par(self.threads);
+        move |x: &DMatrix<f64>,
+              start: usize,
+              len: usize,
+              mean: &mut [f64],
+              latent: Option<&mut [f64]>| {
+            let xs = centred_rows(&x.rows(start, len).into_owned(), &self.centre);
+            // Centred on the pseudo-inputs, so a far test point leaves the others exact.
+            let mut v = self.covariance().cross(&xs, &self.pseudo, p).transpose();
+            mean.copy_from_slice(v.tr_mul(&self.weights).as_slice());
+            if let Some(latent) = latent {
                 linalg::solve_lower(linalg::view(&self.l_u), linalg::view_mut(&mut v), p);
                 let q: Vec<f64> = v.column_iter().map(|c| c.norm_squared()).collect();
                 linalg::solve_lower(linalg::view(&self.l_a), linalg::view_mut(&mut v), p);
                 for (i, col) in v.column_iter().enumerate() {
                     latent[i] = self.signal_variance - q[i] + col.norm_squared();
                 }
-                Ok(())
-            },
-        )
+            }
+            Ok(())
+        }
+    }
+
+    /// The joint predictive at `x` (n*×D, n* ≤
+    /// [`MAX_JOINT_POINTS`](crate::predictive::MAX_JOINT_POINTS)): the posterior of the FITC
+    /// prior on the training points with an exact test conditional,
+    /// $$Σ_f = K_{**} - Q_{**} + K_{*u}(K_{uu} + K_{uf}Λ^{-1}K_{fu})^{-1}K_{u*}
+    ///       = K_{**} - V^⊤V + W^⊤W,$$
+    /// $V = L_u^{-1}K_{u*}$, $W = L_A^{-1}V$ (m×n*, two triangular solves),
+    /// Λ = diag(K_ff − Q_ff) + σn²I — equivalently $K_{**} - Q_{*f}(Q_{ff} + Λ)^{-1}Q_{f*}$ (Quiñonero-Candela and
+    /// Rasmussen 2005, eq. 24; its diagonal is Snelson and Ghahramani's eq. 8 without σn²).
+    ///
+    /// Memory O(n*² + n*m).
+    ///
+    /// # Errors
+    /// As [`Self::predict`]; [`crate::Error::InvalidParameter`] above
+    /// [`MAX_JOINT_POINTS`](crate::predictive::MAX_JOINT_POINTS); [`crate::Error::Allocation`] if
+    /// Σ_f cannot be allocated.
+    pub fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
+        check_joint_size(x.nrows())?;
+        let pred = self.predict(x)?;
+        let n = pred.len();
+        let p = par(self.threads);
+        let xs = self.columns.select(x)?;
+        let xs = centred_rows(&xs, &self.centre);
+        let mut cov = linalg::try_zeros(n, n, "joint predictive covariance")?;
+        self.covariance()
+            .lower_scaled(&kernel::scale_inputs(&xs, &self.lengthscales), &mut cov, p);
+        let mut v = self.covariance().cross(&xs, &self.pseudo, p).transpose();
+        linalg::solve_lower(linalg::view(&self.l_u), linalg::view_mut(&mut v), p);
+        linalg::gemm(
+            linalg::view_mut(&mut cov),
+            true,
+            linalg::view(&v).transpose(),
+            linalg::view(&v),
+            -1.0,
+            p,
+        );
+        linalg::solve_lower(linalg::view(&self.l_a), linalg::view_mut(&mut v), p);
+        linalg::gemm(
+            linalg::view_mut(&mut cov),
+            true,
+            linalg::view(&v).transpose(),
+            linalg::view(&v),
+            1.0,
+            p,
+        );
+        JointPredictive::assemble(pred, cov, self.noise_variance)
+    }
+
+    /// `draws` joint samples of f* at `x` (n*×D) from [`Self::predict_covariance`], seeded
+    /// ([`JointPredictive::sample`]).
+    ///
+    /// # Errors
+    /// As [`Self::predict_covariance`] and [`JointPredictive::sample`].
+    pub fn sample_joint(&self, x: &DMatrix<f64>, draws: usize, seed: u64) -> Result<JointSamples> {
+        self.predict_covariance(x)?.sample(draws, seed)
     }
 
     /// `fitc`.

@@ -83,10 +83,10 @@ use crate::error::{Error, Result};
 use crate::fitc::FittedFitc;
 use crate::full_gp::FittedFullGp;
 use crate::model::{FittedRegressor, TrainingSummary};
-use crate::predictive::Predictive;
+use crate::predictive::{JointPredictive, JointSamples, Predictive};
 use crate::ssgp::FittedSsgp;
 use crate::standardize::FittedStandardized;
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::path::Path;
 use wrappers::{EnsembleRepr, StandardizedRepr};
@@ -213,6 +213,18 @@ impl FittedRegressor for SavedModel {
 
     fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
         self.as_dyn().predict(x)
+    }
+
+    fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
+        self.as_dyn().predict_mean(x)
+    }
+
+    fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
+        self.as_dyn().predict_covariance(x)
+    }
+
+    fn sample_joint(&self, x: &DMatrix<f64>, draws: usize, seed: u64) -> Result<JointSamples> {
+        self.as_dyn().sample_joint(x, draws, seed)
     }
 
     fn neg_log_evidence(&self) -> f64 {

@@ -48,8 +48,8 @@ fn every_model_predicts_well_formed_gaussians() {
         assert_eq!(
             (
                 pred.mean.len(),
-                pred.variance.len(),
-                pred.latent_variance.len()
+                pred.y_variance.len(),
+                pred.f_variance.len()
             ),
             (200, 200, 200),
             "{name}"
@@ -57,11 +57,11 @@ fn every_model_predicts_well_formed_gaussians() {
         let sn2 = fitted.noise_variance();
         assert!(sn2 > 0.0, "{name}: σn² {sn2}");
         for j in 0..200 {
-            assert!(pred.latent_variance[j] >= 0.0, "{name}");
+            assert!(pred.f_variance[j] >= 0.0, "{name}");
             assert!(
-                pred.variance[j] > 0.0 && pred.variance[j] >= sn2 * (1.0 - 1e-12),
+                pred.y_variance[j] > 0.0 && pred.y_variance[j] >= sn2 * (1.0 - 1e-12),
                 "{name}: {} < {sn2}",
-                pred.variance[j]
+                pred.y_variance[j]
             );
             assert!(pred.mean[j].is_finite());
         }
@@ -188,15 +188,15 @@ fn variances_are_never_below_the_noise_variance() {
             let sn2 = fitted.noise_variance();
             for j in 0..test.nrows() {
                 assert!(
-                    pred.mean[j].is_finite() && pred.variance[j].is_finite(),
+                    pred.mean[j].is_finite() && pred.y_variance[j].is_finite(),
                     "{name} (×{scale} + {offset}): {} ± {}",
                     pred.mean[j],
-                    pred.variance[j]
+                    pred.y_variance[j]
                 );
                 assert!(
-                    pred.variance[j] >= sn2 && pred.latent_variance[j] >= 0.0,
+                    pred.y_variance[j] >= sn2 && pred.f_variance[j] >= 0.0,
                     "{name} (×{scale} + {offset}): variance {} < σn² {sn2} at {}",
-                    pred.variance[j],
+                    pred.y_variance[j],
                     test[(j, 0)]
                 );
             }
@@ -273,7 +273,7 @@ fn kernel_models_far_from_the_data_predict_their_prior() {
     ] {
         for j in 0..2 {
             assert_eq!(p.mean[j], train.y_mean(), "{name}");
-            assert_eq!(p.latent_variance[j], s0, "{name}");
+            assert_eq!(p.f_variance[j], s0, "{name}");
         }
     }
     // A far point in the batch leaves a near one's prediction as it is alone (up to the
@@ -287,7 +287,7 @@ fn kernel_models_far_from_the_data_predict_their_prior() {
         let (alone, mixed) = (alone.unwrap(), mixed.unwrap());
         for (a, b) in [
             (alone.mean[0], mixed.mean[0]),
-            (alone.variance[0], mixed.variance[0]),
+            (alone.y_variance[0], mixed.y_variance[0]),
         ] {
             assert!(
                 (a - b).abs() <= 1e-12 * a.abs(),

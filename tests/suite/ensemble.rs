@@ -39,17 +39,11 @@ fn mixture_moments_are_the_members_average_plus_their_disagreement() {
         let mean = (mu[0] + mu[1] + mu[2]) / 3.0;
         let between =
             ((mu[0] - mean).powi(2) + (mu[1] - mean).powi(2) + (mu[2] - mean).powi(2)) / 3.0;
-        let within = (each[0].variance[j] + each[1].variance[j] + each[2].variance[j]) / 3.0;
-        let latent =
-            (each[0].latent_variance[j] + each[1].latent_variance[j] + each[2].latent_variance[j])
-                / 3.0;
+        let within = (each[0].y_variance[j] + each[1].y_variance[j] + each[2].y_variance[j]) / 3.0;
+        let latent = (each[0].f_variance[j] + each[1].f_variance[j] + each[2].f_variance[j]) / 3.0;
         assert_relative_eq!(pred.mean[j], mean, max_relative = 1e-14);
-        assert_relative_eq!(pred.variance[j], within + between, max_relative = 1e-14);
-        assert_relative_eq!(
-            pred.latent_variance[j],
-            latent + between,
-            max_relative = 1e-14
-        );
+        assert_relative_eq!(pred.y_variance[j], within + between, max_relative = 1e-14);
+        assert_relative_eq!(pred.f_variance[j], latent + between, max_relative = 1e-14);
         assert_relative_eq!(spread.between[j], between, max_relative = 1e-14);
         assert_relative_eq!(spread.within[j], within, max_relative = 1e-14);
         disagreement = disagreement.max(between / within);

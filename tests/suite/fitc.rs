@@ -206,7 +206,7 @@ fn pseudo_inputs_at_the_training_inputs_give_the_full_gp() {
         .map(|j| (pred.mean[j] - y.mean() - mean[j]).abs())
         .fold(0.0, f64::max);
     let var_err = (0..40)
-        .map(|j| (pred.latent_variance[j] - var[j]).abs())
+        .map(|j| (pred.f_variance[j] - var[j]).abs())
         .fold(0.0, f64::max);
     let eig = gram(&x, &x, &ell, sf2).symmetric_eigenvalues();
     println!(
@@ -220,8 +220,8 @@ fn pseudo_inputs_at_the_training_inputs_give_the_full_gp() {
     assert!(var_err < 1e-11, "latent variance: max error {var_err:e}");
     for j in 0..40 {
         assert_relative_eq!(
-            pred.variance[j],
-            pred.latent_variance[j] + sn2,
+            pred.y_variance[j],
+            pred.f_variance[j] + sn2,
             epsilon = 1e-15
         );
     }
@@ -319,7 +319,7 @@ fn sinc_end_to_end() {
         "training made no progress"
     );
     assert_eq!(model.neg_log_evidence(), t.neg_log_evidence);
-    assert!(pred.variance.iter().all(|v| *v > 0.0));
+    assert!(pred.y_variance.iter().all(|v| *v > 0.0));
     assert_eq!(model.pseudo_inputs().shape(), (20, 1));
     assert_eq!(model.parameters().len(), 1 + 2 + 20);
 

@@ -106,12 +106,8 @@ fn evidence_and_predictions_match_dense_formulas() {
                 let k = ks.row(j).transpose();
                 let var = h.noise_variance + h.signal_variance - (k.transpose() * &inv * &k)[0];
                 assert_relative_eq!(pred.mean[j], mean[j] + data.y_mean(), epsilon = 1e-10);
-                assert_relative_eq!(pred.variance[j], var, epsilon = 1e-10);
-                assert_relative_eq!(
-                    pred.latent_variance[j],
-                    var - h.noise_variance,
-                    epsilon = 1e-10
-                );
+                assert_relative_eq!(pred.y_variance[j], var, epsilon = 1e-10);
+                assert_relative_eq!(pred.f_variance[j], var - h.noise_variance, epsilon = 1e-10);
             }
         }
         assert!(matches!(

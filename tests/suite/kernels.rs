@@ -120,7 +120,7 @@ fn evidences_and_predictions_equal_dense_formulas() {
             let mean = kj.dot(&chol.solve(&yc)) + y.mean();
             let var = sf2 - kj.dot(&chol.solve(&kj));
             assert_relative_eq!(pred.mean[j], mean, epsilon = 1e-10);
-            assert_relative_eq!(pred.latent_variance[j], var, epsilon = 1e-10);
+            assert_relative_eq!(pred.f_variance[j], var, epsilon = 1e-10);
         }
 
         // FITC: −log N(y | 0, Q_ff + diag(K_ff − Q_ff) + σn²I), pseudo-inputs relative to the

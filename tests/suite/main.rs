@@ -8,6 +8,7 @@ mod ensemble;
 mod fitc;
 mod full_gp;
 mod init;
+mod joint;
 mod kernels;
 mod linfa;
 mod overfitting;

@@ -16,7 +16,7 @@ use ssgp::ssgp::Ssgp;
 use ssgp::standardize::{FittedStandardized, Standardized};
 use ssgp::{
     Dataset, Error, Fitc, FittedFitc, FittedFullGp, FittedRegressor, FittedSsgp, FullGp,
-    Predictive, Regressor, TrainingSummary,
+    JointPredictive, Predictive, Regressor, TrainingSummary,
 };
 use std::collections::BTreeMap;
 use std::sync::mpsc;
@@ -78,8 +78,8 @@ fn full_params() -> ssgp::FullGpParams {
 fn assert_bits(a: &Predictive, b: &Predictive, label: &str) {
     for (what, x, y) in [
         ("mean", &a.mean, &b.mean),
-        ("variance", &a.variance, &b.variance),
-        ("latent variance", &a.latent_variance, &b.latent_variance),
+        ("variance", &a.y_variance, &b.y_variance),
+        ("latent variance", &a.f_variance, &b.f_variance),
     ] {
         assert_eq!(x.len(), y.len(), "{label}: {what}");
         for (j, (u, v)) in x.iter().zip(y.iter()).enumerate() {
@@ -265,8 +265,17 @@ impl FittedRegressor for FittedConstant {
         let n = x.nrows();
         Ok(Predictive {
             mean: DVector::zeros(n),
-            variance: DVector::from_element(n, 1.0),
-            latent_variance: DVector::zeros(n),
+            y_variance: DVector::from_element(n, 1.0),
+            f_variance: DVector::zeros(n),
+        })
+    }
+
+    fn predict_covariance(&self, x: &DMatrix<f64>) -> ssgp::Result<JointPredictive> {
+        let n = x.nrows();
+        Ok(JointPredictive {
+            mean: DVector::zeros(n),
+            f_covariance: DMatrix::zeros(n, n),
+            noise_variance: 1.0,
         })
     }
 
@@ -999,7 +1008,7 @@ fn check_mutant(text: &str, x: &DMatrix<f64>, label: &str, tally: &mut Tally) {
             let sn2 = model.noise_variance();
             assert!(sn2 > 0.0 && sn2.is_finite(), "{label}: σn² {sn2}\n{text}");
             for j in 0..x.nrows() {
-                let (m, v, l) = (pred.mean[j], pred.variance[j], pred.latent_variance[j]);
+                let (m, v, l) = (pred.mean[j], pred.y_variance[j], pred.f_variance[j]);
                 assert!(
                     m.is_finite() && v.is_finite() && l.is_finite() && l >= 0.0 && v >= sn2,
                     "{label}: point {j}: mean {m}, variance {v}, latent {l}, σn² {sn2}\n{text}"

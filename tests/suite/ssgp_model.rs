@@ -148,13 +148,13 @@ fn fast_evidence_and_predictions_equal_dense_gp_formulas() {
         let latent = (&kss - &ks * chol.solve(&ks.transpose())).diagonal();
         for j in 0..13 {
             assert_relative_eq!(pred.mean[j], mean[j] + data.y_mean(), epsilon = 1e-9);
-            assert_relative_eq!(pred.latent_variance[j], latent[j].max(0.0), epsilon = 1e-9);
+            assert_relative_eq!(pred.f_variance[j], latent[j].max(0.0), epsilon = 1e-9);
             assert_relative_eq!(
-                pred.variance[j],
-                pred.latent_variance[j] + hyper.hyper.noise_variance,
+                pred.y_variance[j],
+                pred.f_variance[j] + hyper.hyper.noise_variance,
                 epsilon = 1e-12
             );
-            assert!(pred.variance[j] >= hyper.hyper.noise_variance);
+            assert!(pred.y_variance[j] >= hyper.hyper.noise_variance);
         }
     }
 }

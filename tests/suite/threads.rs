@@ -81,7 +81,7 @@ fn fingerprints(threads: Option<usize>) -> Vec<String> {
             let pred = fitted.predict(&test).unwrap();
             let bits: Vec<String> = std::iter::once(fitted.neg_log_evidence())
                 .chain(pred.mean.iter().copied())
-                .chain(pred.variance.iter().copied())
+                .chain(pred.y_variance.iter().copied())
                 .map(|v| format!("{:016x}", v.to_bits()))
                 .collect();
             format!("{name} {}", bits.join(""))
