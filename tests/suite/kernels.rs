@@ -122,6 +122,11 @@ fn evidences_and_predictions_equal_dense_formulas() {
             assert_relative_eq!(pred.mean[j], mean, epsilon = 1e-10);
             assert_relative_eq!(pred.f_variance[j], var, epsilon = 1e-10);
         }
+        // The joint covariance K** − K*f(K + σn²I)⁻¹Kf*.
+        let dense_joint =
+            by_definition(kernel, &xt, &xt, &ell, sf2) - &ks * chol.solve(&ks.transpose());
+        let joint = fitted.predict_covariance(&xt).unwrap();
+        assert_relative_eq!(joint.f_covariance, dense_joint, epsilon = 1e-10);
 
         // FITC: −log N(y | 0, Q_ff + diag(K_ff − Q_ff) + σn²I), pseudo-inputs relative to the
         // inputs' column means in θ.
