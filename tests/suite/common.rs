@@ -49,6 +49,28 @@ pub fn se_ard_by_definition(
     })
 }
 
+/// The SSGP covariance (eq. 6) between the rows of `x` and `z`, by its definition:
+/// k(x, z) = (σ0²/m) Σ_r cos(ω_r·(x − z)) with ω_rd = W_rd/ℓ_d (no design matrix involved).
+pub fn ssgp_covariance(
+    x: &DMatrix<f64>,
+    z: &DMatrix<f64>,
+    h: &ssgp::ssgp::SsgpHyperparameters,
+) -> DMatrix<f64> {
+    let (w, ell) = (&h.unit_frequencies, &h.hyper.lengthscales);
+    let m = w.nrows();
+    DMatrix::from_fn(x.nrows(), z.nrows(), |i, j| {
+        let sum: f64 = (0..m)
+            .map(|r| {
+                (0..x.ncols())
+                    .map(|d| w[(r, d)] / ell[d] * (x[(i, d)] - z[(j, d)]))
+                    .sum::<f64>()
+                    .cos()
+            })
+            .sum();
+        h.hyper.signal_variance / m as f64 * sum
+    })
+}
+
 /// −log N(y | 0, C) by nalgebra's dense Cholesky.
 pub fn dense_neg_log_evidence(c: DMatrix<f64>, y: &DVector<f64>) -> f64 {
     let n = y.len() as f64;

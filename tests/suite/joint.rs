@@ -2,7 +2,7 @@
 //! `predict`'s marginals, `predict_mean` against `predict`, and joint samples against the
 //! covariance they are drawn from.
 
-use crate::common::se_ard_by_definition;
+use crate::common::{se_ard_by_definition, ssgp_covariance};
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -66,23 +66,6 @@ fn full_gp_covariance_is_the_dense_posterior_covariance() {
     assert!(err < 1e-10, "full GP covariance: {err:e}");
     assert_eq!(joint.f_covariance, joint.f_covariance.transpose());
     assert_eq!(joint.noise_variance, fitted.noise_variance());
-}
-
-/// The SSGP covariance (eq. 6), k(x, z) = (σ0²/m) Σ_r cos(ω_r·(x − z)), by its definition.
-fn ssgp_covariance(x: &DMatrix<f64>, z: &DMatrix<f64>, h: &SsgpHyperparameters) -> DMatrix<f64> {
-    let (w, ell) = (&h.unit_frequencies, &h.hyper.lengthscales);
-    let m = w.nrows();
-    DMatrix::from_fn(x.nrows(), z.nrows(), |i, j| {
-        let sum: f64 = (0..m)
-            .map(|r| {
-                (0..x.ncols())
-                    .map(|d| w[(r, d)] / ell[d] * (x[(i, d)] - z[(j, d)]))
-                    .sum::<f64>()
-                    .cos()
-            })
-            .sum();
-        h.hyper.signal_variance / m as f64 * sum
-    })
 }
 
 /// SSGP's σn²Φ*A⁻¹Φ*ᵀ (weight space) equals the GP posterior covariance under its kernel (eq. 6,

@@ -1,6 +1,6 @@
 //! SSGP: exact gradients, fast formulas against dense ones, end-to-end sinc, bad input.
 
-use crate::common::check_gradient;
+use crate::common::{check_gradient, ssgp_covariance};
 use approx::assert_relative_eq;
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
@@ -96,25 +96,6 @@ fn gradient_matches_finite_differences() {
             }
         }
     }
-}
-
-/// The SSGP covariance (eq. 6) between the rows of `x` and `z`, by its definition:
-/// k(x, z) = (σ0²/m) Σ_r cos(ω_r·(x − z)) with ω_rd = W_rd/ℓ_d (no design matrix involved).
-fn ssgp_covariance(x: &DMatrix<f64>, z: &DMatrix<f64>, h: &SsgpHyperparameters) -> DMatrix<f64> {
-    let w = &h.unit_frequencies;
-    let ell = &h.hyper.lengthscales;
-    let m = w.nrows();
-    DMatrix::from_fn(x.nrows(), z.nrows(), |i, j| {
-        let sum: f64 = (0..m)
-            .map(|r| {
-                (0..x.ncols())
-                    .map(|d| w[(r, d)] / ell[d] * (x[(i, d)] - z[(j, d)]))
-                    .sum::<f64>()
-                    .cos()
-            })
-            .sum();
-        h.hyper.signal_variance / m as f64 * sum
-    })
 }
 
 #[test]
