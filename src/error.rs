@@ -175,6 +175,13 @@ pub enum Error {
         /// The model's name ([`crate::FittedRegressor::name`]).
         name: &'static str,
     },
+    /// A distributed computation (feature `mpi`) failed on some rank, or the ranks disagree (on
+    /// D, on the settings); every rank returns an error, so none is left waiting in a collective.
+    #[error("distributed computation failed: {what}")]
+    Distributed {
+        /// What failed, and on which rank.
+        what: String,
+    },
     /// Reading a file failed.
     #[error("cannot read {}: {source}", path.display())]
     Io {

@@ -63,6 +63,8 @@
 #![deny(missing_docs)]
 
 pub mod data;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 pub mod ensemble;
 pub mod error;
 pub mod fitc;
@@ -82,6 +84,10 @@ pub mod predictive;
 pub mod ssgp;
 pub mod standardize;
 
+/// The `mpi` crate (rsmpi) the `distributed` module is built on (feature `mpi`): initialise MPI
+/// and build a [`distributed::Cluster`] without a dependency of your own.
+#[cfg(feature = "mpi")]
+pub use mpi;
 /// The linear-algebra crate of the crate's API (`DMatrix`, `DVector`), re-exported so that a
 /// user needs no nalgebra of their own, and none of another version.
 pub use nalgebra;
