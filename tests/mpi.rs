@@ -10,7 +10,9 @@
 //!   distributed −log p(y|θ) and ∇θ equal the single-process ones to 1e-12 (value relative to
 //!   itself, gradient as max|Δg| / max|g|, as `tests/suite/reference.rs` measures);
 //! - `training`: a short fit (m = 25, half-range start, 5 draws, 60 evaluations) gives the same
-//!   model on every rank, close to the single-process fit.
+//!   model on every rank, close to the single-process fit;
+//! - `disagreement`: when the last rank's data have another D, every rank returns an error
+//!   (none waits forever in a collective).
 
 use ssgp::distributed::{load_csv_share, Cluster};
 use ssgp::mpi::collective::SystemOperation;
@@ -79,7 +81,8 @@ fn parent() -> ExitCode {
     for ranks in [2, 4] {
         failed += usize::from(!launch("training", ranks));
     }
-    println!("mpi: {} passed, {failed} failed", 5 - failed);
+    failed += usize::from(!launch("disagreement", 3));
+    println!("mpi: {} passed, {failed} failed", 6 - failed);
     if failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -97,6 +100,7 @@ fn child(check: &str) -> ExitCode {
     let outcome = match check {
         "evidence" => evidence(&cluster),
         "training" => training(&cluster),
+        "disagreement" => disagreement(&cluster),
         other => Err(format!("unknown check {other}")),
     };
     if let Err(e) = &outcome {
@@ -220,4 +224,30 @@ fn training(cluster: &Cluster) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The last rank drops an input column: every rank must return an error, none may hang.
+fn disagreement(cluster: &Cluster) -> Result<(), String> {
+    let mut local =
+        load_csv_share(train_csv(), &CsvOptions::new(), cluster).map_err(|e| e.to_string())?;
+    if cluster.rank() + 1 == cluster.size() {
+        let d = local.dim();
+        local = Dataset::new(local.x().columns(0, d - 1).into_owned(), local.y().clone())
+            .map_err(|e| e.to_string())?;
+    }
+    let params = Ssgp::params(10)
+        .initial_draws(2)
+        .max_evaluations(5)
+        .lengthscale_init(LengthscaleInit::HalfRange)
+        .check()
+        .map_err(|e| e.to_string())?;
+    match params.fit_distributed(&local, cluster) {
+        Ok(_) => Err("a fit on data of two different D succeeded".into()),
+        Err(e) => {
+            if cluster.is_root() {
+                println!("  {} ranks, one with another D: {e}", cluster.size());
+            }
+            Ok(())
+        }
+    }
 }

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use nalgebra::DVector;
 
 /// n, the column minima, maxima and means of x (D each), ȳ and var y = (1/n) Σ (y_i − ȳ)² over
-/// the rows of every rank. Three collectives: a maximum of 2 + 2D values, sums of 2 + D and of 1.
+/// the rows of every rank. Four collectives: maxima of 2 and 2D values, sums of 2 + D and of 1 value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GlobalStatistics {
     /// The number of rows over all ranks.
@@ -32,14 +32,11 @@ impl GlobalStatistics {
     pub fn all_reduce(local: &Dataset, cluster: &Cluster) -> Result<Self> {
         let (x, y) = (local.x(), local.y());
         let d = x.ncols();
-        // Maxima of [D, −D, max x_d, −min x_d]: D agrees when max D = −max(−D).
-        let mut extremes = Vec::with_capacity(2 + 2 * d);
-        extremes.extend([d as f64, -(d as f64)]);
-        extremes.extend(x.column_iter().map(|c| c.max()));
-        extremes.extend(x.column_iter().map(|c| -c.min()));
-        let mut reduced = extremes.clone();
-        cluster.max(&mut reduced);
-        let (d_max, d_min) = (reduced[0], -reduced[1]);
+        // D agrees when max D = −max(−D); checked first, in buffers of the same length on every
+        // rank, before any buffer whose length depends on D.
+        let mut dims = [d as f64, -(d as f64)];
+        cluster.max(&mut dims);
+        let (d_max, d_min) = (dims[0], -dims[1]);
         if d_max != d_min {
             return Err(Error::Distributed {
                 what: format!(
@@ -47,8 +44,13 @@ impl GlobalStatistics {
                 ),
             });
         }
-        let max = DVector::from_column_slice(&reduced[2..2 + d]);
-        let min = DVector::from_iterator(d, reduced[2 + d..].iter().map(|v| -v));
+        // Maxima of [max x_d, −min x_d].
+        let mut reduced = Vec::with_capacity(2 * d);
+        reduced.extend(x.column_iter().map(|c| c.max()));
+        reduced.extend(x.column_iter().map(|c| -c.min()));
+        cluster.max(&mut reduced);
+        let max = DVector::from_column_slice(&reduced[..d]);
+        let min = DVector::from_iterator(d, reduced[d..].iter().map(|v| -v));
         // Sums of [n, Σ x_d, Σ y].
         let mut sums = Vec::with_capacity(2 + d);
         sums.push(x.nrows() as f64);
