@@ -1,16 +1,17 @@
 //! SSGP trained across the ranks of an MPI job on Kin-40k (or any CSV): each rank reads only its
 //! share of the training rows; the model, the same on every rank, is tested on rank 0.
 //!
-//! `mpirun -np N target/release/examples/distributed [-- --basis B --evals E --seed S
-//! --train FILE --test FILE]` (defaults: Kin-40k, 200 basis functions = 100 spectral points,
-//! 1000 evaluations, seed 1). Build with `cargo build --release --features mpi --example
+//! `mpirun -np N target/release/examples/distributed [--basis B --evals E --seed S --draws K
+//! --start half --train FILE --test FILE]` (defaults: Kin-40k, 200 basis functions = 100
+//! spectral points, 1000 evaluations, seed 1, the best of 100 initial draws, lengthscales from a
+//! full GP on 1024 gathered rows; `--start half` starts from half ranges instead). Build with `cargo build --release --features mpi --example
 //! distributed`. Prints the table (method, m, NMSE, MNLP, −log p, train seconds, evaluations),
 //! the ranks, and the bytes moved per evaluation with the compute and communication time.
 
 use ssgp::data::CsvOptions;
 use ssgp::distributed::{load_csv_share, Cluster};
 use ssgp::metrics::{mnlp, nmse};
-use ssgp::{Dataset, ParamGuard, Ssgp};
+use ssgp::{Dataset, LengthscaleInit, ParamGuard, Ssgp};
 use std::error::Error;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -20,7 +21,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     let cluster = Cluster::new(universe.world());
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/kin40k");
     let (mut train, mut test) = (root.join("train.csv"), root.join("test.csv"));
-    let (mut basis, mut evals, mut seed) = (200, 1000, 1);
+    let (mut basis, mut evals, mut seed, mut draws) = (200, 1000, 1, 100);
+    let mut start = None;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -28,11 +30,14 @@ fn main() -> Result<(), Box<dyn Error>> {
             "--basis" => basis = value.parse()?,
             "--evals" => evals = value.parse()?,
             "--seed" => seed = value.parse()?,
+            "--draws" => draws = value.parse()?,
+            "--start" if value == "half" => start = Some(LengthscaleInit::HalfRange),
             "--train" => train = value.into(),
             "--test" => test = value.into(),
             other => {
                 return Err(format!(
-                    "unknown argument `{other}` (--basis, --evals, --seed, --train, --test)"
+                    "unknown argument `{other}` (--basis, --evals, --seed, --draws, --start half, \
+                     --train, --test)"
                 )
                 .into())
             }
