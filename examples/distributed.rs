@@ -45,7 +45,15 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     let local = load_csv_share(&train, &CsvOptions::new(), &cluster)?;
     let m = (basis / 2).max(1);
-    let params = Ssgp::params(m).seed(seed).max_evaluations(evals).check()?;
+    let params = Ssgp::params(m)
+        .seed(seed)
+        .max_evaluations(evals)
+        .initial_draws(draws);
+    let params = match start {
+        Some(init) => params.lengthscale_init(init),
+        None => params,
+    }
+    .check()?;
     let started = Instant::now();
     let fit = params.fit_distributed(&local, &cluster)?;
     let train_seconds = started.elapsed().as_secs_f64();

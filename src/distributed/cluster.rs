@@ -165,7 +165,7 @@ impl Cluster {
     ///
     /// # Errors
     /// Rank 0's error.
-    pub(crate) fn from_root(&self, local: Result<Vec<f64>>, len: usize) -> Result<Vec<f64>> {
+    pub(crate) fn root_result(&self, local: Result<Vec<f64>>, len: usize) -> Result<Vec<f64>> {
         let mut buf = vec![0.0; len + 1];
         let mut message = String::new();
         if self.is_root() {

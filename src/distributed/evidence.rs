@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 /// SSGP's evidence θ ↦ (−log p(y|θ), ∇θ) over the rows of every rank of a [`Cluster`]; build it
 /// with [`crate::ssgp::ValidSsgpParams::distributed_evidence`]. Every evaluation is a
-/// **collective**: all ranks call it with the same θ (rank 0's, see [`super::training`]).
+/// **collective**: all ranks call it with the same θ (rank 0's, see [`crate::ssgp::ValidSsgpParams::fit_distributed`]).
 ///
 /// θ's layout is [`SsgpEvidence`]'s. At a fixed θ the value and gradient equal the
 /// single-process ones on all rows up to rounding (the sums are added in another order): the

@@ -177,7 +177,7 @@ impl ValidSsgpParams {
         mine.push(value);
         mine.extend_from_slice(posterior.l.as_slice());
         mine.extend_from_slice(posterior.alpha.as_slice());
-        let shared = cluster.from_root(Ok(mine), 1 + k * k + k)?;
+        let shared = cluster.root_result(Ok(mine), 1 + k * k + k)?;
         posterior.l = DMatrix::from_column_slice(k, k, &shared[1..1 + k * k]);
         posterior.alpha = DVector::from_column_slice(&shared[1 + k * k..]);
         let ((e, c), (evaluations, compute)) = (evidence.compute(), spent.get());
@@ -242,7 +242,7 @@ impl ValidSsgpParams {
                 } else {
                     Ok(Vec::new())
                 };
-                DVector::from_vec(cluster.from_root(learned, d)?)
+                DVector::from_vec(cluster.root_result(learned, d)?)
             }
         };
         if stats.y_variance <= 0.0 {
@@ -346,7 +346,7 @@ fn share_outcome(
         Err(e) => Err(e),
         Ok(_) => numbers,
     };
-    let v = cluster.from_root(numbers, params + 5)?;
+    let v = cluster.root_result(numbers, params + 5)?;
     let message = cluster.broadcast_text(&message);
     let training = TrainingSummary {
         initial_neg_log_evidence: v[params + 1],
