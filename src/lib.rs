@@ -43,6 +43,7 @@
 //! | [`hyperparameters`] | the shared [`Hyperparameters`] (ℓ, σ0², σn²), the noise parametrisation and the θ layout |
 //! | [`kernel`] | the SE-ARD covariance (eq. 3) and its spectral density (eq. 12) |
 //! | [`ssgp`] | spectral points, design matrix, evidence and gradient, training, prediction, posterior samples |
+//! | `distributed` | feature `mpi`: SSGP across the ranks of an MPI job — each rank's sums all-reduced, rank 0 leads the optimiser, the same model on every rank |
 //! | [`fitc`] | FITC (Snelson & Ghahramani 2006): pseudo-inputs, evidence and gradient, prediction |
 //! | [`full_gp`] | the exact GP (eq. 2–4): evidence and gradient, subset training, prediction |
 //! | [`optim`] | argmin's nonlinear CG over any [`optim::Objective`], with budgets, a convergence test and best-θ keeping |
