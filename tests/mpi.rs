@@ -11,8 +11,8 @@
 //!   itself, gradient as max|Δg| / max|g|, as `tests/suite/reference.rs` measures);
 //! - `training`: a short fit (m = 25, half-range start, 5 draws, 60 evaluations) gives the same
 //!   model on every rank, close to the single-process fit;
-//! - `disagreement`: when the last rank's data have another D, every rank returns an error
-//!   (none waits forever in a collective).
+//! - `disagreement`: when the last rank cannot read its file, or its data have another D, every
+//!   rank returns an error (none waits forever in a collective).
 
 use ssgp::distributed::{load_csv_share, Cluster};
 use ssgp::mpi::collective::SystemOperation;
@@ -226,11 +226,25 @@ fn training(cluster: &Cluster) -> Result<(), String> {
     Ok(())
 }
 
-/// The last rank drops an input column: every rank must return an error, none may hang.
+/// The last rank cannot read its file, then drops an input column: every rank must return an
+/// error each time, none may hang.
 fn disagreement(cluster: &Cluster) -> Result<(), String> {
+    let last = cluster.rank() + 1 == cluster.size();
+    let path = if last {
+        manifest("data/kin40k/no-such-file.csv")
+    } else {
+        train_csv()
+    };
+    match load_csv_share(path, &CsvOptions::new(), cluster) {
+        Ok(_) => return Err("a load that failed on one rank succeeded on this one".into()),
+        Err(e) if cluster.is_root() => {
+            println!("  {} ranks, one without its file: {e}", cluster.size())
+        }
+        Err(_) => {}
+    }
     let mut local =
         load_csv_share(train_csv(), &CsvOptions::new(), cluster).map_err(|e| e.to_string())?;
-    if cluster.rank() + 1 == cluster.size() {
+    if last {
         let d = local.dim();
         local = Dataset::new(local.x().columns(0, d - 1).into_owned(), local.y().clone())
             .map_err(|e| e.to_string())?;

@@ -15,24 +15,27 @@ pub fn row_share(total: usize, rank: usize, ranks: usize) -> Range<usize> {
     start..start + size + usize::from(rank < extra)
 }
 
-/// This rank's share ([`row_share`]) of the data rows of one CSV file, read as `options` say
-/// (any row range in them is replaced). Every rank counts the file's data rows itself
-/// ([`Dataset::count_csv_rows`], no numbers parsed) and then parses only its own; nothing is
-/// communicated, so the file must be readable at the same path on every rank (a shared file
-/// system). With one file per rank, load it with [`Dataset::from_csv_with`] instead.
+/// Collective: this rank's share ([`row_share`]) of the data rows of one CSV file, read as
+/// `options` say (any row range in them is replaced). Every rank counts the file's data rows
+/// itself ([`Dataset::count_csv_rows`], no numbers parsed) and then parses only its own; no data
+/// are communicated, so the file must be readable at the same path on every rank (a shared file
+/// system). With one file per rank, load it with [`Dataset::from_csv_with`] instead. If any rank
+/// fails to load, every rank returns an error (so none goes on to wait in a collective).
 ///
 /// # Errors
 /// As [`Dataset::from_csv_with`]; [`crate::Error::EmptyCsv`] if this rank's share is empty
-/// (more ranks than rows).
+/// (more ranks than rows); [`crate::Error::Distributed`] if another rank failed.
 pub fn load_csv_share(
     path: impl AsRef<Path>,
     options: &CsvOptions,
     cluster: &Cluster,
 ) -> Result<Dataset> {
     let path = path.as_ref();
-    let total = Dataset::count_csv_rows(path, options)?;
-    let share = row_share(total, cluster.rank(), cluster.size());
-    Dataset::from_csv_with(path, &options.clone().rows(share))
+    let local = Dataset::count_csv_rows(path, options).and_then(|total| {
+        let share = row_share(total, cluster.rank(), cluster.size());
+        Dataset::from_csv_with(path, &options.clone().rows(share))
+    });
+    cluster.agree(local)
 }
 
 #[cfg(test)]
