@@ -19,6 +19,11 @@
 //! with a fixed summation order ([`super::chunks`]), so memory beyond the data is
 //! O(chunk·m + m² + mD) plus whatever part of the design matrix the cache budget keeps.
 //!
+//! Each pass is a local step over the rows (`local_sums`: ΦᵀΦ, b, yᵀy, n; `local_gradient`:
+//! ∂/∂Ω) and a finalize step on the sums (`finalize`: the factor, α, the value;
+//! `finalize_gradient`: ∇θ). The single-process evidence runs them back to back; the distributed
+//! evidence (feature `mpi`) all-reduces the local sums over ranks in between.
+//!
 //! The inputs are centred (a shift rotates each cosine/sine pair and changes nothing), and the
 //! optimiser sees W in units of 10·√m ([`crate::optim::Objective::parameter_scales`]): a change
 //! of log ℓ_d moves the phases of all m spectral points at once, so the evidence is far more
