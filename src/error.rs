@@ -179,6 +179,13 @@ pub enum Error {
     #[cfg(feature = "linfa")]
     #[error("linfa: {0}")]
     Linfa(#[from] ::linfa::Error),
+    /// A distributed computation (feature `mpi`) failed on some rank, or the ranks disagree (on
+    /// D, on the settings); every rank returns an error, so none is left waiting in a collective.
+    #[error("distributed computation failed: {what}")]
+    Distributed {
+        /// What failed, and on which rank.
+        what: String,
+    },
     /// Reading a file failed.
     #[error("cannot read {}: {source}", path.display())]
     Io {

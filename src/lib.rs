@@ -43,6 +43,7 @@
 //! | [`hyperparameters`] | the shared [`Hyperparameters`] (ℓ, σ0², σn²), the noise parametrisation and the θ layout |
 //! | [`kernel`] | the SE-ARD covariance (eq. 3) and its spectral density (eq. 12) |
 //! | [`ssgp`] | spectral points, design matrix, evidence and gradient, training, prediction, posterior samples |
+//! | `distributed` | feature `mpi`: SSGP across the ranks of an MPI job — each rank's sums all-reduced, rank 0 leads the optimiser, the same model on every rank |
 //! | [`fitc`] | FITC (Snelson & Ghahramani 2006): pseudo-inputs, evidence and gradient, prediction |
 //! | [`full_gp`] | the exact GP (eq. 2–4): evidence and gradient, subset training, prediction |
 //! | [`optim`] | argmin's nonlinear CG over any [`optim::Objective`], with budgets, a convergence test and best-θ keeping |
@@ -65,6 +66,8 @@
 #![deny(missing_docs)]
 
 pub mod data;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 pub mod ensemble;
 pub mod error;
 pub mod fitc;
@@ -91,6 +94,10 @@ pub mod standardize;
 /// `Fit` and `PredictInplace` ([`linfa_traits`]).
 #[cfg(feature = "linfa")]
 pub use linfa;
+/// The `mpi` crate (rsmpi) the `distributed` module is built on (feature `mpi`): initialise MPI
+/// and build a [`distributed::Cluster`] without a dependency of your own.
+#[cfg(feature = "mpi")]
+pub use mpi;
 /// The linear-algebra crate of the crate's API (`DMatrix`, `DVector`), re-exported so that a
 /// user needs no nalgebra of their own, and none of another version.
 pub use nalgebra;

@@ -108,15 +108,20 @@ impl InputColumns {
         let used: Vec<usize> = (0..x.ncols())
             .filter(|&d| x.column(d).max() > x.column(d).min())
             .collect();
+        Self::from_used(x.ncols(), used)
+    }
+
+    /// The columns `used` (ascending, each below `dim`) of `dim`.
+    ///
+    /// # Errors
+    /// [`Error::EmptyData`] if no column is used: there is nothing to regress on.
+    pub(crate) fn from_used(dim: usize, used: Vec<usize>) -> Result<Self> {
         if used.is_empty() {
             return Err(Error::EmptyData {
                 what: "every input column is constant: there is nothing to regress on",
             });
         }
-        Ok(Self {
-            dim: x.ncols(),
-            used,
-        })
+        Ok(Self { dim, used })
     }
 
     /// The number D of input columns of the data (used or not).

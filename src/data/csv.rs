@@ -207,6 +207,31 @@ impl Dataset {
         Self::from_reader(file, options, path)
     }
 
+    /// The number of data rows of a CSV file (what [`CsvOptions::rows`] indexes: the header and
+    /// blank lines are not rows), read without parsing their numbers: the total a set of
+    /// processes splits into row ranges.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the file cannot be read; [`Error::InvalidParameter`] for bad options.
+    pub fn count_csv_rows(path: impl AsRef<Path>, options: &CsvOptions) -> Result<usize> {
+        let path = path.as_ref();
+        let options = options.clone().rows(usize::MAX..);
+        options.validate()?;
+        let file = File::open(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let loader = Loader {
+            options: &options,
+            source: path,
+        };
+        let (_, rows) = loader.scan(
+            BufReader::with_capacity(1 << 16, file),
+            &mut Blocks::default(),
+        )?;
+        Ok(rows)
+    }
+
     /// Parses CSV from any reader — a file, a socket, text in memory (`text.as_bytes()`) —
     /// read as `options` say; `source` names it in error messages. One point per line: D inputs
     /// and one target; lines end in `\n` or `\r\n`; a leading UTF-8 byte-order mark and blank
@@ -256,12 +281,36 @@ struct Loader<'a> {
 
 impl Loader<'_> {
     /// Streams the lines of `reader` into blocks and returns the inputs (n×D) and targets (n).
-    fn load(&self, mut reader: impl BufRead) -> Result<(DMatrix<f64>, DVector<f64>)> {
+    fn load(&self, reader: impl BufRead) -> Result<(DMatrix<f64>, DVector<f64>)> {
+        let mut blocks = Blocks::default();
+        let (layout, rows_seen) = self.scan(reader, &mut blocks)?;
+        let Some(layout) = layout else {
+            return Err(self.empty("the source is empty or holds only blank lines".into()));
+        };
+        if blocks.rows == 0 {
+            return Err(self.empty(match (rows_seen, layout.header_line) {
+                (0, Some(line)) => format!("only a header (line {line}), no data lines"),
+                _ => format!(
+                    "no data rows in the range {} (the source has {rows_seen})",
+                    self.options.range_text()
+                ),
+            }));
+        }
+        Ok(blocks.into_inputs_and_target(layout.target))
+    }
+
+    /// Reads the lines of `reader`, pushing the data rows in the options' range into `blocks`;
+    /// returns the layout (if any line was not blank) and the data rows seen (all of them when
+    /// the range is open-ended).
+    fn scan(
+        &self,
+        mut reader: impl BufRead,
+        blocks: &mut Blocks,
+    ) -> Result<(Option<Layout>, usize)> {
         let mut buffer = Vec::new();
         let mut number = 0;
         let mut layout: Option<Layout> = None;
         let mut rows_seen = 0;
-        let mut blocks = Blocks::default();
         loop {
             buffer.clear();
             let read = reader
@@ -304,19 +353,7 @@ impl Loader<'_> {
                 .push(line, columns, self.options.delimiter)
                 .map_err(|reason| self.error(number, reason))?;
         }
-        let Some(layout) = layout else {
-            return Err(self.empty("the source is empty or holds only blank lines".into()));
-        };
-        if blocks.rows == 0 {
-            return Err(self.empty(match (rows_seen, layout.header_line) {
-                (0, Some(line)) => format!("only a header (line {line}), no data lines"),
-                _ => format!(
-                    "no data rows in the range {} (the source has {rows_seen})",
-                    self.options.range_text()
-                ),
-            }));
-        }
-        Ok(blocks.into_inputs_and_target(layout.target))
+        Ok((layout, rows_seen))
     }
 
     /// Reads the first non-blank line (line `number`): its number of fields, whether it is a

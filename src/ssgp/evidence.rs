@@ -19,6 +19,11 @@
 //! with a fixed summation order ([`super::chunks`]), so memory beyond the data is
 //! O(chunk·m + m² + mD) plus whatever part of the design matrix the cache budget keeps.
 //!
+//! Each pass is a local step over the rows (`local_sums`: ΦᵀΦ, b, yᵀy, n; `local_gradient`:
+//! ∂/∂Ω) and a finalize step on the sums (`finalize`: the factor, α, the value;
+//! `finalize_gradient`: ∇θ). The single-process evidence runs them back to back; the distributed
+//! evidence (feature `mpi`) all-reduces the local sums over ranks in between.
+//!
 //! The inputs are centred (a shift rotates each cosine/sine pair and changes nothing), and the
 //! optimiser sees W in units of 10·√m ([`crate::optim::Objective::parameter_scales`]): a change
 //! of log ℓ_d moves the phases of all m spectral points at once, so the evidence is far more
@@ -38,10 +43,36 @@ use crate::linalg::{self, view, view_mut};
 use crate::optim::Objective;
 use faer::{MatRef, Par};
 use nalgebra::{DMatrix, DVector};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
+
+/// A point θ decoded for one evaluation: what the passes over the rows and the finalize steps
+/// share.
+pub(crate) struct EvaluationPoint {
+    hyper: Hyperparameters,
+    /// dσn²/dp_n.
+    noise_derivative: f64,
+    /// Ω = W ⊘ ℓ (m×D).
+    omega: DMatrix<f64>,
+    /// How many leading chunks of Φ the first pass keeps for the gradient pass.
+    cached: usize,
+}
+
+/// The sums over data points that eq. 8 needs. They add over any partition of the rows (row
+/// chunks, the blocks of threads, the ranks of an MPI job), so [`SsgpEvidence::finalize`] can
+/// take them from one process or from an all-reduce.
+pub(crate) struct DataSums {
+    /// ΦᵀΦ (2m×2m); only the lower triangle, diagonal included, is set.
+    pub a: DMatrix<f64>,
+    /// b = Φᵀy (2m×1).
+    pub b: DMatrix<f64>,
+    /// yᵀy, with y centred.
+    pub yty: f64,
+    /// The number of rows n.
+    pub n: usize,
+}
 
 /// What the first pass leaves for the second: −log p(y|θ), the factor, α and the pieces of eq. 8.
-struct FirstPass {
+pub(crate) struct FirstPass {
     value: f64,
     posterior: WeightPosterior,
     hyper: Hyperparameters,
@@ -53,6 +84,26 @@ struct FirstPass {
     lambda: f64,
     /// How many leading chunks of Φ were kept in the workspace.
     cached: usize,
+    /// The number of rows n the sums were taken over.
+    n: usize,
+}
+
+impl FirstPass {
+    /// −log p(y|θ).
+    pub(crate) fn value(&self) -> f64 {
+        self.value
+    }
+
+    /// Replaces −log p(y|θ) by `value`: a distributed evaluation returns rank 0's on every rank.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn set_value(&mut self, value: f64) {
+        self.value = value;
+    }
+
+    /// The posterior over the weights, N(α, σn²A⁻¹) with A = LLᵀ.
+    pub(crate) fn into_posterior(self) -> WeightPosterior {
+        self.posterior
+    }
 }
 
 /// SSGP's evidence θ ↦ −log p(y|θ) and ∇θ on a data set: a pure function of (data, θ); build it
@@ -89,11 +140,24 @@ impl<'a> SsgpEvidence<'a> {
         params: &ValidSsgpParams,
         fixed: Option<DMatrix<f64>>,
     ) -> Self {
+        Self::with_centring(data, params, fixed, input_means(data.x()), data.y_mean())
+    }
+
+    /// As [`SsgpEvidence::new`], with the inputs centred by `centre` (D) and the targets by
+    /// `y_mean` instead of `data`'s own means: a rank of a distributed fit centres its rows by the
+    /// global means.
+    pub(crate) fn with_centring(
+        data: &'a Dataset,
+        params: &ValidSsgpParams,
+        fixed: Option<DMatrix<f64>>,
+        centre: DVector<f64>,
+        y_mean: f64,
+    ) -> Self {
         let threads = params.training.threads;
         Self {
             x: data.x(),
-            centre: input_means(data.x()),
-            y: data.y().add_scalar(-data.y_mean()),
+            centre,
+            y: data.y().add_scalar(-y_mean),
             m: params.m,
             fixed,
             noise: params.training.noise(),
@@ -110,6 +174,11 @@ impl<'a> SsgpEvidence<'a> {
         self.m
     }
 
+    /// The number D of inputs.
+    pub(crate) fn input_dim(&self) -> usize {
+        self.x.ncols()
+    }
+
     /// The noise parametrisation in use.
     pub fn noise(&self) -> NoiseParam {
         self.noise
@@ -121,7 +190,7 @@ impl<'a> SsgpEvidence<'a> {
     /// [`Error::InvalidParameter`] for non-positive lengthscales or variances;
     /// [`Error::DimensionMismatch`] for wrong shapes.
     pub fn pack(&self, h: &SsgpHyperparameters) -> Result<DVector<f64>> {
-        let d = self.x.ncols();
+        let d = self.input_dim();
         if h.hyper.dim() != d {
             return Err(Error::DimensionMismatch {
                 what: "lengthscales",
@@ -177,53 +246,80 @@ impl<'a> SsgpEvidence<'a> {
     /// # Errors
     /// As [`SsgpEvidence::unpack`], and [`Error::NotPositiveDefinite`] if A cannot be factored.
     pub fn value(&self, theta: &DVector<f64>) -> Result<f64> {
-        let mut ws = self.workspace.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ws = self.workspace();
         Ok(self.first_pass(theta, &mut ws, false)?.value)
     }
 
     /// −log p(y|θ) and the posterior over the weights at θ.
     pub(crate) fn posterior(&self, theta: &DVector<f64>) -> Result<(f64, WeightPosterior)> {
-        let mut ws = self.workspace.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ws = self.workspace();
         let first = self.first_pass(theta, &mut ws, false)?;
-        Ok((first.value, first.posterior))
+        Ok((first.value(), first.into_posterior()))
     }
 
     fn y_rows(&self, start: usize, len: usize) -> MatRef<'_, f64> {
         MatRef::from_column_major_slice(&self.y.as_slice()[start..start + len], len, 1)
     }
 
-    /// Pass 1 (a fold over row chunks): A = ΦᵀΦ + λI, b = Φᵀy, the factor L and −log p(y|θ).
+    /// The buffers kept between evaluations.
+    pub(crate) fn workspace(&self) -> MutexGuard<'_, Workspace> {
+        self.workspace.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Pass 1: [`SsgpEvidence::local_sums`] of this evidence's rows, then
+    /// [`SsgpEvidence::finalize`].
     fn first_pass(
         &self,
         theta: &DVector<f64>,
         ws: &mut Workspace,
         want_gradient: bool,
     ) -> Result<FirstPass> {
+        let point = self.point(theta, want_gradient)?;
+        let sums = self.local_sums(&point, ws);
+        self.finalize(point, sums)
+    }
+
+    /// θ decoded, with Ω = W ⊘ ℓ and how many chunks of Φ to keep for the gradient pass.
+    pub(crate) fn point(
+        &self,
+        theta: &DVector<f64>,
+        want_gradient: bool,
+    ) -> Result<EvaluationPoint> {
         let Decoded {
-            hyper: h,
+            hyper,
             noise_derivative,
             block: w,
         } = self.decode(theta)?;
-        let (n, m, k) = (self.x.nrows(), self.m, 2 * self.m);
-        let par = self.par;
-        let sn2 = h.noise_variance;
-        let omega = scaled_frequencies(&w, &h.lengthscales);
+        let omega = scaled_frequencies(&w, &hyper.lengthscales);
         // Keep as many leading chunks of Φ for the gradient pass as the memory budget allows.
         let chunk_bytes = self
             .plan
             .largest_chunk()
-            .saturating_mul(k)
+            .saturating_mul(2 * self.m)
             .saturating_mul(8);
-        let cache = if want_gradient {
+        let cached = if want_gradient {
             self.cache_bytes / chunk_bytes.max(1)
         } else {
             0
         };
+        Ok(EvaluationPoint {
+            hyper,
+            noise_derivative,
+            omega,
+            cached,
+        })
+    }
+
+    /// This evidence's share of the sums of eq. 8 (a fold over row chunks): ΦᵀΦ (lower
+    /// triangle), b = Φᵀy (2m), yᵀy and n over its rows, at a cost of n(2m)² + 4nmD flops.
+    pub(crate) fn local_sums(&self, point: &EvaluationPoint, ws: &mut Workspace) -> DataSums {
+        let k = 2 * self.m;
+        let omega = &point.omega;
         let mut a = DMatrix::zeros(k, k);
         let mut b = DMatrix::zeros(k, 1);
         self.plan.map_reduce(
             ws,
-            cache,
+            point.cached,
             &self.threads,
             |(start, len), blk, cached, first| {
                 let BlockBuffers {
@@ -237,7 +333,7 @@ impl<'a> SsgpEvidence<'a> {
                 design_matrix_into(
                     linalg::rows_view(self.x, start, len),
                     &self.centre,
-                    &omega,
+                    omega,
                     phi,
                     centred,
                     Par::Seq,
@@ -259,6 +355,31 @@ impl<'a> SsgpEvidence<'a> {
                 b += &blk.b;
             },
         );
+        DataSums {
+            a,
+            b,
+            yty: self.y.norm_squared(),
+            n: self.x.nrows(),
+        }
+    }
+
+    /// Eq. 8 from the sums over all rows: A = ΦᵀΦ + λI = LLᵀ (O(m³)), v = L⁻¹b, α = L⁻ᵀv and
+    /// −log p(y|θ) = (yᵀy − ‖v‖²)/(2σn²) + Σ log L_ii − m log λ + (n/2) log 2πσn².
+    ///
+    /// # Errors
+    /// [`Error::NotPositiveDefinite`] if A cannot be factored, [`Error::NonFiniteObjective`] for a
+    /// non-finite value.
+    pub(crate) fn finalize(&self, point: EvaluationPoint, sums: DataSums) -> Result<FirstPass> {
+        let EvaluationPoint {
+            hyper: h,
+            noise_derivative,
+            omega,
+            cached,
+        } = point;
+        let DataSums { mut a, b, yty, n } = sums;
+        let (m, k) = (self.m, 2 * self.m);
+        let par = self.par;
+        let sn2 = h.noise_variance;
         let lambda = m as f64 * sn2 / h.signal_variance;
         for i in 0..k {
             a[(i, i)] += lambda;
@@ -267,7 +388,6 @@ impl<'a> SsgpEvidence<'a> {
         let l = a;
         let mut v = b;
         linalg::solve_lower(view(&l), view_mut(&mut v), par);
-        let yty = self.y.norm_squared();
         let q = yty - v.norm_squared();
         let log_det_half: f64 = (0..k).map(|i| l[(i, i)].ln()).sum();
         let value = q / (2.0 * sn2) + log_det_half - m as f64 * lambda.ln()
@@ -292,27 +412,34 @@ impl<'a> SsgpEvidence<'a> {
             noise_derivative,
             q,
             lambda,
-            cached: cache,
+            cached,
+            n,
         })
     }
 
-    /// Pass 2: the gradient, from the factor L, α and (cached or recomputed) Φ.
+    /// Pass 2: [`SsgpEvidence::local_gradient`] of this evidence's rows, then
+    /// [`SsgpEvidence::finalize_gradient`].
     fn gradient(&self, ws: &mut Workspace, first: &FirstPass) -> DVector<f64> {
-        let (n, d, m) = (self.x.nrows(), self.x.ncols(), self.m);
+        let d_omega = self.local_gradient(ws, first);
+        self.finalize_gradient(first, &d_omega)
+    }
+
+    /// This evidence's share of ∂/∂Ω = gᵀX (m×D, a fold over row chunks), from the factor L and
+    /// α of the sums over all rows and (cached or recomputed) Φ: g_ir = G^sin_ir cos θ_ir −
+    /// G^cos_ir sin θ_ir with G = ΦA⁻¹ − rαᵀ and r = (y − Φα)/σn², at a cost of 2n(2m)² + 2nmD
+    /// flops.
+    pub(crate) fn local_gradient(&self, ws: &mut Workspace, first: &FirstPass) -> DMatrix<f64> {
+        let (d, m) = (self.x.ncols(), self.m);
         let FirstPass {
             posterior: WeightPosterior {
                 l, alpha, omega, ..
             },
             hyper: h,
-            noise_derivative,
-            q,
-            lambda,
             cached: cache,
             ..
         } = first;
-        let (q, lambda, cache) = (*q, *lambda, *cache);
+        let cache = *cache;
         let k = 2 * m;
-        let par = self.par;
         let sn2 = h.noise_variance;
         let alpha_col = MatRef::from_column_major_slice(alpha.as_slice(), k, 1);
         let mut d_omega = DMatrix::zeros(m, d);
@@ -375,6 +502,32 @@ impl<'a> SsgpEvidence<'a> {
             },
             |blk| d_omega += &blk.d_omega,
         );
+        d_omega
+    }
+
+    /// ∇θ from ∂/∂Ω (m×D, summed over all rows) and the first pass: ∂/∂log ℓ_d =
+    /// −Σ_r Ω_rd ∂/∂Ω_rd, ∂/∂W_rd = ∂/∂Ω_rd / ℓ_d, and σ0, σn through λ = mσn²/σ0² and the
+    /// explicit terms of eq. 8 (tr A⁻¹ = ‖L⁻¹‖²_F, O(m³)).
+    pub(crate) fn finalize_gradient(
+        &self,
+        first: &FirstPass,
+        d_omega: &DMatrix<f64>,
+    ) -> DVector<f64> {
+        let (d, m) = (self.x.ncols(), self.m);
+        let FirstPass {
+            posterior: WeightPosterior {
+                l, alpha, omega, ..
+            },
+            hyper: h,
+            noise_derivative,
+            q,
+            lambda,
+            n,
+            ..
+        } = first;
+        let (q, lambda, n) = (*q, *lambda, *n);
+        let par = self.par;
+        let sn2 = h.noise_variance;
         // σ0 and σn enter through λ = mσn²/σ0² and the explicit terms of eq. 8.
         let l_inv = linalg::invert_lower(l, par);
         let trace_a_inv = l_inv.norm_squared();
@@ -467,7 +620,7 @@ impl Objective for SsgpEvidence<'_> {
     }
 
     fn value_and_gradient(&self, theta: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
-        let mut ws = self.workspace.lock().unwrap_or_else(|p| p.into_inner());
+        let mut ws = self.workspace();
         let first = self.first_pass(theta, &mut ws, true)?;
         let gradient = self.gradient(&mut ws, &first);
         Ok((first.value, gradient))

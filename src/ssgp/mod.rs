@@ -27,10 +27,10 @@
 //! ```
 
 mod chunks;
-mod evidence;
+pub(crate) mod evidence;
 pub mod features;
 mod params;
-mod posterior;
+pub(crate) mod posterior;
 #[cfg(feature = "serde")]
 mod saved;
 mod trig;

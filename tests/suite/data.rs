@@ -376,6 +376,31 @@ fn csv_row_ranges_split_a_file_into_disjoint_shares() {
 }
 
 #[test]
+fn csv_rows_are_counted_as_row_ranges_index_them() {
+    let (rows, y) = numbers(37, 2, 5);
+    let mut text = csv_text(&rows, &y, 2, ',', true);
+    text.insert_str(text.find('\n').unwrap() + 1, "\n  \n"); // blank lines are not rows
+    let file = TempFile::new("count.csv", &text);
+    assert_eq!(
+        Dataset::count_csv_rows(&file.0, &CsvOptions::new()).unwrap(),
+        37
+    );
+    // A given range does not change the count.
+    let ranged = CsvOptions::new().rows(3..5);
+    assert_eq!(Dataset::count_csv_rows(&file.0, &ranged).unwrap(), 37);
+    // Rows are counted, not parsed: a malformed line counts (loading it is an error).
+    let bad = TempFile::new("count-bad.csv", "1,2\nnot,numbers\n3,4\n");
+    assert_eq!(
+        Dataset::count_csv_rows(&bad.0, &CsvOptions::new()).unwrap(),
+        3
+    );
+    assert!(matches!(
+        Dataset::count_csv_rows(file.0.with_extension("missing"), &CsvOptions::new()),
+        Err(Error::Io { .. })
+    ));
+}
+
+#[test]
 fn csv_byte_order_mark_is_stripped() {
     let data = parse("\u{FEFF}1,2\n3,4\n", &CsvOptions::new()).unwrap();
     assert_eq!(data.x().as_slice(), [1.0, 3.0]);

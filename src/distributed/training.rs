@@ -1,0 +1,392 @@
+//! SSGP's training (§4.2) across the ranks: start values from global statistics, the best of K
+//! draws by the all-reduced evidence, then rank 0 runs the optimiser and every other rank
+//! follows. Per evaluation rank 0 broadcasts a command [evaluate, θ] (8·(P + 1) bytes, P the
+//! length of θ) and all ranks join the evidence's two all-reduces; at the end it broadcasts
+//! [done], the outcome (θ and the training summary, or its error) and the factor and α of the
+//! posterior, so every rank holds the same bits of the same [`FittedSsgp`].
+
+use super::cluster::{Cluster, Traffic};
+use super::evidence::DistributedEvidence;
+use super::statistics::GlobalStatistics;
+use crate::data::{Dataset, InputColumns};
+use crate::error::{Error, Result};
+use crate::hyperparameters::Hyperparameters;
+use crate::init::{self, LengthscaleInit};
+use crate::model::TrainingSummary;
+use crate::optim::{Objective, OptimReport, Termination};
+use crate::ssgp::{FittedSsgp, NoiseBound, SsgpEvidence, SsgpHyperparameters, ValidSsgpParams};
+use nalgebra::{DMatrix, DVector};
+use std::cell::Cell;
+use std::time::Duration;
+
+/// Rank 0's command: evaluate at the θ that follows.
+const EVALUATE: f64 = 0.0;
+/// Rank 0's command: training is over.
+const DONE: f64 = 1.0;
+
+/// A distributed fit as one rank sees it: the model (the same on every rank) and what this
+/// rank spent on it.
+pub struct DistributedFit {
+    /// The fitted model, bit for bit the same on every rank; prediction needs no MPI.
+    pub model: FittedSsgp,
+    /// The number of ranks.
+    pub ranks: usize,
+    /// The rows over all ranks.
+    pub rows: usize,
+    /// Evaluations of the evidence (initial draws included) this rank took part in.
+    pub evaluations: usize,
+    /// Time this rank spent computing in them.
+    pub compute: Duration,
+    /// This rank's communication during the fit.
+    pub traffic: Traffic,
+}
+
+impl ValidSsgpParams {
+    /// Collective: the evidence of these settings over the rows of every rank, each rank passing
+    /// its own rows `local` — inputs and targets centred by the global means, W fixed as
+    /// [`ValidSsgpParams::evidence`] fixes it. At a fixed θ it equals the single-process
+    /// evidence on all rows up to rounding.
+    ///
+    /// # Errors
+    /// [`Error::Distributed`] if the ranks' data disagree on D; [`Error::DimensionMismatch`] for
+    /// fixed frequencies without D columns (on every rank: the settings are the same).
+    pub fn distributed_evidence<'a>(
+        &self,
+        local: &'a Dataset,
+        cluster: &'a Cluster,
+    ) -> Result<DistributedEvidence<'a>> {
+        let stats = GlobalStatistics::all_reduce(local, cluster)?;
+        let fixed = match (self.fixed_spectral_points, &self.initial_unit_frequencies) {
+            (false, _) => None,
+            (true, Some(w)) => Some(w.clone()),
+            (true, None) => Some(self.density().sample_unit_frequencies(
+                self.m,
+                local.dim(),
+                &mut init::seeded(self.training.seed),
+            )),
+        };
+        self.distributed_evidence_with(local, cluster, &stats, stats.mean.clone(), fixed)
+    }
+
+    /// The distributed evidence on `local` (the used columns), centred by `centre` and ȳ.
+    fn distributed_evidence_with<'a>(
+        &self,
+        local: &'a Dataset,
+        cluster: &'a Cluster,
+        stats: &GlobalStatistics,
+        centre: DVector<f64>,
+        fixed: Option<DMatrix<f64>>,
+    ) -> Result<DistributedEvidence<'a>> {
+        if let Some(w) = &fixed {
+            if w.shape() != (self.m, local.dim()) {
+                return Err(Error::DimensionMismatch {
+                    what: "fixed unit frequencies (m×D entries)",
+                    expected: self.m * local.dim(),
+                    found: w.len(),
+                });
+            }
+        }
+        let evidence = SsgpEvidence::with_centring(local, self, fixed, centre, stats.y_mean);
+        Ok(DistributedEvidence::new(evidence, cluster, stats.n))
+    }
+
+    /// Collective: trains SSGP on the rows of every rank, each rank passing only its own rows
+    /// `local` (nothing gathers the data). As [`ValidSsgpParams::fit`], except:
+    /// - the start values come from all-reduced statistics (half ranges of the global column
+    ///   ranges, σ0² = var y, σn² = σ0²/4; inputs and targets centred by the global means);
+    ///   [`LengthscaleInit::FullGpSubset`]`(s)` gathers only a subset on every rank — each rank's
+    ///   share of s rows (in proportion to its rows, evenly spaced) — and rank 0 trains the full GP
+    ///   on it and broadcasts ℓ;
+    /// - the optimiser (and any observer, time budget) runs on rank 0; the others follow its
+    ///   broadcast θ;
+    /// - [`NoiseBound::FixedSpectralPoints`] is not supported.
+    ///
+    /// Every rank returns the same model, or an error (no rank is left waiting in a collective).
+    /// For fixed data split, seed and number of ranks the fit is reproducible.
+    ///
+    /// # Errors
+    /// As [`ValidSsgpParams::fit`]; [`Error::Distributed`] on the other ranks when one rank
+    /// fails; [`Error::InvalidParameter`] for a noise bound.
+    pub fn fit_distributed(&self, local: &Dataset, cluster: &Cluster) -> Result<DistributedFit> {
+        if self.noise_bound != NoiseBound::None {
+            return Err(Error::InvalidParameter {
+                name: "noise_bound",
+                reason: "a noise bound is not supported in a distributed fit".into(),
+            });
+        }
+        let traffic0 = cluster.traffic();
+        let stats = GlobalStatistics::all_reduce(local, cluster)?;
+        let columns = stats.varying_columns()?;
+        let used = cluster.agree(columns.select_data(local))?;
+        let start = self.distributed_start(&stats, &columns, &used, cluster)?;
+        let centre = stats.used_means(&columns);
+        let d = used.dim();
+        if let Some(w) = &self.initial_unit_frequencies {
+            if w.ncols() != d {
+                return Err(Error::DimensionMismatch {
+                    what: "initial unit frequencies (columns, D)",
+                    expected: d,
+                    found: w.ncols(),
+                });
+            }
+        }
+        let evidence_at = |w: &DMatrix<f64>| {
+            let fixed = self.fixed_spectral_points.then(|| w.clone());
+            self.distributed_evidence_with(&used, cluster, &stats, centre.clone(), fixed)
+        };
+        let spent = Cell::new((0, Duration::ZERO));
+        let w0 = init::unit_frequencies(
+            self.initial_unit_frequencies.as_ref(),
+            self.density().as_ref(),
+            (self.m, d),
+            self.initial_draws,
+            self.training.seed,
+            |w| {
+                let evidence = evidence_at(w)?;
+                let value = evidence.value(&evidence.pack(&SsgpHyperparameters {
+                    hyper: start.clone(),
+                    unit_frequencies: w.clone(),
+                })?);
+                let ((e, c), (e0, c0)) = (evidence.compute(), spent.get());
+                spent.set((e0 + e, c0 + c));
+                value
+            },
+        )?;
+        let evidence = evidence_at(&w0)?;
+        let theta0 = evidence.pack(&SsgpHyperparameters {
+            hyper: start,
+            unit_frequencies: w0,
+        })?;
+        let outcome = if cluster.is_root() {
+            let report = self.training.minimize(&Leader(&evidence), theta0.clone());
+            let mut done = vec![0.0; theta0.len() + 1];
+            done[0] = DONE;
+            cluster.broadcast(&mut done);
+            report
+        } else {
+            follow(&evidence, theta0.len());
+            Err(Error::Distributed {
+                what: "only rank 0 runs the optimiser".into(),
+            })
+        };
+        let (theta, training) = share_outcome(cluster, outcome, theta0.len(), &columns)?;
+        let (value, mut posterior) = evidence.posterior(&theta)?;
+        // Rank 0's factor and α on every rank: the same model, whatever each CPU's rounding.
+        let k = 2 * self.m;
+        let mut mine = Vec::with_capacity(1 + k * k + k);
+        mine.push(value);
+        mine.extend_from_slice(posterior.l.as_slice());
+        mine.extend_from_slice(posterior.alpha.as_slice());
+        let shared = cluster.root_result(Ok(mine), 1 + k * k + k)?;
+        posterior.l = DMatrix::from_column_slice(k, k, &shared[1..1 + k * k]);
+        posterior.alpha = DVector::from_column_slice(&shared[1 + k * k..]);
+        let ((e, c), (evaluations, compute)) = (evidence.compute(), spent.get());
+        let model = FittedSsgp {
+            hyper: evidence.unpack(&theta)?,
+            posterior,
+            theta,
+            y_mean: stats.y_mean,
+            neg_log_evidence: shared[0],
+            training,
+            fixed: self.fixed_spectral_points,
+            noise_floor: self.training.noise_floor,
+            threads: self.training.threads,
+            chunk_rows: self.chunk_rows,
+            columns,
+        };
+        let traffic = cluster.traffic();
+        Ok(DistributedFit {
+            model,
+            ranks: cluster.size(),
+            rows: stats.n,
+            evaluations: evaluations + e,
+            compute: compute + c,
+            traffic: Traffic {
+                collectives: traffic.collectives - traffic0.collectives,
+                bytes: traffic.bytes - traffic0.bytes,
+                time: traffic.time.saturating_sub(traffic0.time),
+            },
+        })
+    }
+
+    /// Collective: the start values from the global statistics (see
+    /// [`ValidSsgpParams::fit_distributed`]).
+    fn distributed_start(
+        &self,
+        stats: &GlobalStatistics,
+        columns: &InputColumns,
+        used: &Dataset,
+        cluster: &Cluster,
+    ) -> Result<Hyperparameters> {
+        let d = columns.used().len();
+        let lengthscales = match &self.training.lengthscales {
+            LengthscaleInit::HalfRange => stats.half_ranges(columns),
+            LengthscaleInit::Given(l) if l.len() != d => {
+                return Err(Error::DimensionMismatch {
+                    what: "initial lengthscales",
+                    expected: d,
+                    found: l.len(),
+                })
+            }
+            LengthscaleInit::Given(l) => l.clone(),
+            LengthscaleInit::FullGpSubset(size) => {
+                let subset = gather_subset(used, (*size).min(stats.n), cluster)?;
+                let learned = if cluster.is_root() {
+                    init::full_gp_lengthscales(
+                        &subset,
+                        subset.len(),
+                        self.training.seed,
+                        self.training.threads,
+                    )
+                    .map(|l| l.as_slice().to_vec())
+                } else {
+                    Ok(Vec::new())
+                };
+                DVector::from_vec(cluster.root_result(learned, d)?)
+            }
+        };
+        if stats.y_variance <= 0.0 {
+            return Err(Error::ConstantTargets {
+                value: stats.y_mean,
+            });
+        }
+        Ok(Hyperparameters {
+            lengthscales,
+            signal_variance: stats.y_variance,
+            noise_variance: stats.y_variance / 4.0,
+        })
+    }
+}
+
+/// Collective: `size` rows of the data of all ranks on every rank — each rank's share in
+/// proportion to its rows (⌊size·N_{r+1}/n⌋ − ⌊size·N_r/n⌋ with N_r the rows of the ranks before
+/// r), evenly spaced among them, in rank order. Two all-gathers: one count per rank, then
+/// size·(D + 1) values.
+fn gather_subset(local: &Dataset, size: usize, cluster: &Cluster) -> Result<Dataset> {
+    let counts = cluster.all_gather(&[local.len() as f64]);
+    let total: f64 = counts.iter().sum();
+    let before: f64 = counts[..cluster.rank()].iter().sum();
+    let share_at = |rows: f64| (size as f64 * rows / total).floor() as usize;
+    let share = share_at(before + local.len() as f64) - share_at(before);
+    let (x, y, d) = (local.x(), local.y(), local.dim());
+    let mut rows = Vec::with_capacity(share * (d + 1));
+    for i in 0..share {
+        let r = i * local.len() / share;
+        rows.extend(x.row(r).iter());
+        rows.push(y[r]);
+    }
+    let all = cluster.all_gather(&rows);
+    let n = all.len() / (d + 1);
+    let x = DMatrix::from_fn(n, d, |i, j| all[i * (d + 1) + j]);
+    let y = DVector::from_fn(n, |i, _| all[i * (d + 1) + d]);
+    Dataset::new(x, y)
+}
+
+/// Rank 0's objective: each evaluation first broadcasts [evaluate, θ] to the followers.
+struct Leader<'e, 'a>(&'e DistributedEvidence<'a>);
+
+impl Objective for Leader<'_, '_> {
+    fn num_params(&self) -> usize {
+        self.0.num_params()
+    }
+
+    fn value_scale(&self) -> f64 {
+        self.0.value_scale()
+    }
+
+    fn parameter_scales(&self) -> Option<DVector<f64>> {
+        self.0.parameter_scales()
+    }
+
+    fn value_and_gradient(&self, theta: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
+        let mut command = Vec::with_capacity(theta.len() + 1);
+        command.push(EVALUATE);
+        command.extend_from_slice(theta.as_slice());
+        self.0.cluster().broadcast(&mut command);
+        self.0.value_and_gradient(theta)
+    }
+}
+
+/// A follower's side of training: evaluate at every θ rank 0 broadcasts until it says done.
+fn follow(evidence: &DistributedEvidence<'_>, params: usize) {
+    loop {
+        let mut command = vec![0.0; params + 1];
+        evidence.cluster().broadcast(&mut command);
+        if command[0] != EVALUATE {
+            return;
+        }
+        // Rank 0 sees the same outcome (failures are all-reduced with the sums) and decides.
+        let _outcome = evidence.value_and_gradient(&DVector::from_column_slice(&command[1..]));
+    }
+}
+
+/// Collective: rank 0's training outcome on every rank — θ and the summary, or its error.
+fn share_outcome(
+    cluster: &Cluster,
+    outcome: Result<OptimReport>,
+    params: usize,
+    columns: &InputColumns,
+) -> Result<(DVector<f64>, TrainingSummary)> {
+    let (numbers, message) = match &outcome {
+        Ok(r) => {
+            let (code, message) = encode_termination(&r.termination);
+            let mut v = r.theta.as_slice().to_vec();
+            v.extend([
+                r.value,
+                r.initial_value,
+                r.iterations as f64,
+                r.evaluations as f64,
+                code,
+            ]);
+            (Ok(v), message)
+        }
+        Err(_) => (Ok(Vec::new()), String::new()),
+    };
+    let numbers = match outcome {
+        Err(e) => Err(e),
+        Ok(_) => numbers,
+    };
+    let v = cluster.root_result(numbers, params + 5)?;
+    let message = cluster.broadcast_text(&message);
+    let training = TrainingSummary {
+        initial_neg_log_evidence: v[params + 1],
+        neg_log_evidence: v[params],
+        iterations: v[params + 2] as u64,
+        evaluations: v[params + 3] as usize,
+        termination: decode_termination(v[params + 4], message),
+        ignored_inputs: columns.ignored(),
+    };
+    Ok((DVector::from_column_slice(&v[..params]), training))
+}
+
+/// A termination as a code and its message (empty for the variants without one).
+fn encode_termination(t: &Termination) -> (f64, String) {
+    match t {
+        Termination::Converged => (0.0, String::new()),
+        Termination::SmallGradient => (1.0, String::new()),
+        Termination::MaxIterations => (2.0, String::new()),
+        Termination::MaxEvaluations => (3.0, String::new()),
+        Termination::TimeLimit => (4.0, String::new()),
+        Termination::StoppedByObserver => (5.0, String::new()),
+        Termination::NotStarted => (6.0, String::new()),
+        Termination::LineSearchFailed(m) => (7.0, m.clone()),
+        Termination::EvaluationFailed(m) => (8.0, m.clone()),
+        Termination::OptimiserError(m) => (9.0, m.clone()),
+    }
+}
+
+/// The termination of [`encode_termination`]'s code and message.
+fn decode_termination(code: f64, message: String) -> Termination {
+    match code as u8 {
+        0 => Termination::Converged,
+        1 => Termination::SmallGradient,
+        2 => Termination::MaxIterations,
+        3 => Termination::MaxEvaluations,
+        4 => Termination::TimeLimit,
+        5 => Termination::StoppedByObserver,
+        6 => Termination::NotStarted,
+        7 => Termination::LineSearchFailed(message),
+        8 => Termination::EvaluationFailed(message),
+        _ => Termination::OptimiserError(message),
+    }
+}

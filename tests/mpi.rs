@@ -1,0 +1,267 @@
+//! SSGP across MPI ranks against the single-process code, on Kin-40k (feature `mpi`).
+//!
+//! A `harness = false` test: MPI initialises once per process, so this binary re-executes itself
+//! under `mpirun` (`--oversubscribe --bind-to none`, one thread per rank, `--allow-run-as-root`
+//! through Open MPI's environment variables, `MPIEXEC_TIMEOUT` against hangs) for 1, 2 and 4
+//! ranks; the child (the environment variable `SSGP_MPI_TEST` names its check) loads its share of
+//! the rows and reports through its exit code.
+//!
+//! - `evidence`: at the reference θ of `tests/data/reference/` (m = 100, all 10000 rows) the
+//!   distributed −log p(y|θ) and ∇θ equal the single-process ones to 1e-12 (value relative to
+//!   itself, gradient as max|Δg| / max|g|, as `tests/suite/reference.rs` measures);
+//! - `training`: a short fit (m = 25, half-range start, 5 draws, 60 evaluations) gives the same
+//!   model on every rank, close to the single-process fit;
+//! - `disagreement`: when the last rank cannot read its file, or its data have another D, every
+//!   rank returns an error (none waits forever in a collective).
+
+use ssgp::distributed::{load_csv_share, Cluster};
+use ssgp::mpi::collective::SystemOperation;
+use ssgp::mpi::traits::CommunicatorCollectives;
+use ssgp::nalgebra::DVector;
+use ssgp::optim::Objective;
+use ssgp::{data::CsvOptions, Dataset, LengthscaleInit, ParamGuard, Ssgp};
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+const CHILD: &str = "SSGP_MPI_TEST";
+
+fn manifest(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+fn main() -> ExitCode {
+    match std::env::var(CHILD) {
+        Ok(check) => child(&check),
+        Err(_) => parent(),
+    }
+}
+
+/// Runs `check` under `mpirun -np ranks`; whether it passed.
+fn launch(check: &str, ranks: usize) -> bool {
+    let started = Instant::now();
+    let out = Command::new(std::env::var("MPIRUN").unwrap_or_else(|_| "mpirun".into()))
+        .args(["--oversubscribe", "--bind-to", "none", "-np"])
+        .arg(ranks.to_string())
+        .args(["-x", CHILD, "-x", "RAYON_NUM_THREADS"])
+        .arg(std::env::current_exe().expect("the test binary's path"))
+        .env(CHILD, check)
+        .env("RAYON_NUM_THREADS", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_pml", "ob1")
+        .env("MPIEXEC_TIMEOUT", "300")
+        .output();
+    let ok = match out {
+        Ok(out) => {
+            print!("{}", String::from_utf8_lossy(&out.stdout));
+            if !out.status.success() {
+                eprint!("{}", String::from_utf8_lossy(&out.stderr));
+            }
+            out.status.success()
+        }
+        Err(e) => {
+            eprintln!("cannot run mpirun: {e}");
+            false
+        }
+    };
+    println!(
+        "test {check} on {ranks} rank(s) ... {} ({:.1} s)",
+        if ok { "ok" } else { "FAILED" },
+        started.elapsed().as_secs_f64()
+    );
+    ok
+}
+
+fn parent() -> ExitCode {
+    let mut failed = 0;
+    for ranks in [1, 2, 4] {
+        failed += usize::from(!launch("evidence", ranks));
+    }
+    for ranks in [2, 4] {
+        failed += usize::from(!launch("training", ranks));
+    }
+    failed += usize::from(!launch("disagreement", 3));
+    println!("mpi: {} passed, {failed} failed", 6 - failed);
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn child(check: &str) -> ExitCode {
+    let Some(universe) = ssgp::mpi::initialize() else {
+        eprintln!("MPI was initialised already");
+        return ExitCode::FAILURE;
+    };
+    let world = universe.world();
+    let cluster = Cluster::new(universe.world());
+    let outcome = match check {
+        "evidence" => evidence(&cluster),
+        "training" => training(&cluster),
+        "disagreement" => disagreement(&cluster),
+        other => Err(format!("unknown check {other}")),
+    };
+    if let Err(e) = &outcome {
+        eprintln!("rank {}: {e}", cluster.rank());
+    }
+    // Every rank's verdict, so all ranks exit alike.
+    let mut failed = 0i32;
+    world.all_reduce_into(
+        &i32::from(outcome.is_err()),
+        &mut failed,
+        SystemOperation::max(),
+    );
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn train_csv() -> PathBuf {
+    manifest("data/kin40k/train.csv")
+}
+
+/// The distributed evidence at the reference θ against the single-process one.
+fn evidence(cluster: &Cluster) -> Result<(), String> {
+    let local =
+        load_csv_share(train_csv(), &CsvOptions::new(), cluster).map_err(|e| e.to_string())?;
+    let text =
+        std::fs::read_to_string(manifest("tests/data/reference/ssgp_kin40k_m100_params.csv"))
+            .map_err(|e| e.to_string())?;
+    let theta: Vec<f64> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.trim().parse::<f64>().map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    let theta = DVector::from_vec(theta);
+    let params = Ssgp::params(100).check().map_err(|e| e.to_string())?;
+    let distributed = params
+        .distributed_evidence(&local, cluster)
+        .map_err(|e| e.to_string())?;
+    let (value, grad) = distributed
+        .value_and_gradient(&theta)
+        .map_err(|e| e.to_string())?;
+    let value_only = distributed.value(&theta).map_err(|e| e.to_string())?;
+    let all = Dataset::from_csv(train_csv()).map_err(|e| e.to_string())?;
+    let single = params.evidence(&all).map_err(|e| e.to_string())?;
+    let (v1, g1) = single
+        .value_and_gradient(&theta)
+        .map_err(|e| e.to_string())?;
+    let rel = (value - v1).abs() / v1.abs();
+    let g_err = (&grad - &g1).amax() / g1.amax();
+    if cluster.is_root() {
+        println!(
+            "  {} rank(s), {} rows on rank 0: −log p {value:.12} vs {v1:.12} (rel {rel:.2e}), \
+             gradient rel {g_err:.2e}",
+            cluster.size(),
+            local.len()
+        );
+    }
+    if local.len() == all.len() && cluster.size() > 1 {
+        return Err("a rank loaded every row".into());
+    }
+    if value_only != value {
+        return Err(format!(
+            "value alone {value_only} ≠ {value} with the gradient"
+        ));
+    }
+    if !(rel <= 1e-12 && g_err <= 1e-12) {
+        return Err(format!(
+            "value rel {rel:e}, gradient rel {g_err:e} above 1e-12"
+        ));
+    }
+    Ok(())
+}
+
+/// A short distributed fit: the same model on every rank, close to the single-process fit.
+fn training(cluster: &Cluster) -> Result<(), String> {
+    let local =
+        load_csv_share(train_csv(), &CsvOptions::new(), cluster).map_err(|e| e.to_string())?;
+    let params = Ssgp::params(25)
+        .seed(3)
+        .initial_draws(5)
+        .max_evaluations(60)
+        .lengthscale_init(LengthscaleInit::HalfRange)
+        .check()
+        .map_err(|e| e.to_string())?;
+    let fit = params
+        .fit_distributed(&local, cluster)
+        .map_err(|e| e.to_string())?;
+    let model = &fit.model;
+    // Every rank's θ and −log p, bit for bit: their maxima equal their minima.
+    let mut mine: Vec<f64> = model.parameters().iter().copied().collect();
+    mine.push(model.neg_log_evidence());
+    let (mut hi, mut lo) = (mine.clone(), mine.clone());
+    let world = ssgp::mpi::topology::SimpleCommunicator::world();
+    world.all_reduce_into(&mine[..], &mut hi[..], SystemOperation::max());
+    world.all_reduce_into(&mine[..], &mut lo[..], SystemOperation::min());
+    if hi != lo {
+        return Err("the ranks hold different models".into());
+    }
+    let all = Dataset::from_csv(train_csv()).map_err(|e| e.to_string())?;
+    let single = params.fit(&all).map_err(|e| e.to_string())?;
+    let (d, s) = (model.neg_log_evidence(), single.neg_log_evidence());
+    let rel = (d - s).abs() / s.abs();
+    if cluster.is_root() {
+        println!(
+            "  {} rank(s): −log p {d:.6} vs single process {s:.6} (rel {rel:.1e}); {} evaluations \
+             vs {}; {} bytes in {} collectives",
+            cluster.size(),
+            model.training().evaluations,
+            single.training().evaluations,
+            fit.traffic.bytes,
+            fit.traffic.collectives
+        );
+    }
+    if model.training().evaluations != single.training().evaluations || rel > 1e-9 {
+        return Err(format!(
+            "the distributed fit ({d}, {} evaluations) is not the single-process one ({s}, {})",
+            model.training().evaluations,
+            single.training().evaluations
+        ));
+    }
+    Ok(())
+}
+
+/// The last rank cannot read its file, then drops an input column: every rank must return an
+/// error each time, none may hang.
+fn disagreement(cluster: &Cluster) -> Result<(), String> {
+    let last = cluster.rank() + 1 == cluster.size();
+    let path = if last {
+        manifest("data/kin40k/no-such-file.csv")
+    } else {
+        train_csv()
+    };
+    match load_csv_share(path, &CsvOptions::new(), cluster) {
+        Ok(_) => return Err("a load that failed on one rank succeeded on this one".into()),
+        Err(e) if cluster.is_root() => {
+            println!("  {} ranks, one without its file: {e}", cluster.size())
+        }
+        Err(_) => {}
+    }
+    let mut local =
+        load_csv_share(train_csv(), &CsvOptions::new(), cluster).map_err(|e| e.to_string())?;
+    if last {
+        let d = local.dim();
+        local = Dataset::new(local.x().columns(0, d - 1).into_owned(), local.y().clone())
+            .map_err(|e| e.to_string())?;
+    }
+    let params = Ssgp::params(10)
+        .initial_draws(2)
+        .max_evaluations(5)
+        .lengthscale_init(LengthscaleInit::HalfRange)
+        .check()
+        .map_err(|e| e.to_string())?;
+    match params.fit_distributed(&local, cluster) {
+        Ok(_) => Err("a fit on data of two different D succeeded".into()),
+        Err(e) => {
+            if cluster.is_root() {
+                println!("  {} ranks, one with another D: {e}", cluster.size());
+            }
+            Ok(())
+        }
+    }
+}
