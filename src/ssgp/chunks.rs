@@ -24,7 +24,7 @@ pub const DEFAULT_CACHE_BYTES: usize = 512 << 20;
 const BLOCK_COUNTS: [usize; 6] = [12, 6, 4, 3, 2, 1];
 /// The least work (rows × (2m)²) worth a block of its own: smaller blocks make the matrix
 /// products too small to run at full speed.
-const MIN_BLOCK_WORK: f64 = 2e7;
+const MIN_BLOCK_WORK: f64 = 4e7;
 
 /// Who runs the block jobs.
 #[derive(Clone)]
@@ -116,7 +116,7 @@ type BlockTask<'a> = (
 
 impl RowPlan {
     /// The plan for n rows whose design matrix has `columns` columns (2m): as many blocks (12, 6,
-    /// 4, 3, 2 or 1) as keep each block's work (rows × columns²) at least 2·10⁷ flops.
+    /// 4, 3, 2 or 1) as keep each block's work (rows × columns²) at least 4·10⁷ flops.
     pub fn for_work(n: usize, columns: usize, chunk_rows: usize) -> Self {
         let per_row = (columns * columns) as f64;
         let blocks = BLOCK_COUNTS
@@ -229,8 +229,9 @@ mod tests {
             }
             assert_eq!(next, n);
         }
-        // Kin-40k's 10000 rows: 4 blocks at m = 50, 12 at m = 250; a few rows: one block.
-        assert_eq!(RowPlan::for_work(10_000, 100, 4096).blocks, 4);
+        // Kin-40k's 10000 rows: 2 blocks at m = 50, 6 at m = 100, 12 at m = 250; a few rows: one.
+        assert_eq!(RowPlan::for_work(10_000, 100, 4096).blocks, 2);
+        assert_eq!(RowPlan::for_work(10_000, 200, 4096).blocks, 6);
         assert_eq!(RowPlan::for_work(10_000, 500, 4096).blocks, 12);
         assert_eq!(RowPlan::for_work(100, 20, 4096).blocks, 1);
     }

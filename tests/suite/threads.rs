@@ -26,8 +26,8 @@ fn problem(n: usize) -> (Dataset, DMatrix<f64>) {
 }
 
 /// The four models with `threads` threads (`None`: the default, all of rayon's), and the size
-/// of their training set: 8000 rows for SSGP (with m = 50, four row blocks of two chunks each,
-/// summed in parallel), 600 for FITC and the full GP (whose start, a full GP on a subset, SSGP
+/// of their training set: 8000 rows for SSGP (with m = 100, six row blocks of two chunks each,
+/// summed in parallel; with fixed spectral points m = 50, two blocks), 600 for FITC and the full GP (whose start, a full GP on a subset, SSGP
 /// shares).
 fn models(threads: Option<usize>) -> Vec<(&'static str, usize, Box<dyn Regressor>)> {
     let t = threads.unwrap_or(0);
@@ -36,7 +36,7 @@ fn models(threads: Option<usize>) -> Vec<(&'static str, usize, Box<dyn Regressor
             "ssgp",
             8000,
             Box::new(
-                Ssgp::params(50)
+                Ssgp::params(100)
                     .seed(3)
                     .initial_draws(3)
                     .chunk_rows(1000)
