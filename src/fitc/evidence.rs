@@ -89,13 +89,14 @@ pub(crate) struct Factors {
     pub relative_jitter: f64,
 }
 
-/// Factorises the FITC covariance at decoded θ: x is n×D, y the n centred targets; K_uu gets
-/// the jitter of `jitter` (relative to σ0² if so set). O(nm² + nmD).
+/// Factorises the FITC covariance at decoded θ: x is n×D (with its column medians, the centre of
+/// K_uf's distances), y the n centred targets; K_uu gets the jitter of `jitter` (relative to σ0²
+/// if so set). O(nm² + nmD).
 ///
 /// # Errors
 /// [`Error::NotPositiveDefinite`] if $K_{uu}$ or A fails to factor or some λ_i is not positive.
 pub(crate) fn factorize(
-    x: &DMatrix<f64>,
+    (x, x_medians): (&DMatrix<f64>, &DVector<f64>),
     y: &DVector<f64>,
     theta: &Decoded<'_>,
     (family, jitter): (Kernel, &Jitter),
@@ -112,7 +113,7 @@ pub(crate) fn factorize(
         lengthscales: ell,
         signal_variance: c,
     };
-    let (k_uf, g_uf) = kernel.cross_with_slopes(pseudo, x, par);
+    let (k_uf, g_uf) = kernel.cross_with_slopes(pseudo, x, x_medians, par);
     let (k_uu, g_uu) = pseudo_covariance(&kernel, pseudo, par);
     let mut l_u = DMatrix::zeros(m, m);
     let added = linalg::factorize_with_jitter(
@@ -188,7 +189,8 @@ pub(crate) fn pseudo_covariance(
     pseudo: &DMatrix<f64>,
     par: Par,
 ) -> (DMatrix<f64>, Option<DMatrix<f64>>) {
-    let (mut k_uu, g_uu) = kernel.cross_with_slopes(pseudo, pseudo, par);
+    let (mut k_uu, g_uu) =
+        kernel.cross_with_slopes(pseudo, pseudo, &kernel::column_medians(pseudo), par);
     for j in 0..k_uu.nrows() {
         k_uu[(j, j)] = kernel.signal_variance;
     }
@@ -357,6 +359,8 @@ fn weighted_differences(
 pub struct FitcEvidence {
     /// X − 1cᵀ (n×D).
     x: DMatrix<f64>,
+    /// The column medians of `x`, the centre of K_uf's distances (computed once).
+    x_medians: DVector<f64>,
     /// The training inputs' column means c (D).
     centre: DVector<f64>,
     /// The standard deviation (1/n) of each input column: the optimiser's scale for the
@@ -389,6 +393,7 @@ impl FitcEvidence {
         let (x, centre) = kernel::centre_columns(data.x());
         let fixed = fixed.map(|p| centred_rows(&p, &centre));
         Self {
+            x_medians: kernel::column_medians(&x),
             x,
             centre,
             input_scales,
@@ -419,7 +424,7 @@ impl FitcEvidence {
     pub fn value(&self, theta: &DVector<f64>) -> Result<f64> {
         let decoded = self.decode(theta)?;
         factorize(
-            &self.x,
+            (&self.x, &self.x_medians),
             &self.y,
             &decoded,
             (self.kernel, &self.jitter),
@@ -444,7 +449,7 @@ impl FitcEvidence {
     pub(crate) fn factors(&self, theta: &DVector<f64>) -> Result<(Decoded<'_>, Factors)> {
         let decoded = self.decode(theta)?;
         let f = factorize(
-            &self.x,
+            (&self.x, &self.x_medians),
             &self.y,
             &decoded,
             (self.kernel, &self.jitter),
@@ -502,7 +507,13 @@ impl Objective for FitcEvidence {
     fn value_and_gradient(&self, theta: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
         let decoded = self.decode(theta)?;
         let par = par(self.threads);
-        let f = factorize(&self.x, &self.y, &decoded, (self.kernel, &self.jitter), par)?;
+        let f = factorize(
+            (&self.x, &self.x_medians),
+            &self.y,
+            &decoded,
+            (self.kernel, &self.jitter),
+            par,
+        )?;
         let value = f.neg_log_evidence;
         let g = gradient(&self.x, &decoded, f, self.fixed.is_none(), par);
         Ok((value, g))

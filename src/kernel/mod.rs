@@ -227,10 +227,21 @@ impl Covariance<'_> {
     /// median keeps ‖z‖ small for all but the outlying rows (a pseudo-input the optimiser sent
     /// far away, whose covariances are 0 anyway), where the mean would move every row away.
     pub fn cross(&self, a: &DMatrix<f64>, b: &DMatrix<f64>, par: Par) -> DMatrix<f64> {
-        let centre = column_medians(b);
+        self.cross_about(a, b, &column_medians(b), par)
+    }
+
+    /// K(a, b) with both centred on a given `centre` (D), e.g. the medians of a fixed `b`
+    /// computed once ([`column_medians`]) instead of at every call.
+    pub fn cross_about(
+        &self,
+        a: &DMatrix<f64>,
+        b: &DMatrix<f64>,
+        centre: &DVector<f64>,
+        par: Par,
+    ) -> DMatrix<f64> {
         self.cross_scaled(
-            &shift_and_scale(a, &centre, self.lengthscales),
-            &shift_and_scale(b, &centre, self.lengthscales),
+            &shift_and_scale(a, centre, self.lengthscales),
+            &shift_and_scale(b, centre, self.lengthscales),
             par,
         )
     }
@@ -243,21 +254,22 @@ impl Covariance<'_> {
         k
     }
 
-    /// K(a, b) as [`Covariance::cross`], and the slopes G(a, b) (n×p) that weight the derivatives
-    /// with respect to lengthscales and inputs — `None` for the squared exponential, where G = K.
+    /// K(a, b) as [`Covariance::cross_about`], and the slopes G(a, b) (n×p) that weight the
+    /// derivatives with respect to lengthscales and inputs — `None` for the squared exponential,
+    /// where G = K.
     pub fn cross_with_slopes(
         &self,
         a: &DMatrix<f64>,
         b: &DMatrix<f64>,
+        centre: &DVector<f64>,
         par: Par,
     ) -> (DMatrix<f64>, Option<DMatrix<f64>>) {
         if self.kernel == Kernel::SquaredExponential {
-            return (self.cross(a, b, par), None);
+            return (self.cross_about(a, b, centre, par), None);
         }
-        let centre = column_medians(b);
         let d2 = squared_distances(
-            &shift_and_scale(a, &centre, self.lengthscales),
-            &shift_and_scale(b, &centre, self.lengthscales),
+            &shift_and_scale(a, centre, self.lengthscales),
+            &shift_and_scale(b, centre, self.lengthscales),
             par,
         );
         (
@@ -304,8 +316,9 @@ impl Covariance<'_> {
     }
 }
 
-/// The median of each column of `x` (n×D, n ≥ 1; the upper median for even n): D entries.
-fn column_medians(x: &DMatrix<f64>) -> DVector<f64> {
+/// The median of each column of `x` (n×D; the upper median for even n, 0 for no rows): D
+/// entries — the centre [`Covariance::cross`] uses.
+pub fn column_medians(x: &DMatrix<f64>) -> DVector<f64> {
     DVector::from_iterator(
         x.ncols(),
         x.column_iter().map(|c| {
