@@ -16,17 +16,16 @@
 
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::model::{Fit, FittedRegressor, Regressor, TrainingSummary};
+use crate::model::{Fit, FittedRegressor, Regressor};
 use crate::predictive::{standard_normals, JointPredictive, JointSamples, Predictive};
 use crate::ssgp::SsgpParams;
+use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
 use rand::Rng;
 use rayon::prelude::*;
 
 /// How the members of an ensemble are combined (saved as `"best"` or `"mixture"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 pub enum Combine {
     /// Keep the member with the lowest −log p(y|θ).
     Best,
@@ -40,6 +39,26 @@ impl Combine {
         match self {
             Combine::Best => "best-of",
             Combine::Mixture => "mixture",
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl From<Combine> for crate::schema::CombineRepr {
+    fn from(combine: Combine) -> Self {
+        match combine {
+            Combine::Best => Self::Best,
+            Combine::Mixture => Self::Mixture,
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl From<crate::schema::CombineRepr> for Combine {
+    fn from(combine: crate::schema::CombineRepr) -> Self {
+        match combine {
+            crate::schema::CombineRepr::Best => Self::Best,
+            crate::schema::CombineRepr::Mixture => Self::Mixture,
         }
     }
 }
@@ -251,7 +270,7 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
             return self.members[self.best].sample_joint(x, draws, seed);
         }
         crate::predictive::check_joint_size(x.nrows())?;
-        let mut rng = crate::init::seeded(seed);
+        let mut rng = crate::random::seeded(seed);
         let which: Vec<usize> = (0..draws)
             .map(|_| rng.random_range(0..self.members.len()))
             .collect();
@@ -350,16 +369,16 @@ impl<M: FittedRegressor> FittedRegressor for FittedEnsemble<M> {
 
     /// The ensemble with each member saved; an error if one cannot be.
     #[cfg(feature = "serde")]
-    fn to_saved(&self) -> Result<crate::persist::SavedModel> {
-        Ok(crate::persist::SavedModel::Ensemble(FittedEnsemble {
-            members: self
-                .members
-                .iter()
-                .map(|m| m.to_saved())
-                .collect::<Result<_>>()?,
-            best: self.best,
-            combine: self.combine,
-            training: self.training.clone(),
-        }))
+    fn saved_form(&self) -> Result<crate::schema::SavedForm> {
+        use crate::schema::{EnsembleRepr, ModelRepr, SavedForm};
+        let members = self
+            .members
+            .iter()
+            .map(|m| m.saved_form().map(|s| s.0))
+            .collect::<Result<_>>()?;
+        Ok(SavedForm(ModelRepr::Ensemble(EnsembleRepr {
+            combine: self.combine.into(),
+            members,
+        })))
     }
 }

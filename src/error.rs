@@ -127,10 +127,10 @@ pub enum Error {
         /// What was found instead.
         reason: String,
     },
-    /// Training ended by a failure (see [`crate::Termination::is_success`]) and best-effort
+    /// Training ended by a failure (see [`crate::termination::Termination::is_success`]) and best-effort
     /// training was not asked for; the best parameters found are in the report.
     #[error("{0}")]
-    TrainingFailed(Box<crate::optim::FailedTraining>),
+    TrainingFailed(Box<crate::termination::FailedTraining>),
     /// A buffer the computation needs could not be allocated (e.g. the n×n factor of a full GP
     /// on too many points).
     #[error("cannot allocate {bytes} bytes for {what}")]

@@ -10,13 +10,11 @@
 
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::full_gp::FullGp;
 use crate::hyperparameters::Hyperparameters;
 use crate::kernel::SpectralDensity;
-use crate::params::{ParamGuard, TrainingSettings};
+use crate::random::seeded;
 use nalgebra::{DMatrix, DVector};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha12Rng;
+use rand::Rng;
 
 /// The lengthscale start of SSGP and FITC by default: a full GP on 1024 points
 /// ([`LengthscaleInit::FullGpSubset`]).
@@ -27,13 +25,6 @@ use rand_chacha::ChaCha12Rng;
 /// 0.0083–0.0087; on the sinc toy both reach the same. A full GP on 1024 points costs a few
 /// seconds at most, whatever n. The full GP itself starts from half ranges.
 pub const DEFAULT_START: LengthscaleInit = LengthscaleInit::FullGpSubset(1024);
-
-/// The generator of every seeded draw of the crate: ChaCha12 seeded from a `u64`. Its stream is
-/// fixed by the `rand_chacha` crate (rand's `StdRng`, today the same generator, may change between
-/// releases), so a seed gives the same draws on any machine and version.
-pub(crate) fn seeded(seed: u64) -> ChaCha12Rng {
-    ChaCha12Rng::seed_from_u64(seed)
-}
 
 /// How the lengthscales start.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -98,78 +89,72 @@ pub fn half_ranges(data: &Dataset) -> Result<DVector<f64>> {
     Ok(lengthscales)
 }
 
-/// The lengthscales a full GP learns (from half ranges, with the default optimiser settings, its
-/// best point kept even if training fails: it is only a start) on a random subset of `subset`
-/// points of `data` (all of them if fewer), drawn with `seed`: the start the paper uses for
-/// Pumadyn-32nm (§5.2), [`LengthscaleInit::FullGpSubset`]. A column constant on the subset (but
-/// not on `data`) starts at half its range instead.
+/// The initial lengthscales (D = `dim`) by `init`: `half_range()` for
+/// [`LengthscaleInit::HalfRange`], the given ones checked against D, or `full_gp(size)` for
+/// [`LengthscaleInit::FullGpSubset`] — the start the model that wants it passes in (the full GP's
+/// own, `crate::full_gp::lengthscales_from_subset`, lives with the full GP).
 ///
 /// # Errors
-/// As [`crate::full_gp::ValidFullGpParams::learn`].
-pub fn full_gp_lengthscales(
-    data: &Dataset,
-    subset: usize,
-    seed: u64,
-    threads: usize,
+/// [`Error::DimensionMismatch`] if given lengthscales do not have D entries; whatever
+/// `half_range` or `full_gp` return.
+pub(crate) fn initial_lengthscales(
+    init: &LengthscaleInit,
+    dim: usize,
+    half_range: impl FnOnce() -> Result<DVector<f64>>,
+    full_gp: impl FnOnce(usize) -> Result<DVector<f64>>,
 ) -> Result<DVector<f64>> {
-    let learned = FullGp::params()
-        .seed(seed)
-        .threads(threads)
-        .hyperparameter_subset(Some(subset.min(data.len())))
-        .best_effort(true)
-        .check()?
-        .learn(data)?;
-    let mut lengthscales = learned.lengthscales();
-    for d in learned.columns.ignored() {
-        let col = data.x().column(d);
-        lengthscales[d] = 0.5 * (col.max() - col.min());
-    }
-    if let Some(d) = lengthscales
-        .iter()
-        .position(|l| !(*l > 0.0 && l.is_finite()))
-    {
-        return Err(Error::ConstantInput {
-            column: d,
-            value: data.x()[(0, d)],
-        });
-    }
-    Ok(lengthscales)
-}
-
-/// The starting hyperparameters of a model trained with `settings` on `data`: ℓ by the settings'
-/// [`LengthscaleInit`], σ0² = var(y), σn² = σ0²/4.
-///
-/// # Errors
-/// [`Error::ConstantInput`] for a constant column when half ranges are needed,
-/// [`Error::DimensionMismatch`] if given lengthscales do not have D entries,
-/// [`Error::ConstantTargets`] if var(y) = 0; the full GP's errors for [`LengthscaleInit::FullGpSubset`].
-pub(crate) fn start(data: &Dataset, settings: &TrainingSettings) -> Result<Hyperparameters> {
-    let lengthscales = match &settings.lengthscales {
-        LengthscaleInit::HalfRange => half_ranges(data)?,
+    match init {
+        LengthscaleInit::HalfRange => half_range(),
         LengthscaleInit::Given(l) => {
-            if l.len() != data.dim() {
+            if l.len() != dim {
                 return Err(Error::DimensionMismatch {
                     what: "initial lengthscales",
-                    expected: data.dim(),
+                    expected: dim,
                     found: l.len(),
                 });
             }
-            l.clone()
+            Ok(l.clone())
         }
-        LengthscaleInit::FullGpSubset(subset) => {
-            full_gp_lengthscales(data, *subset, settings.seed, settings.threads)?
-        }
-    };
-    let mean = data.y_mean();
-    let var = data.y().map(|v| (v - mean).powi(2)).mean();
-    if var <= 0.0 {
-        return Err(Error::ConstantTargets { value: mean });
+        LengthscaleInit::FullGpSubset(subset) => full_gp(*subset),
+    }
+}
+
+/// The starting hyperparameters from the initial lengthscales and the targets' mean and (1/n)
+/// variance: σ0² = var(y), σn² = σ0²/4 (§4.2).
+///
+/// # Errors
+/// [`Error::ConstantTargets`] if var(y) = 0.
+pub(crate) fn hyperparameters(
+    lengthscales: DVector<f64>,
+    y_mean: f64,
+    y_variance: f64,
+) -> Result<Hyperparameters> {
+    if y_variance <= 0.0 {
+        return Err(Error::ConstantTargets { value: y_mean });
     }
     Ok(Hyperparameters {
         lengthscales,
-        signal_variance: var,
-        noise_variance: var / 4.0,
+        signal_variance: y_variance,
+        noise_variance: y_variance / 4.0,
     })
+}
+
+/// The starting hyperparameters on `data`: ℓ by `init` ([`initial_lengthscales`], with
+/// `full_gp(size)` for [`LengthscaleInit::FullGpSubset`]), σ0² = var(y), σn² = σ0²/4
+/// ([`hyperparameters`]).
+///
+/// # Errors
+/// [`Error::ConstantInput`] for a constant column when half ranges are needed, as
+/// [`initial_lengthscales`] and [`hyperparameters`].
+pub(crate) fn start(
+    data: &Dataset,
+    init: &LengthscaleInit,
+    full_gp: impl FnOnce(usize) -> Result<DVector<f64>>,
+) -> Result<Hyperparameters> {
+    let lengthscales = initial_lengthscales(init, data.dim(), || half_ranges(data), full_gp)?;
+    let mean = data.y_mean();
+    let var = data.y().map(|v| (v - mean).powi(2)).mean();
+    hyperparameters(lengthscales, mean, var)
 }
 
 /// SSGP's initial unit frequencies W (m×D): the given ones, or the best of `draws` draws from

@@ -87,8 +87,12 @@ pub mod params;
 pub mod persist;
 mod predict;
 pub mod predictive;
+mod random;
+#[cfg(feature = "serde")]
+mod schema;
 pub mod ssgp;
 pub mod standardize;
+pub mod termination;
 
 /// linfa (feature `linfa`), re-exported for its traits and `DatasetBase`: the models implement
 /// `Fit` and `PredictInplace` ([`linfa_traits`]).
@@ -115,11 +119,12 @@ pub use fitc::{Fitc, FitcParams, FittedFitc};
 pub use full_gp::{FittedFullGp, FullGp, FullGpParams};
 pub use hyperparameters::{Hyperparameters, NoiseParam};
 pub use init::LengthscaleInit;
-pub use model::{Fit, FittedRegressor, Regressor, TrainingSummary};
-pub use optim::{OptimConfig, Progress, Termination};
+pub use model::{Fit, FittedRegressor, Regressor};
+pub use optim::{OptimConfig, Progress};
 pub use params::ParamGuard;
 pub use predictive::{JointPredictive, JointSamples, Predictive};
 pub use ssgp::{FittedSsgp, Ssgp, SsgpParams};
+pub use termination::{Termination, TrainingSummary};
 
 /// The README's code, compiled and run as a doctest.
 #[cfg(doctest)]

@@ -8,44 +8,13 @@
 //! - [`TrainingSummary`]: how a training run went, the same for every model.
 
 use crate::data::{Dataset, InputColumns};
-use crate::error::Result;
-use crate::optim::{OptimReport, Termination};
+use crate::error::{Error, Result};
+use crate::optim::OptimReport;
 use crate::predictive::{JointPredictive, JointSamples, Predictive};
+use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
 
-/// How a training run went.
-#[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct TrainingSummary {
-    /// −log p(y|θ) at the initial parameters (after any initial draws were compared).
-    pub initial_neg_log_evidence: f64,
-    /// −log p(y|θ) at the fitted parameters; never above the initial value.
-    pub neg_log_evidence: f64,
-    /// Optimiser iterations (line searches).
-    pub iterations: u64,
-    /// Objective evaluations (value and gradient), initial draws excluded.
-    pub evaluations: usize,
-    /// Why the optimiser stopped.
-    pub termination: Termination,
-    /// Input columns left out because they are constant on the training data (zero-based).
-    pub ignored_inputs: Vec<usize>,
-}
-
 impl TrainingSummary {
-    /// The summary of a model built at given parameters without training: no iterations, no
-    /// evaluations, [`Termination::NotStarted`], and −log p(y|θ) = `neg_log_evidence` before and
-    /// after.
-    pub fn untrained(neg_log_evidence: f64) -> Self {
-        Self {
-            initial_neg_log_evidence: neg_log_evidence,
-            neg_log_evidence,
-            iterations: 0,
-            evaluations: 0,
-            termination: Termination::NotStarted,
-            ignored_inputs: Vec::new(),
-        }
-    }
-
     /// The summary of an optimiser run on data whose used input columns are `columns`.
     pub fn new(report: &OptimReport, columns: &InputColumns) -> Self {
         Self {
@@ -117,9 +86,9 @@ pub trait FittedRegressor: Send + Sync {
     /// Predictive distribution at test inputs `x` (n*×D).
     ///
     /// # Errors
-    /// [`crate::Error::DimensionMismatch`] if `x` has not D columns, [`crate::Error::NonFinite`]
+    /// [`Error::DimensionMismatch`] if `x` has not D columns, [`Error::NonFinite`]
     /// for a NaN or infinity in `x` or a prediction that overflows there (never a NaN or ∞ in
-    /// the result), [`crate::Error::EmptyData`] for no rows.
+    /// the result), [`Error::EmptyData`] for no rows.
     fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive>;
 
     /// The predictive means alone at `x` (n*×D): `predict(x)?.mean` bit for bit, without the
@@ -137,9 +106,9 @@ pub trait FittedRegressor: Send + Sync {
     /// Σ_f + σn²I ([`JointPredictive::y_covariance`]) is the covariance of the noisy targets.
     ///
     /// # Errors
-    /// As [`FittedRegressor::predict`]; [`crate::Error::InvalidParameter`] (naming `x`) for more
-    /// than [`crate::predictive::MAX_JOINT_POINTS`] test points; [`crate::Error::Allocation`] if
-    /// the covariance cannot be allocated; [`crate::Error::Numerical`] for a non-finite entry.
+    /// As [`FittedRegressor::predict`]; [`Error::InvalidParameter`] (naming `x`) for more
+    /// than [`crate::predictive::MAX_JOINT_POINTS`] test points; [`Error::Allocation`] if
+    /// the covariance cannot be allocated; [`Error::Numerical`] for a non-finite entry.
     fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive>;
 
     /// `draws` joint posterior samples of the latent values f_* at `x` (n*×D), seeded: draws of
@@ -162,15 +131,16 @@ pub trait FittedRegressor: Send + Sync {
     /// How training went.
     fn training(&self) -> &TrainingSummary;
 
-    /// The model as a [`SavedModel`](crate::persist::SavedModel) (feature `serde`), to save with
-    /// [`crate::persist`] or to hold as one of the crate's closed set of kinds. Every fitted model
-    /// of the crate implements it (standardised models and ensembles when what they hold does).
+    /// The model's saved form (feature `serde`), which [`crate::persist`] writes (`to_json`,
+    /// `save_json`) and reads back as the model or as a `persist::SavedModel`. Every fitted
+    /// model of the crate implements it (standardised models and ensembles when what they hold
+    /// does).
     ///
     /// # Errors
-    /// [`crate::Error::NotPersistable`] for a model implemented outside the crate (the default).
+    /// [`Error::NotPersistable`] for a model implemented outside the crate (the default).
     #[cfg(feature = "serde")]
-    fn to_saved(&self) -> Result<crate::persist::SavedModel> {
-        Err(crate::Error::NotPersistable { name: self.name() })
+    fn saved_form(&self) -> Result<crate::schema::SavedForm> {
+        Err(Error::NotPersistable { name: self.name() })
     }
 }
 
@@ -208,7 +178,7 @@ impl FittedRegressor for Box<dyn FittedRegressor> {
     }
 
     #[cfg(feature = "serde")]
-    fn to_saved(&self) -> Result<crate::persist::SavedModel> {
-        self.as_ref().to_saved()
+    fn saved_form(&self) -> Result<crate::schema::SavedForm> {
+        self.as_ref().saved_form()
     }
 }

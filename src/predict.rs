@@ -113,9 +113,11 @@ pub(crate) fn mean_in_chunks(
 }
 
 /// The [`crate::model::FittedRegressor`] impl of a fitted model with inherent `predict`,
-/// `predict_mean`, `predict_covariance`, `sample_joint`, `neg_log_evidence`, `noise_variance`, `training` and `name` methods.
+/// `predict_mean`, `predict_covariance`, `sample_joint`, `neg_log_evidence`, `noise_variance`, `training` and `name` methods,
+/// and (feature `serde`) a `to_repr` method giving its saved form, the `$saved` kind of
+/// `schema::ModelRepr`.
 macro_rules! impl_fitted_regressor {
-    ($fitted:ident) => {
+    ($fitted:ident, $saved:ident) => {
         impl $crate::model::FittedRegressor for $fitted {
             fn name(&self) -> &'static str {
                 $fitted::name(self)
@@ -159,13 +161,15 @@ macro_rules! impl_fitted_regressor {
                 $fitted::noise_variance(self)
             }
 
-            fn training(&self) -> &$crate::model::TrainingSummary {
+            fn training(&self) -> &$crate::termination::TrainingSummary {
                 $fitted::training(self)
             }
 
             #[cfg(feature = "serde")]
-            fn to_saved(&self) -> $crate::error::Result<$crate::persist::SavedModel> {
-                Ok(self.clone().into())
+            fn saved_form(&self) -> $crate::error::Result<$crate::schema::SavedForm> {
+                Ok($crate::schema::SavedForm(
+                    $crate::schema::ModelRepr::$saved(self.to_repr()),
+                ))
             }
         }
     };

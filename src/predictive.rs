@@ -10,7 +10,6 @@ use crate::linalg::{self, Jitter};
 use faer::Par;
 use nalgebra::{DMatrix, DVector};
 use rand::Rng;
-use rand_distr::StandardNormal;
 
 /// Gaussian predictive marginals at a batch of test inputs.
 ///
@@ -274,7 +273,7 @@ impl JointPredictive {
     /// [`Error::Allocation`] if the factor or the n*×draws draws cannot be allocated.
     pub fn sample(&self, draws: usize, seed: u64) -> Result<JointSamples> {
         let (l, jitter) = self.factor()?;
-        let z = standard_normals(self.len(), draws, &mut crate::init::seeded(seed))?;
+        let z = standard_normals(self.len(), draws, &mut crate::random::seeded(seed))?;
         Ok(JointSamples {
             values: self.draws(&l, &z),
             jitter,
@@ -329,6 +328,6 @@ pub(crate) fn standard_normals<R: Rng + ?Sized>(
     rng: &mut R,
 ) -> Result<DMatrix<f64>> {
     let mut z = linalg::try_zeros(rows, cols, "joint posterior samples")?;
-    z.iter_mut().for_each(|v| *v = rng.sample(StandardNormal));
+    crate::random::fill_standard_normals(&mut z, rng);
     Ok(z)
 }

@@ -15,9 +15,10 @@
 
 use crate::data::{check_inputs, Dataset};
 use crate::error::{Error, Result};
-use crate::model::{Fit, FittedRegressor, TrainingSummary};
+use crate::model::{Fit, FittedRegressor};
 use crate::predictive::{JointPredictive, Predictive};
 use crate::ssgp::{FittedSsgp, PosteriorSample};
+use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
 use rand::Rng;
 
@@ -288,15 +289,21 @@ impl<F: FittedRegressor> FittedRegressor for FittedStandardized<F> {
 
     /// The scaler with the wrapped model saved; an error if it cannot be.
     #[cfg(feature = "serde")]
-    fn to_saved(&self) -> Result<crate::persist::SavedModel> {
-        Ok(crate::persist::SavedModel::Standardized(Box::new(
-            FittedStandardized {
-                scaler: self.scaler.clone(),
-                inner: self.inner.to_saved()?,
-                shift: self.shift,
-                training: self.training.clone(),
+    fn saved_form(&self) -> Result<crate::schema::SavedForm> {
+        use crate::schema::{ModelRepr, SavedForm, ScalerRepr, StandardizedRepr};
+        let s = &self.scaler;
+        Ok(SavedForm(ModelRepr::Standardized(Box::new(
+            StandardizedRepr {
+                scaler: ScalerRepr {
+                    x_mean: s.x_mean.as_slice().to_vec(),
+                    x_scale: s.x_scale.as_slice().to_vec(),
+                    y_mean: s.y_mean,
+                    y_scale: s.y_scale,
+                },
+                evidence_shift: self.shift,
+                model: self.inner.saved_form()?.0,
             },
-        )))
+        ))))
     }
 }
 

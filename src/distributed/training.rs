@@ -11,10 +11,11 @@ use super::statistics::GlobalStatistics;
 use crate::data::{Dataset, InputColumns};
 use crate::error::{Error, Result};
 use crate::hyperparameters::Hyperparameters;
-use crate::init::{self, LengthscaleInit};
-use crate::model::TrainingSummary;
-use crate::optim::{Objective, OptimReport, Termination};
+use crate::init;
+use crate::optim::{Objective, OptimReport};
 use crate::ssgp::{FittedSsgp, NoiseBound, SsgpEvidence, SsgpHyperparameters, ValidSsgpParams};
+use crate::termination::Termination;
+use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
 use std::cell::Cell;
 use std::time::Duration;
@@ -62,7 +63,7 @@ impl ValidSsgpParams {
             (true, None) => Some(self.density().sample_unit_frequencies(
                 self.m,
                 local.dim(),
-                &mut init::seeded(self.training.seed),
+                &mut crate::random::seeded(self.training.seed),
             )),
         };
         self.distributed_evidence_with(local, cluster, &stats, stats.mean.clone(), fixed)
@@ -219,20 +220,14 @@ impl ValidSsgpParams {
         cluster: &Cluster,
     ) -> Result<Hyperparameters> {
         let d = columns.used().len();
-        let lengthscales = match &self.training.lengthscales {
-            LengthscaleInit::HalfRange => stats.half_ranges(columns),
-            LengthscaleInit::Given(l) if l.len() != d => {
-                return Err(Error::DimensionMismatch {
-                    what: "initial lengthscales",
-                    expected: d,
-                    found: l.len(),
-                })
-            }
-            LengthscaleInit::Given(l) => l.clone(),
-            LengthscaleInit::FullGpSubset(size) => {
-                let subset = gather_subset(used, (*size).min(stats.n), cluster)?;
+        let lengthscales = init::initial_lengthscales(
+            &self.training.lengthscales,
+            d,
+            || Ok(stats.half_ranges(columns)),
+            |size| {
+                let subset = gather_subset(used, size.min(stats.n), cluster)?;
                 let learned = if cluster.is_root() {
-                    init::full_gp_lengthscales(
+                    crate::full_gp::lengthscales_from_subset(
                         &subset,
                         subset.len(),
                         self.training.seed,
@@ -242,19 +237,10 @@ impl ValidSsgpParams {
                 } else {
                     Ok(Vec::new())
                 };
-                DVector::from_vec(cluster.root_result(learned, d)?)
-            }
-        };
-        if stats.y_variance <= 0.0 {
-            return Err(Error::ConstantTargets {
-                value: stats.y_mean,
-            });
-        }
-        Ok(Hyperparameters {
-            lengthscales,
-            signal_variance: stats.y_variance,
-            noise_variance: stats.y_variance / 4.0,
-        })
+                Ok(DVector::from_vec(cluster.root_result(learned, d)?))
+            },
+        )?;
+        init::hyperparameters(lengthscales, stats.y_mean, stats.y_variance)
     }
 }
 

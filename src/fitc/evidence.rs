@@ -1,48 +1,6 @@
 //! The FITC negative log evidence and its gradient, in one O(nm² + nmD) pass.
 //!
-//! # The model
-//! With training inputs X (n×D), pseudo-inputs X̄ (m×D) and a stationary ARD covariance
-//! ([`Kernel`]; by default the SE-ARD $k(x, x') = σ_0^2 \exp(-\tfrac12 \sum_d (x_d - x'_d)^2/ℓ_d^2)$),
-//! $$C = Q_{ff} + Λ, \quad Q_{ff} = K_{fu} K_{uu}^{-1} K_{uf}, \quad
-//!   Λ = \mathrm{diag}(K_{ff} - Q_{ff}) + σ_n^2 I,$$
-//! where $K_{uf} = k(X̄, X)$ is m×n, $K_{ff}$ has the constant diagonal σ0², and
-//! $K_{uu} = k(X̄, X̄) + δ I$ carries the jitter δ (and nothing else does; by default δ = 1e-6,
-//! absolute, as in Snelson's `spgp_lik.m`, see [`Jitter`]). The objective is
-//! $$-\log p(y \mid θ) = \tfrac12 y^⊤ C^{-1} y + \tfrac12 \log|C| + \tfrac n2 \log 2π$$
-//! for centred targets y.
-//!
-//! # Parameter layout
-//! θ = `[log ℓ_1 … log ℓ_D, log σ0, p_noise, vec(X̄ − 1cᵀ)]`, length D + 2 + mD (the shared layout
-//! of [`crate::hyperparameters`]), where σ0 is a standard deviation (σ0² = e^{2θ_D}),
-//! σn² = [`NoiseParam::variance`]`(θ_{D+1})` (= e^{2θ_{D+1}} without a floor), and vec(X̄ − 1cᵀ)
-//! is the m×D pseudo-input matrix relative to the training inputs' column means c, stored column
-//! by column: entry (j, d) at index D + 2 + j + d·m (zero-based). Relative to c, the pseudo-inputs
-//! keep all their digits when the inputs sit far from the origin. With fixed pseudo-inputs θ is
-//! only the first D + 2 entries.
-//!
-//! # Computation (no n×n matrix)
-//! $K_{uu} = L_u L_u^⊤$, $V = L_u^{-1} K_{uf}$ (m×n), so $Q_{ff} = V^⊤V$ and
-//! $λ_i = σ_0^2 - \|V_{:i}\|^2 + σ_n^2$. Woodbury with $V_s = V Λ^{-1/2}$ and
-//! $A = I + V_s V_s^⊤ = L_A L_A^⊤$ (m×m), $B = L_A^{-1} V_s$ (m×n):
-//! $$C^{-1} = Λ^{-1/2}(I - B^⊤B)Λ^{-1/2}, \qquad \log|C| = \log|Λ| + \log|A|.$$
-//! With $y_s = Λ^{-1/2} y$: $y^⊤C^{-1}y = \|y_s\|^2 - \|B y_s\|^2$.
-//!
-//! The gradient is $\tfrac12 \mathrm{tr}(W\,∂C)$ with $W = C^{-1} - αα^⊤$, $α = C^{-1}y$. Writing
-//! $w = \mathrm{diag}(W)$, $\tilde W = W - \mathrm{diag}(w)$ and $R = K_{uu}^{-1}K_{uf}$,
-//! $$\tfrac12\mathrm{tr}(W∂C) = \mathrm{tr}(P\,∂K_{fu}) - \tfrac12\mathrm{tr}(M\,∂K_{uu}) +
-//!   \tfrac12 \textstyle\sum_i w_i(∂(K_{ff})_{ii} + ∂σ_n^2),$$
-//! with $P = R\tilde W$ (m×n) and $M = R\tilde W R^⊤$ (m×m). Because $VΛ^{-1}V^⊤ = A - I$, the
-//! identity $V C^{-1} = A^{-1} V Λ^{-1}$ gives everything by triangular solves and one gemm:
-//! $P_V = V\tilde W = L_A^{-⊤} B Λ^{-1/2} - (Vα)α^⊤ - V\,\mathrm{diag}(w)$,
-//! $P = L_u^{-⊤} P_V$, $M = L_u^{-⊤} (P_V V^⊤) L_u^{-1}$, $Vα = L_A^{-⊤} B y_s$ and
-//! $\mathrm{diag}(C^{-1})_i = (1 - \|B_{:i}\|^2)/λ_i$. The kernel derivatives then enter through the
-//! elementwise products $P ∘ K_{uf}$ and $M ∘ (K_{uu} - δI)$ (for σ0), $P ∘ G_{uf}$ and
-//! $M ∘ G_{uu}$ (the kernel's slopes, [`crate::kernel`]; G = K for the squared exponential) and
-//! the coordinate differences
-//! $x̄_{jd} - x_{id}$, an O(nmD) pass.
-//!
-//! Cost: about 7nm² flops in faer gemms and triangular solves, plus O(nmD) for the kernel and its
-//! derivatives; memory O(nm).
+//! The equations, shapes and parameter layout are on [`FitcEvidence`]'s page.
 
 use super::ValidFitcParams;
 use crate::data::Dataset;
@@ -55,7 +13,7 @@ use faer::Par;
 use nalgebra::{DMatrix, DVector};
 
 /// Cholesky factors and intermediate matrices of one evaluation at θ (see the
-/// [module docs](self) for the notation).
+/// [`FitcEvidence`] docs for the notation).
 #[derive(Debug, Clone)]
 pub(crate) struct Factors {
     /// $K_{uf}$, m×n.
@@ -347,13 +305,59 @@ fn weighted_differences(
     q.iter().sum()
 }
 
+/// The FITC negative log evidence and its gradient, in one O(nm² + nmD) pass.
+///
+/// # The model
+/// With training inputs X (n×D), pseudo-inputs X̄ (m×D) and a stationary ARD covariance
+/// ([`Kernel`]; by default the SE-ARD $k(x, x') = σ_0^2 \exp(-\tfrac12 \sum_d (x_d - x'_d)^2/ℓ_d^2)$),
+/// $$C = Q_{ff} + Λ, \quad Q_{ff} = K_{fu} K_{uu}^{-1} K_{uf}, \quad
+///   Λ = \mathrm{diag}(K_{ff} - Q_{ff}) + σ_n^2 I,$$
+/// where $K_{uf} = k(X̄, X)$ is m×n, $K_{ff}$ has the constant diagonal σ0², and
+/// $K_{uu} = k(X̄, X̄) + δ I$ carries the jitter δ (and nothing else does; by default δ = 1e-6,
+/// absolute, as in Snelson's `spgp_lik.m`, see [`Jitter`]). The objective is
+/// $$-\log p(y \mid θ) = \tfrac12 y^⊤ C^{-1} y + \tfrac12 \log|C| + \tfrac n2 \log 2π$$
+/// for centred targets y.
+///
+/// # Parameter layout
+/// θ = `[log ℓ_1 … log ℓ_D, log σ0, p_noise, vec(X̄ − 1cᵀ)]`, length D + 2 + mD (the shared layout
+/// of [`crate::hyperparameters`]), where σ0 is a standard deviation (σ0² = e^{2θ_D}),
+/// σn² = [`NoiseParam::variance`]`(θ_{D+1})` (= e^{2θ_{D+1}} without a floor), and vec(X̄ − 1cᵀ)
+/// is the m×D pseudo-input matrix relative to the training inputs' column means c, stored column
+/// by column: entry (j, d) at index D + 2 + j + d·m (zero-based). Relative to c, the pseudo-inputs
+/// keep all their digits when the inputs sit far from the origin. With fixed pseudo-inputs θ is
+/// only the first D + 2 entries.
+///
+/// # Computation (no n×n matrix)
+/// $K_{uu} = L_u L_u^⊤$, $V = L_u^{-1} K_{uf}$ (m×n), so $Q_{ff} = V^⊤V$ and
+/// $λ_i = σ_0^2 - \|V_{:i}\|^2 + σ_n^2$. Woodbury with $V_s = V Λ^{-1/2}$ and
+/// $A = I + V_s V_s^⊤ = L_A L_A^⊤$ (m×m), $B = L_A^{-1} V_s$ (m×n):
+/// $$C^{-1} = Λ^{-1/2}(I - B^⊤B)Λ^{-1/2}, \qquad \log|C| = \log|Λ| + \log|A|.$$
+/// With $y_s = Λ^{-1/2} y$: $y^⊤C^{-1}y = \|y_s\|^2 - \|B y_s\|^2$.
+///
+/// The gradient is $\tfrac12 \mathrm{tr}(W\,∂C)$ with $W = C^{-1} - αα^⊤$, $α = C^{-1}y$. Writing
+/// $w = \mathrm{diag}(W)$, $\tilde W = W - \mathrm{diag}(w)$ and $R = K_{uu}^{-1}K_{uf}$,
+/// $$\tfrac12\mathrm{tr}(W∂C) = \mathrm{tr}(P\,∂K_{fu}) - \tfrac12\mathrm{tr}(M\,∂K_{uu}) +
+///   \tfrac12 \textstyle\sum_i w_i(∂(K_{ff})_{ii} + ∂σ_n^2),$$
+/// with $P = R\tilde W$ (m×n) and $M = R\tilde W R^⊤$ (m×m). Because $VΛ^{-1}V^⊤ = A - I$, the
+/// identity $V C^{-1} = A^{-1} V Λ^{-1}$ gives everything by triangular solves and one gemm:
+/// $P_V = V\tilde W = L_A^{-⊤} B Λ^{-1/2} - (Vα)α^⊤ - V\,\mathrm{diag}(w)$,
+/// $P = L_u^{-⊤} P_V$, $M = L_u^{-⊤} (P_V V^⊤) L_u^{-1}$, $Vα = L_A^{-⊤} B y_s$ and
+/// $\mathrm{diag}(C^{-1})_i = (1 - \|B_{:i}\|^2)/λ_i$. The kernel derivatives then enter through the
+/// elementwise products $P ∘ K_{uf}$ and $M ∘ (K_{uu} - δI)$ (for σ0), $P ∘ G_{uf}$ and
+/// $M ∘ G_{uu}$ (the kernel's slopes, [`crate::kernel`]; G = K for the squared exponential) and
+/// the coordinate differences
+/// $x̄_{jd} - x_{id}$, an O(nmD) pass.
+///
+/// Cost: about 7nm² flops in faer gemms and triangular solves, plus O(nmD) for the kernel and its
+/// derivatives; memory O(nm).
+///
 /// The FITC evidence θ ↦ (−log p(y|θ), ∇θ) on fixed training data, for
 /// [`crate::optim::minimize`]; build it with [`ValidFitcParams::evidence`].
 ///
 /// Holds the training inputs X (n×D) and the targets y (n), both **centred** (inputs by their
 /// column means c: the pseudo-inputs in θ are relative to c too), the number m of pseudo-inputs,
 /// the jitter policy for $K_{uu}$, the noise floor and the thread count; with fixed pseudo-inputs
-/// θ holds only the D + 2 hyperparameters. See the [module docs](self) for the equations and the
+/// θ holds only the D + 2 hyperparameters. See above for the equations and the
 /// parameter layout.
 #[derive(Debug, Clone)]
 pub struct FitcEvidence {

@@ -4,12 +4,12 @@
 //! m pseudo-inputs X̄ (m×D) summarise the n training points. The prior covariance of the training
 //! targets is replaced by $Q_{ff} + \mathrm{diag}(K_{ff} - Q_{ff}) + σ_n^2 I$ with
 //! $Q_{ff} = K_{fu}K_{uu}^{-1}K_{uf}$; the pseudo-inputs are learned together with the SE-ARD
-//! hyperparameters by maximising the evidence ([`evidence`] has the equations, the parameter
+//! hyperparameters by maximising the evidence ([`FitcEvidence`] has the equations, the parameter
 //! layout and the O(nm²) computation). Prediction costs O(m²) per test point.
 //!
 //! - `params.rs`: the configuration ([`FitcParams`] → [`ValidFitcParams`]), training and
 //!   conditioning;
-//! - [`evidence`]: −log p(y|θ) and its gradient ([`FitcEvidence`]);
+//! - `evidence.rs`: −log p(y|θ) and its gradient ([`FitcEvidence`]);
 //! - `posterior.rs`: the fitted model ([`FittedFitc`]) and its predictions.
 //!
 //! ```
@@ -25,7 +25,7 @@
 //! # Ok::<(), ssgp::Error>(())
 //! ```
 
-pub mod evidence;
+mod evidence;
 mod params;
 mod posterior;
 #[cfg(feature = "serde")]
@@ -34,8 +34,6 @@ mod saved;
 pub use evidence::FitcEvidence;
 pub use params::{FitcParams, ValidFitcParams, DEFAULT_JITTER};
 pub use posterior::FittedFitc;
-#[cfg(feature = "serde")]
-pub(crate) use saved::FitcRepr;
 
 /// Entry point of the FITC builder: `Fitc::params(m)`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

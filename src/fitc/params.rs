@@ -7,8 +7,8 @@ use crate::error::{Error, Result};
 use crate::hyperparameters::{self, check_block};
 use crate::init::{self, LengthscaleInit};
 use crate::linalg::Jitter;
-use crate::model::TrainingSummary;
 use crate::params::{impl_fit, training_builder, TrainingSettings};
+use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
 
 /// The default jitter on $K_{uu}$: δ = 1e-6, absolute, as in Snelson's code.
@@ -185,7 +185,7 @@ impl ValidFitcParams {
         let columns = InputColumns::varying(data)?;
         let used = columns.select_data(data)?;
         let data = used.as_ref();
-        let start = init::start(data, &self.training)?;
+        let start = crate::full_gp::start(data, &self.training)?;
         let pseudo = self.initial_pseudo_inputs(data, &columns)?;
         let noise = self.training.noise();
         let fixed = self.fixed_pseudo_inputs.then(|| pseudo.clone());

@@ -5,9 +5,9 @@ use crate::data::InputColumns;
 use crate::error::Result;
 use crate::kernel::{self, Covariance, Kernel};
 use crate::linalg::{self, par};
-use crate::model::TrainingSummary;
 use crate::predict::{impl_fitted_regressor, mean_in_chunks, predict_in_chunks, Chunk};
 use crate::predictive::{check_joint_size, JointPredictive, JointSamples, Predictive};
+use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
 
 /// Test points per block in [`FittedFitc::predict`] (bounds the working memory to O(m·block)).
@@ -253,4 +253,4 @@ impl FittedFitc {
     }
 }
 
-impl_fitted_regressor!(FittedFitc);
+impl_fitted_regressor!(FittedFitc, Fitc);

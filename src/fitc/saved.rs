@@ -6,39 +6,14 @@
 
 use super::evidence::pseudo_factor;
 use super::posterior::FittedFitc;
-use crate::data::{ColumnsRepr, InputColumns};
+use crate::data::InputColumns;
 use crate::error::{Error, Result};
 use crate::hyperparameters::{self, NoiseParam};
-use crate::kernel::{Covariance, Kernel};
+use crate::kernel::Covariance;
 use crate::linalg::par;
 use crate::params::check_threads;
-use crate::persist::{
-    bounded, finite, lower_factor, rows, vector, Bounds, FactorNorms, Rows, SummaryRepr,
-};
+use crate::schema::{bounded, finite, lower_factor, rows, vector, Bounds, FactorNorms, FitcRepr};
 use nalgebra::DVector;
-use serde::{Deserialize, Serialize};
-
-/// The saved form of a [`FittedFitc`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct FitcRepr {
-    input_columns: ColumnsRepr,
-    kernel: Kernel,
-    num_pseudo_inputs: usize,
-    noise_floor: f64,
-    /// θ = [log ℓ, log σ0, p_n, vec(X̄ − 1cᵀ)], the full layout.
-    parameters: Vec<f64>,
-    centre: Vec<f64>,
-    /// δ ≥ 0, K_uu = k(X̄, X̄) + δI = L_uL_uᵀ.
-    jitter: f64,
-    /// L_A (m×m), A = I + VΛ⁻¹Vᵀ = L_AL_Aᵀ.
-    factor_a: Rows,
-    weights: Vec<f64>,
-    y_mean: f64,
-    neg_log_evidence: f64,
-    training: SummaryRepr,
-    threads: usize,
-}
 
 impl FittedFitc {
     /// The saved form.
@@ -148,24 +123,5 @@ impl FittedFitc {
             theta,
         };
         Ok((model, bounds))
-    }
-}
-
-#[cfg(test)]
-impl FitcRepr {
-    /// Every float slot (for the NaN and infinity tests).
-    pub(crate) fn floats_mut(&mut self) -> Vec<&mut f64> {
-        let mut all = vec![
-            &mut self.noise_floor,
-            &mut self.jitter,
-            &mut self.y_mean,
-            &mut self.neg_log_evidence,
-        ];
-        all.extend(self.parameters.iter_mut());
-        all.extend(self.centre.iter_mut());
-        all.extend(crate::persist::rows_mut(&mut self.factor_a));
-        all.extend(self.weights.iter_mut());
-        all.extend(self.training.floats_mut());
-        all
     }
 }

@@ -1,46 +1,6 @@
 //! The full GP's training objective: the negative log evidence (paper eq. 4) and its analytic
-//! gradient, for any [`Kernel`] (the SE-ARD covariance of eq. 3 by default).
 //!
-//! # Parameter layout
-//!
-//! θ has D + 2 entries, all unconstrained:
-//!
-//! | entry | meaning |
-//! | --- | --- |
-//! | θ_0 … θ_{D−1} | log ℓ_d, the log lengthscales |
-//! | θ_D | log σ0, so σ0² = e^{2θ_D} |
-//! | θ_{D+1} | the noise parameter p of [`NoiseParam`]: σn² = floor + e^{2p} (= e^{2p} without a floor) |
-//!
-//! (the shared head of [`crate::hyperparameters`], with no block).
-//!
-//! # Value and gradient
-//!
-//! With K the n×n SE-ARD matrix of the training inputs, K_y = K + σn² I and α = K_y⁻¹ y (y centred),
-//!
-//! ```text
-//! −log p(y|θ) = ½ log|K_y| + ½ yᵀα + (n/2) log 2π
-//! ∂/∂θ_i      = ½ tr(W ∂K_y/∂θ_i),   W = K_y⁻¹ − ααᵀ,
-//! ```
-//!
-//! and, writing M = W ∘ G (element-wise; G the kernel's slopes, = K for the squared exponential,
-//! see [`crate::kernel`]) and z_id = x_id/ℓ_d,
-//!
-//! ```text
-//! ∂/∂log ℓ_d = ½ Σ_ij M_ij (z_id − z_jd)² = Σ_i z_id² (M1)_i − (Z_dᵀ M Z_d)
-//! ∂/∂log σ0  = Σ_ij (W ∘ K)_ij
-//! ∂/∂p       = ½ (dσn²/dp) tr(W) = ½ (dσn²/dp) (tr K_y⁻¹ − αᵀα)
-//! ```
-//!
-//! The lengthscale terms expand (z_i − z_j)² = z_i² + z_j² − 2 z_i z_j, so all D of them come from
-//! the row sums M1 and one symmetric n×n · n×D product M Z: no n×n matrix per dimension.
-//!
-//! # Cost and memory
-//!
-//! One evaluation is one Cholesky factorisation (n³/3 flops), the inverse K_y⁻¹ from it (2n³/3),
-//! and O(n²D) more, all through faer's blocked, multithreaded kernels. Three n×n `f64` buffers
-//! (24·n² bytes: 2.4 GB at n = 10 000) are allocated at the first evaluation and reused until the
-//! objective is dropped: K (then M), the factor L (then K_y⁻¹), and L⁻¹. Only lower triangles are
-//! computed.
+//! The equations, shapes and parameter layout are on [`FullGpEvidence`]'s page.
 
 use super::ValidFullGpParams;
 use crate::data::Dataset;
@@ -75,10 +35,54 @@ struct Workspace {
     inverse_factor: DMatrix<f64>,
 }
 
+/// The full GP's training objective: the negative log evidence (paper eq. 4) and its analytic
+/// gradient, for any [`Kernel`] (the SE-ARD covariance of eq. 3 by default).
+///
+/// # Parameter layout
+///
+/// θ has D + 2 entries, all unconstrained:
+///
+/// | entry | meaning |
+/// | --- | --- |
+/// | θ_0 … θ_{D−1} | log ℓ_d, the log lengthscales |
+/// | θ_D | log σ0, so σ0² = e^{2θ_D} |
+/// | θ_{D+1} | the noise parameter p of [`NoiseParam`]: σn² = floor + e^{2p} (= e^{2p} without a floor) |
+///
+/// (the shared head of [`crate::hyperparameters`], with no block).
+///
+/// # Value and gradient
+///
+/// With K the n×n SE-ARD matrix of the training inputs, K_y = K + σn² I and α = K_y⁻¹ y (y centred),
+///
+/// ```text
+/// −log p(y|θ) = ½ log|K_y| + ½ yᵀα + (n/2) log 2π
+/// ∂/∂θ_i      = ½ tr(W ∂K_y/∂θ_i),   W = K_y⁻¹ − ααᵀ,
+/// ```
+///
+/// and, writing M = W ∘ G (element-wise; G the kernel's slopes, = K for the squared exponential,
+/// see [`crate::kernel`]) and z_id = x_id/ℓ_d,
+///
+/// ```text
+/// ∂/∂log ℓ_d = ½ Σ_ij M_ij (z_id − z_jd)² = Σ_i z_id² (M1)_i − (Z_dᵀ M Z_d)
+/// ∂/∂log σ0  = Σ_ij (W ∘ K)_ij
+/// ∂/∂p       = ½ (dσn²/dp) tr(W) = ½ (dσn²/dp) (tr K_y⁻¹ − αᵀα)
+/// ```
+///
+/// The lengthscale terms expand (z_i − z_j)² = z_i² + z_j² − 2 z_i z_j, so all D of them come from
+/// the row sums M1 and one symmetric n×n · n×D product M Z: no n×n matrix per dimension.
+///
+/// # Cost and memory
+///
+/// One evaluation is one Cholesky factorisation (n³/3 flops), the inverse K_y⁻¹ from it (2n³/3),
+/// and O(n²D) more, all through faer's blocked, multithreaded kernels. Three n×n `f64` buffers
+/// (24·n² bytes: 2.4 GB at n = 10 000) are allocated at the first evaluation and reused until the
+/// objective is dropped: K (then M), the factor L (then K_y⁻¹), and L⁻¹. Only lower triangles are
+/// computed.
+///
 /// −log p(y|θ) of a full GP with the SE-ARD covariance on a fixed data set, and its gradient;
 /// build it with [`ValidFullGpParams::evidence`].
 ///
-/// See the [module docs](self) for the parameter layout, the equations and the 24·n²-byte
+/// See above for the parameter layout, the equations and the 24·n²-byte
 /// workspace. The inputs are centred by their column means and the targets by their mean at
 /// construction; the SE-ARD kernel is translation invariant, so the evidence is that of the
 /// centred targets on the original inputs.

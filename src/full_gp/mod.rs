@@ -11,7 +11,7 @@
 //!
 //! - `params.rs`: the configuration ([`FullGpParams`] → [`ValidFullGpParams`]), learning and
 //!   conditioning;
-//! - [`evidence`]: −log p(y|θ) and its gradient ([`FullGpEvidence`]);
+//! - `evidence.rs`: −log p(y|θ) and its gradient ([`FullGpEvidence`]);
 //! - `posterior.rs`: the conditioned model ([`FittedFullGp`]) and its predictions.
 //!
 //! ```
@@ -28,17 +28,18 @@
 //! # Ok::<(), ssgp::Error>(())
 //! ```
 
-pub mod evidence;
+mod evidence;
 mod params;
 mod posterior;
 #[cfg(feature = "serde")]
 mod saved;
+mod start;
 
 pub use evidence::{Evaluation, FullGpEvidence};
 pub use params::{FullGpParams, ValidFullGpParams};
 pub use posterior::FittedFullGp;
-#[cfg(feature = "serde")]
-pub(crate) use saved::FullGpRepr;
+pub use start::lengthscales_from_subset;
+pub(crate) use start::start;
 
 /// The full GP; start from [`FullGp::params`].
 #[derive(Debug, Clone, Copy, Default)]

@@ -6,12 +6,12 @@ use super::posterior::FittedFullGp;
 use crate::data::{Dataset, InputColumns};
 use crate::error::{Error, Result};
 use crate::hyperparameters;
-use crate::init::{self, LengthscaleInit};
+use crate::init::LengthscaleInit;
 use crate::kernel::{self, Covariance};
 use crate::linalg::{self, Jitter};
-use crate::model::TrainingSummary;
 use crate::optim::OptimReport;
 use crate::params::{impl_fit, training_builder, TrainingSettings};
+use crate::termination::TrainingSummary;
 use nalgebra::DVector;
 use std::sync::Arc;
 
@@ -154,7 +154,7 @@ impl ValidFullGpParams {
                 })
             }
             Some(size) if size < data.len() => {
-                let mut rng = init::seeded(self.training.seed);
+                let mut rng = crate::random::seeded(self.training.seed);
                 let mut rows = rand::seq::index::sample(&mut rng, data.len(), size).into_vec();
                 rows.sort_unstable();
                 subset = data.subset(&rows)?;
@@ -164,7 +164,7 @@ impl ValidFullGpParams {
         };
         let columns = InputColumns::varying(train)?;
         let train = columns.select_data(train)?;
-        let start = init::start(&train, &self.training)?;
+        let start = super::start(&train, &self.training)?;
         let theta0 = hyperparameters::pack(&start, self.training.noise(), None);
         let report = self.training.minimize(&self.evidence(&train), theta0)?;
         Ok(LearnedHyperparameters { report, columns })

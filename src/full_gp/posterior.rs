@@ -5,9 +5,9 @@ use crate::error::Result;
 use crate::hyperparameters::Hyperparameters;
 use crate::kernel::{self, Covariance, Kernel};
 use crate::linalg::{self, Jitter};
-use crate::model::TrainingSummary;
 use crate::predict::{impl_fitted_regressor, mean_in_chunks, predict_in_chunks, Chunk};
 use crate::predictive::{check_joint_size, JointPredictive, JointSamples, Predictive};
+use crate::termination::TrainingSummary;
 use faer::Par;
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
@@ -281,4 +281,4 @@ impl FittedFullGp {
     }
 }
 
-impl_fitted_regressor!(FittedFullGp);
+impl_fitted_regressor!(FittedFullGp, FullGp);

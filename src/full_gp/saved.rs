@@ -5,33 +5,12 @@
 
 use super::params::ValidFullGpParams;
 use super::posterior::FittedFullGp;
-use crate::data::{ColumnsRepr, Dataset, InputColumns};
+use crate::data::{Dataset, InputColumns};
 use crate::error::Result;
-use crate::kernel::Kernel;
-use crate::linalg::Jitter;
 use crate::params::{check_threads, TrainingSettings};
-use crate::persist::{bounded, finite, rows, Bounds, Rows, SummaryRepr};
+use crate::schema::{bounded, finite, rows, Bounds, FullGpRepr};
 use nalgebra::{DMatrix, DVector};
-use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-
-/// The saved form of a [`FittedFullGp`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct FullGpRepr {
-    input_columns: ColumnsRepr,
-    kernel: Kernel,
-    noise_floor: f64,
-    jitter: Jitter,
-    threads: usize,
-    /// θ = [log ℓ, log σ0, p_n] (D + 2).
-    parameters: Vec<f64>,
-    /// The training inputs on the used columns, n rows of D.
-    inputs: Rows,
-    /// The training targets (n).
-    targets: Vec<f64>,
-    training: SummaryRepr,
-}
 
 impl FittedFullGp {
     /// The saved form.
@@ -119,22 +98,5 @@ impl FittedFullGp {
             )?,
         };
         Ok((model, bounds))
-    }
-}
-
-#[cfg(test)]
-impl FullGpRepr {
-    /// Every float slot (for the NaN and infinity tests).
-    pub(crate) fn floats_mut(&mut self) -> Vec<&mut f64> {
-        let mut all = vec![
-            &mut self.noise_floor,
-            &mut self.jitter.initial,
-            &mut self.jitter.retry_base,
-        ];
-        all.extend(self.parameters.iter_mut());
-        all.extend(crate::persist::rows_mut(&mut self.inputs));
-        all.extend(self.targets.iter_mut());
-        all.extend(self.training.floats_mut());
-        all
     }
 }

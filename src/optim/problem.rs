@@ -3,8 +3,9 @@
 //! the best point seen, and tells recoverable failures (a trial point where the objective fails
 //! or is not finite: the line search backs off) from the ends of the run (budget, time).
 
-use super::{Objective, Termination, Vector};
+use super::{Objective, Vector};
 use crate::error::Error;
+use crate::termination::Termination;
 use argmin::core::{CostFunction, Gradient};
 use std::cell::RefCell;
 use std::rc::Rc;

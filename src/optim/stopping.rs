@@ -21,7 +21,8 @@
 //! [`Termination::EvaluationFailed`] when the objective failed at the trial points).
 
 use super::problem::Record;
-use super::{CgState, Objective, Observer, OptimConfig, Progress, Termination, Vector};
+use super::{CgState, Objective, Observer, OptimConfig, Progress, Vector};
+use crate::termination::Termination;
 use argmin::core::{Problem, Solver, State, TerminationReason, TerminationStatus, KV};
 use std::cell::RefCell;
 use std::ops::ControlFlow;

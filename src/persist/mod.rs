@@ -69,37 +69,27 @@
 //! [`Error::WrongModelKind`]. Runtime-only settings of training (seed, budgets, observer) are not
 //! saved: a loaded model predicts, it does not train.
 
-mod checks;
 mod wrappers;
 
-#[cfg(test)]
-pub(crate) use checks::rows_mut;
-pub(crate) use checks::{
-    bounded, finite, lower_factor, matrix, rows, vector, Bounds, FactorNorms, Rows, SummaryRepr,
-};
+pub use crate::schema::{SavedForm, FORMAT_VERSION};
 
 use crate::ensemble::FittedEnsemble;
 use crate::error::{Error, Result};
 use crate::fitc::FittedFitc;
 use crate::full_gp::FittedFullGp;
-use crate::model::{FittedRegressor, TrainingSummary};
+use crate::model::FittedRegressor;
 use crate::predictive::{JointPredictive, JointSamples, Predictive};
+use crate::schema::{check_version, Bounds, Envelope, ModelRepr};
 use crate::ssgp::FittedSsgp;
 use crate::standardize::FittedStandardized;
+use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::path::Path;
-use wrappers::{EnsembleRepr, StandardizedRepr};
-
-/// The version of the saved-model format this build writes and reads (see the [module
-/// docs](self#versions)).
-///
-/// History: 1, the first format; 2, the FITC and full-GP forms carry their `kernel`.
-pub const FORMAT_VERSION: u32 = 2;
 
 /// A loaded (or about to be saved) model of any kind: the closed set of models the format knows.
 ///
-/// Get one from any fitted model with [`FittedRegressor::to_saved`], from a file with
+/// Get one from a concrete fitted model with `From` (`SavedModel::from(fitted)`), from a file with
 /// [`load_json`] / [`from_json`]; it predicts as the model it holds ([`FittedRegressor`]), turns
 /// into a `Box<dyn FittedRegressor>` with [`SavedModel::into_boxed`], or into a concrete type with
 /// [`FromSaved`].
@@ -164,15 +154,13 @@ impl SavedModel {
         }
     }
 
-    /// The saved form.
-    fn to_repr(&self) -> ModelRepr {
-        match self {
-            Self::Ssgp(m) => ModelRepr::Ssgp(m.to_repr()),
-            Self::Fitc(m) => ModelRepr::Fitc(m.to_repr()),
-            Self::FullGp(m) => ModelRepr::FullGp(m.to_repr()),
-            Self::Standardized(m) => ModelRepr::Standardized(Box::new(StandardizedRepr::of(m))),
-            Self::Ensemble(m) => ModelRepr::Ensemble(EnsembleRepr::of(m)),
-        }
+    /// The saved model of any fitted model of the crate: its [`FittedRegressor::saved_form`],
+    /// checked and rebuilt as loading does (the full GP refactorises, n³/3 flops).
+    ///
+    /// # Errors
+    /// [`Error::NotPersistable`] for a model implemented outside the crate; as [`from_json`].
+    pub fn of<M: FittedRegressor + ?Sized>(model: &M) -> Result<Self> {
+        Ok(Self::from_repr(model.saved_form()?.0)?.0)
     }
 
     /// The model a saved form describes, checked (see the [module docs](self)), and bounds on
@@ -195,11 +183,11 @@ impl SavedModel {
                 (Self::FullGp(m), b)
             }
             ModelRepr::Standardized(r) => {
-                let (m, b) = r.into_model()?;
+                let (m, b) = wrappers::standardized(*r)?;
                 (Self::Standardized(Box::new(m)), b)
             }
             ModelRepr::Ensemble(r) => {
-                let (m, b) = r.into_model()?;
+                let (m, b) = wrappers::ensemble(r)?;
                 (Self::Ensemble(m), b)
             }
         })
@@ -239,8 +227,8 @@ impl FittedRegressor for SavedModel {
         self.as_dyn().training()
     }
 
-    fn to_saved(&self) -> Result<SavedModel> {
-        Ok(self.clone())
+    fn saved_form(&self) -> Result<SavedForm> {
+        self.as_dyn().saved_form()
     }
 }
 
@@ -291,7 +279,7 @@ macro_rules! concrete_kind {
         impl Serialize for $fitted {
             /// The saved-model format of [`crate::persist`].
             fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-                SavedModel::from(self.clone()).serialize(serializer)
+                self.saved_form().map_err(serde::ser::Error::custom)?.serialize(serializer)
             }
         }
 
@@ -360,7 +348,7 @@ impl<M: FromSaved> FromSaved for FittedEnsemble<M> {
 impl<F: FittedRegressor> Serialize for FittedStandardized<F> {
     /// The saved-model format of [`crate::persist`]; an error if the wrapped model cannot be saved.
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        self.to_saved()
+        self.saved_form()
             .map_err(serde::ser::Error::custom)?
             .serialize(serializer)
     }
@@ -376,7 +364,7 @@ impl<'de, F: FromSaved> Deserialize<'de> for FittedStandardized<F> {
 impl<M: FittedRegressor> Serialize for FittedEnsemble<M> {
     /// The saved-model format of [`crate::persist`]; an error if a member cannot be saved.
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        self.to_saved()
+        self.saved_form()
             .map_err(serde::ser::Error::custom)?
             .serialize(serializer)
     }
@@ -389,58 +377,6 @@ impl<'de, M: FromSaved> Deserialize<'de> for FittedEnsemble<M> {
     }
 }
 
-/// The saved forms of the models, as the file holds them (unchecked).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum ModelRepr {
-    Ssgp(crate::ssgp::SsgpRepr),
-    Fitc(crate::fitc::FitcRepr),
-    FullGp(crate::full_gp::FullGpRepr),
-    Standardized(Box<StandardizedRepr>),
-    Ensemble(EnsembleRepr),
-}
-
-/// The format version: written as [`FORMAT_VERSION`], and read as an error for any other value,
-/// before the model is read (it is the first field written, and serde reads fields in order).
-#[derive(Debug, Clone, Copy)]
-struct Version;
-
-impl Serialize for Version {
-    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        serializer.serialize_u32(FORMAT_VERSION)
-    }
-}
-
-impl<'de> Deserialize<'de> for Version {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        check_version(u64::deserialize(deserializer)?).map_err(serde::de::Error::custom)?;
-        Ok(Version)
-    }
-}
-
-/// Ok for [`FORMAT_VERSION`].
-///
-/// # Errors
-/// [`Error::FormatVersion`] naming `found` and [`FORMAT_VERSION`].
-fn check_version(found: u64) -> Result<()> {
-    if found == u64::from(FORMAT_VERSION) {
-        Ok(())
-    } else {
-        Err(Error::FormatVersion {
-            found,
-            supported: FORMAT_VERSION,
-        })
-    }
-}
-
-/// A saved model: the version first, then the model.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Envelope {
-    format_version: Version,
-    model: ModelRepr,
-}
-
 /// Only the version of a saved model (the model is skipped unread).
 #[derive(Deserialize)]
 struct VersionProbe {
@@ -450,11 +386,9 @@ struct VersionProbe {
 impl Serialize for SavedModel {
     /// `{"format_version": …, "model": {…}}` (see the [module docs](self)).
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        Envelope {
-            format_version: Version,
-            model: self.to_repr(),
-        }
-        .serialize(serializer)
+        self.saved_form()
+            .map_err(serde::ser::Error::custom)?
+            .serialize(serializer)
     }
 }
 
@@ -476,7 +410,7 @@ impl<'de> Deserialize<'de> for SavedModel {
 /// [`Error::NotPersistable`] for a model implemented outside the crate (or a standardised model
 /// or an ensemble holding one).
 pub fn to_json<M: FittedRegressor + ?Sized>(model: &M) -> Result<String> {
-    serde_json::to_string(&model.to_saved()?).map_err(|e| Error::MalformedModel {
+    serde_json::to_string(&model.saved_form()?).map_err(|e| Error::MalformedModel {
         reason: e.to_string(),
     })
 }
@@ -535,20 +469,6 @@ pub fn load_json<M: FromSaved>(path: impl AsRef<Path>) -> Result<M> {
 }
 
 #[cfg(test)]
-impl ModelRepr {
-    /// Every float slot of the model and of the models it holds.
-    fn floats_mut(&mut self) -> Vec<&mut f64> {
-        match self {
-            Self::Ssgp(r) => r.floats_mut(),
-            Self::Fitc(r) => r.floats_mut(),
-            Self::FullGp(r) => r.floats_mut(),
-            Self::Standardized(r) => r.floats_mut(),
-            Self::Ensemble(r) => r.floats_mut(),
-        }
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
     use crate::data::sinc_data;
@@ -565,7 +485,8 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(3);
         let train = sinc_data(24, false, 0.05, &mut rng).unwrap();
         let ssgp = Ssgp::params(3).seed(1).initial_draws(3).max_evaluations(30);
-        let fitted = |r: &dyn crate::model::Regressor| r.fit_boxed(&train).unwrap().to_saved();
+        let fitted =
+            |r: &dyn crate::model::Regressor| SavedModel::of(r.fit_boxed(&train).unwrap().as_ref());
         vec![
             fitted(&ssgp),
             fitted(&ssgp.clone().fixed_spectral_points(true)),
@@ -590,7 +511,7 @@ mod tests {
     #[test]
     fn every_non_finite_value_is_refused() {
         for model in models() {
-            let repr = model.to_repr();
+            let repr = model.saved_form().unwrap().0;
             assert!(
                 SavedModel::from_repr(repr.clone()).is_ok(),
                 "{}",

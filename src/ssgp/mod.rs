@@ -39,8 +39,6 @@ pub use chunks::{DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_ROWS};
 pub use evidence::SsgpEvidence;
 pub use params::{NoiseBound, SsgpParams, ValidSsgpParams};
 pub use posterior::{FittedSsgp, PosteriorSample};
-#[cfg(feature = "serde")]
-pub(crate) use saved::SsgpRepr;
 
 use crate::hyperparameters::Hyperparameters;
 use nalgebra::DMatrix;

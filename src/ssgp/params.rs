@@ -9,8 +9,8 @@ use crate::error::{Error, Result};
 use crate::hyperparameters::{check_block, Hyperparameters};
 use crate::init::{self, LengthscaleInit};
 use crate::kernel::SpectralDensity;
-use crate::model::TrainingSummary;
 use crate::params::{impl_fit, training_builder, TrainingSettings};
+use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
 
@@ -216,7 +216,7 @@ impl ValidSsgpParams {
             (false, _) => None,
             (true, Some(w)) => Some(w.clone()),
             (true, None) => {
-                let mut rng = init::seeded(self.training.seed);
+                let mut rng = crate::random::seeded(self.training.seed);
                 Some(
                     self.density()
                         .sample_unit_frequencies(self.m, data.dim(), &mut rng),
@@ -264,7 +264,7 @@ impl ValidSsgpParams {
     pub fn fit(&self, data: &Dataset) -> Result<FittedSsgp> {
         let columns = InputColumns::varying(data)?;
         let used = columns.select_data(data)?;
-        let start = init::start(&used, &self.training)?;
+        let start = crate::full_gp::start(&used, &self.training)?;
         self.fit_from(&used, start, &columns)
     }
 

@@ -6,9 +6,9 @@ use super::SsgpHyperparameters;
 use crate::data::InputColumns;
 use crate::error::Result;
 use crate::linalg::{self, view, view_mut};
-use crate::model::TrainingSummary;
 use crate::predict::{impl_fitted_regressor, mean_in_chunks, predict_in_chunks, Chunk};
 use crate::predictive::{check_joint_size, JointPredictive, JointSamples, Predictive};
+use crate::termination::TrainingSummary;
 use faer::{MatMut, MatRef, Par};
 use nalgebra::{DMatrix, DVector};
 use rand::Rng;
@@ -266,7 +266,7 @@ impl FittedSsgp {
     }
 }
 
-impl_fitted_regressor!(FittedSsgp);
+impl_fitted_regressor!(FittedSsgp, Ssgp);
 
 /// One function drawn from an SSGP posterior: f(x) = φ(x − c)ᵀw + ȳ with fixed weights w.
 #[derive(Debug, Clone, PartialEq)]

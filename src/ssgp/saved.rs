@@ -5,36 +5,14 @@
 use super::features::scaled_frequencies;
 use super::posterior::{FittedSsgp, WeightPosterior};
 use super::SsgpHyperparameters;
-use crate::data::{ColumnsRepr, InputColumns};
+use crate::data::InputColumns;
 use crate::error::{Error, Result};
 use crate::hyperparameters::{self, NoiseParam};
 use crate::params::check_threads;
-use crate::persist::{
-    bounded, finite, lower_factor, matrix, rows, vector, Bounds, FactorNorms, Rows, SummaryRepr,
+use crate::schema::{
+    bounded, finite, lower_factor, matrix, rows, vector, Bounds, FactorNorms, SsgpRepr,
 };
 use nalgebra::DVector;
-use serde::{Deserialize, Serialize};
-
-/// The saved form of a [`FittedSsgp`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct SsgpRepr {
-    input_columns: ColumnsRepr,
-    num_spectral_points: usize,
-    noise_floor: f64,
-    /// θ = [log ℓ, log σ0, p_n, vec(W) unless fixed].
-    parameters: Vec<f64>,
-    /// W (m×D) when the spectral points were fixed (then not in θ).
-    fixed_unit_frequencies: Option<Rows>,
-    centre: Vec<f64>,
-    alpha: Vec<f64>,
-    cholesky_factor: Rows,
-    y_mean: f64,
-    neg_log_evidence: f64,
-    training: SummaryRepr,
-    threads: usize,
-    chunk_rows: usize,
-}
 
 impl FittedSsgp {
     /// The saved form.
@@ -160,26 +138,5 @@ impl FittedSsgp {
             columns,
         };
         Ok((model, bounds))
-    }
-}
-
-#[cfg(test)]
-impl SsgpRepr {
-    /// Every float slot (for the NaN and infinity tests).
-    pub(crate) fn floats_mut(&mut self) -> Vec<&mut f64> {
-        let mut all = vec![
-            &mut self.noise_floor,
-            &mut self.y_mean,
-            &mut self.neg_log_evidence,
-        ];
-        all.extend(self.parameters.iter_mut());
-        if let Some(w) = &mut self.fixed_unit_frequencies {
-            all.extend(crate::persist::rows_mut(w));
-        }
-        all.extend(self.centre.iter_mut());
-        all.extend(self.alpha.iter_mut());
-        all.extend(crate::persist::rows_mut(&mut self.cholesky_factor));
-        all.extend(self.training.floats_mut());
-        all
     }
 }

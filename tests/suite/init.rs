@@ -3,7 +3,7 @@
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use ssgp::init::full_gp_lengthscales;
+use ssgp::full_gp::lengthscales_from_subset;
 use ssgp::metrics::nmse;
 use ssgp::ssgp::Ssgp;
 use ssgp::{Dataset, Error, Fitc, LengthscaleInit};
@@ -22,7 +22,7 @@ fn full_gp_initialisation_starts_from_the_subset_lengthscales() {
     let mut rng = StdRng::seed_from_u64(5);
     let train = ard_problem(300, &mut rng);
     let test = ard_problem(500, &mut rng);
-    let ell = full_gp_lengthscales(&train, 150, 3, 0).unwrap();
+    let ell = lengthscales_from_subset(&train, 150, 3, 0).unwrap();
     println!("full-GP lengthscales on 150 points: {:.2}", ell.transpose());
     // ARD found the two relevant inputs: their lengthscales are far shorter than the others'.
     assert!(ell[0].max(ell[1]) * 3.0 < ell.rows(2, 6).min(), "{ell}");

@@ -8,8 +8,8 @@
 use crate::data::InputColumns;
 use crate::error::{Error, Result};
 use crate::linalg;
-use crate::model::TrainingSummary;
-use crate::optim::Termination;
+use crate::termination::Termination;
+use crate::termination::TrainingSummary;
 use faer::Par;
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};

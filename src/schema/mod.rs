@@ -1,0 +1,86 @@
+//! The on-disk schema of saved models (feature `serde`): plain data and the checks on load,
+//! knowing no model. Each model converts itself to its saved form and back (its `saved.rs`,
+//! pointing down here); the closed set of every kind, the JSON functions and the format's docs
+//! are `crate::persist`'s, on the top floor.
+//!
+//! - `models.rs`: the saved form of every kind ([`ModelRepr`]) as the file holds it;
+//! - `checks.rs`: what loading checks (shapes, finite values, factors, bounds on predictions)
+//!   and the saved training summary.
+
+mod checks;
+mod models;
+
+pub(crate) use checks::{
+    bounded, finite, lower_factor, matrix, positive, rows, vector, Bounds, FactorNorms,
+};
+pub(crate) use models::{
+    CombineRepr, EnsembleRepr, FitcRepr, FullGpRepr, ModelRepr, ScalerRepr, SsgpRepr,
+    StandardizedRepr,
+};
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// The version of the saved-model format this build writes and reads (see `crate::persist`'s
+/// module docs, "Versions").
+///
+/// History: 1, the first format; 2, the FITC and full-GP forms carry their `kernel`.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// A fitted model's saved form, as [`FittedRegressor::saved_form`](crate::model::FittedRegressor::saved_form)
+/// returns it: opaque, to be written by `crate::persist` (`to_json`, `save_json`) or serialised
+/// with serde in the saved-model format.
+#[derive(Debug, Clone)]
+pub struct SavedForm(pub(crate) ModelRepr);
+
+impl Serialize for SavedForm {
+    /// `{"format_version": …, "model": {…}}`, the fields of [`Envelope`] in its order.
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut envelope = serializer.serialize_struct("Envelope", 2)?;
+        envelope.serialize_field("format_version", &Version)?;
+        envelope.serialize_field("model", &self.0)?;
+        envelope.end()
+    }
+}
+
+/// The format version: written as [`FORMAT_VERSION`], and read as an error for any other value,
+/// before the model is read (it is the first field written, and serde reads fields in order).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Version;
+
+impl Serialize for Version {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_u32(FORMAT_VERSION)
+    }
+}
+
+impl<'de> Deserialize<'de> for Version {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        check_version(u64::deserialize(deserializer)?).map_err(serde::de::Error::custom)?;
+        Ok(Version)
+    }
+}
+
+/// Ok for [`FORMAT_VERSION`].
+///
+/// # Errors
+/// [`Error::FormatVersion`] naming `found` and [`FORMAT_VERSION`].
+pub(crate) fn check_version(found: u64) -> Result<()> {
+    if found == u64::from(FORMAT_VERSION) {
+        Ok(())
+    } else {
+        Err(Error::FormatVersion {
+            found,
+            supported: FORMAT_VERSION,
+        })
+    }
+}
+
+/// A saved model: the version first, then the model.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Envelope {
+    pub(crate) format_version: Version,
+    pub(crate) model: ModelRepr,
+}

@@ -1,0 +1,218 @@
+//! The saved forms of every kind of model, as plain data (vectors, rows of matrices, numbers):
+//! what a file holds, before any check. Each model converts itself to its form (its `saved.rs`)
+//! and back; only `crate::persist`, on the top floor, knows every kind.
+
+#[cfg(test)]
+use super::checks::rows_mut;
+use super::checks::{Rows, SummaryRepr};
+use crate::data::ColumnsRepr;
+use crate::kernel::Kernel;
+use crate::linalg::Jitter;
+use serde::{Deserialize, Serialize};
+
+/// The saved forms of the models, as the file holds them (unchecked).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ModelRepr {
+    Ssgp(SsgpRepr),
+    Fitc(FitcRepr),
+    FullGp(FullGpRepr),
+    Standardized(Box<StandardizedRepr>),
+    Ensemble(EnsembleRepr),
+}
+
+/// The saved form of a SSGP (`FittedSsgp`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SsgpRepr {
+    pub(crate) input_columns: ColumnsRepr,
+    pub(crate) num_spectral_points: usize,
+    pub(crate) noise_floor: f64,
+    /// θ = [log ℓ, log σ0, p_n, vec(W) unless fixed].
+    pub(crate) parameters: Vec<f64>,
+    /// W (m×D) when the spectral points were fixed (then not in θ).
+    pub(crate) fixed_unit_frequencies: Option<Rows>,
+    pub(crate) centre: Vec<f64>,
+    pub(crate) alpha: Vec<f64>,
+    pub(crate) cholesky_factor: Rows,
+    pub(crate) y_mean: f64,
+    pub(crate) neg_log_evidence: f64,
+    pub(crate) training: SummaryRepr,
+    pub(crate) threads: usize,
+    pub(crate) chunk_rows: usize,
+}
+
+#[cfg(test)]
+impl SsgpRepr {
+    /// Every float slot (for the NaN and infinity tests).
+    pub(crate) fn floats_mut(&mut self) -> Vec<&mut f64> {
+        let mut all = vec![
+            &mut self.noise_floor,
+            &mut self.y_mean,
+            &mut self.neg_log_evidence,
+        ];
+        all.extend(self.parameters.iter_mut());
+        if let Some(w) = &mut self.fixed_unit_frequencies {
+            all.extend(rows_mut(w));
+        }
+        all.extend(self.centre.iter_mut());
+        all.extend(self.alpha.iter_mut());
+        all.extend(rows_mut(&mut self.cholesky_factor));
+        all.extend(self.training.floats_mut());
+        all
+    }
+}
+
+/// The saved form of a FITC model (`FittedFitc`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FitcRepr {
+    pub(crate) input_columns: ColumnsRepr,
+    pub(crate) kernel: Kernel,
+    pub(crate) num_pseudo_inputs: usize,
+    pub(crate) noise_floor: f64,
+    /// θ = [log ℓ, log σ0, p_n, vec(X̄ − 1cᵀ)], the full layout.
+    pub(crate) parameters: Vec<f64>,
+    pub(crate) centre: Vec<f64>,
+    /// δ ≥ 0, K_uu = k(X̄, X̄) + δI = L_uL_uᵀ.
+    pub(crate) jitter: f64,
+    /// L_A (m×m), A = I + VΛ⁻¹Vᵀ = L_AL_Aᵀ.
+    pub(crate) factor_a: Rows,
+    pub(crate) weights: Vec<f64>,
+    pub(crate) y_mean: f64,
+    pub(crate) neg_log_evidence: f64,
+    pub(crate) training: SummaryRepr,
+    pub(crate) threads: usize,
+}
+
+#[cfg(test)]
+impl FitcRepr {
+    /// Every float slot (for the NaN and infinity tests).
+    pub(crate) fn floats_mut(&mut self) -> Vec<&mut f64> {
+        let mut all = vec![
+            &mut self.noise_floor,
+            &mut self.jitter,
+            &mut self.y_mean,
+            &mut self.neg_log_evidence,
+        ];
+        all.extend(self.parameters.iter_mut());
+        all.extend(self.centre.iter_mut());
+        all.extend(rows_mut(&mut self.factor_a));
+        all.extend(self.weights.iter_mut());
+        all.extend(self.training.floats_mut());
+        all
+    }
+}
+
+/// The saved form of a full GP (`FittedFullGp`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FullGpRepr {
+    pub(crate) input_columns: ColumnsRepr,
+    pub(crate) kernel: Kernel,
+    pub(crate) noise_floor: f64,
+    pub(crate) jitter: Jitter,
+    pub(crate) threads: usize,
+    /// θ = [log ℓ, log σ0, p_n] (D + 2).
+    pub(crate) parameters: Vec<f64>,
+    /// The training inputs on the used columns, n rows of D.
+    pub(crate) inputs: Rows,
+    /// The training targets (n).
+    pub(crate) targets: Vec<f64>,
+    pub(crate) training: SummaryRepr,
+}
+
+#[cfg(test)]
+impl FullGpRepr {
+    /// Every float slot (for the NaN and infinity tests).
+    pub(crate) fn floats_mut(&mut self) -> Vec<&mut f64> {
+        let mut all = vec![
+            &mut self.noise_floor,
+            &mut self.jitter.initial,
+            &mut self.jitter.retry_base,
+        ];
+        all.extend(self.parameters.iter_mut());
+        all.extend(rows_mut(&mut self.inputs));
+        all.extend(self.targets.iter_mut());
+        all.extend(self.training.floats_mut());
+        all
+    }
+}
+
+/// The saved scaler (`standardize::Scaler`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ScalerRepr {
+    pub(crate) x_mean: Vec<f64>,
+    pub(crate) x_scale: Vec<f64>,
+    pub(crate) y_mean: f64,
+    pub(crate) y_scale: f64,
+}
+
+/// A saved standardised model: the scaler, the shift of its evidence (n·log s_y) and the model
+/// fitted on the standardised data. Its training summary is the model's, shifted.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StandardizedRepr {
+    pub(crate) scaler: ScalerRepr,
+    pub(crate) evidence_shift: f64,
+    pub(crate) model: ModelRepr,
+}
+
+/// A saved ensemble: how it combines and its members. The best member (lowest −log p(y|θ), the
+/// first of equals) and the training summary (the best's, iterations and evaluations summed) are
+/// derived, as fitting derives them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EnsembleRepr {
+    pub(crate) combine: CombineRepr,
+    pub(crate) members: Vec<ModelRepr>,
+}
+
+#[cfg(test)]
+impl StandardizedRepr {
+    /// Every float slot, the wrapped model's included.
+    pub(crate) fn floats_mut(&mut self) -> Vec<&mut f64> {
+        let s = &mut self.scaler;
+        let mut all = vec![&mut s.y_mean, &mut s.y_scale, &mut self.evidence_shift];
+        all.extend(s.x_mean.iter_mut());
+        all.extend(s.x_scale.iter_mut());
+        all.extend(self.model.floats_mut());
+        all
+    }
+}
+
+#[cfg(test)]
+impl EnsembleRepr {
+    /// Every float slot of every member.
+    pub(crate) fn floats_mut(&mut self) -> Vec<&mut f64> {
+        self.members
+            .iter_mut()
+            .flat_map(ModelRepr::floats_mut)
+            .collect()
+    }
+}
+
+/// How a saved ensemble combines its members (`"best"` or `"mixture"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum CombineRepr {
+    /// The member with the lowest −log p(y|θ).
+    Best,
+    /// The equal-weight mixture of the members.
+    Mixture,
+}
+
+#[cfg(test)]
+impl ModelRepr {
+    /// Every float slot of the model and of the models it holds.
+    pub(crate) fn floats_mut(&mut self) -> Vec<&mut f64> {
+        match self {
+            Self::Ssgp(r) => r.floats_mut(),
+            Self::Fitc(r) => r.floats_mut(),
+            Self::FullGp(r) => r.floats_mut(),
+            Self::Standardized(r) => r.floats_mut(),
+            Self::Ensemble(r) => r.floats_mut(),
+        }
+    }
+}
