@@ -18,7 +18,7 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::model::{Fit, FittedRegressor, Regressor};
 use crate::predictive::{standard_normals, JointPredictive, JointSamples, Predictive};
-use crate::ssgp::SsgpParams;
+use crate::params::Reseed;
 use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
 use rand::Rng;
@@ -75,14 +75,32 @@ impl Ensemble {
         Self { members, combine }
     }
 
-    /// `restarts` copies of an SSGP configuration with seeds s, s+1, … (s its own seed; the seeds
-    /// wrap around after 2⁶⁴ − 1).
-    pub fn ssgp(params: &SsgpParams, restarts: usize, combine: Combine) -> Self {
+    /// `restarts` copies of any seeded configuration (every builder of the crate, or a
+    /// standardised one) with seeds s, s+1, … (s its own seed; the seeds wrap around after
+    /// 2⁶⁴ − 1).
+    ///
+    /// ```
+    /// use ssgp::ensemble::{Combine, Ensemble};
+    /// use ssgp::rand::{rngs::StdRng, SeedableRng};
+    /// use ssgp::{data::sinc_data, FittedRegressor, Ssgp};
+    ///
+    /// let train = sinc_data(60, false, 0.05, &mut StdRng::seed_from_u64(0))?;
+    /// // Four SSGP fits (seeds 1, 2, 3, 4), combined as an equal-weight mixture.
+    /// let params = Ssgp::params(8).seed(1).initial_draws(5).max_evaluations(100);
+    /// let mixture = Ensemble::restarts(&params, 4, Combine::Mixture).fit(&train)?;
+    /// assert_eq!(mixture.members().len(), 4);
+    /// let pred = mixture.predict(train.x())?;
+    /// assert!(pred.y_variance.iter().all(|v| *v > 0.0));
+    /// # Ok::<(), ssgp::error::Error>(())
+    /// ```
+    pub fn restarts<P: Fit + Reseed + 'static>(
+        params: &P,
+        restarts: usize,
+        combine: Combine,
+    ) -> Self {
+        let seed = params.current_seed();
         let members = (0..restarts as u64)
-            .map(|i| {
-                Box::new(params.clone().seed(params.0.training.seed.wrapping_add(i)))
-                    as Box<dyn Regressor>
-            })
+            .map(|i| Box::new(params.reseeded(seed.wrapping_add(i))) as Box<dyn Regressor>)
             .collect();
         Self { members, combine }
     }

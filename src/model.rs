@@ -8,7 +8,7 @@
 //! - [`TrainingSummary`]: how a training run went, the same for every model.
 
 use crate::data::{Dataset, InputColumns};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::optim::OptimReport;
 use crate::predictive::{JointPredictive, JointSamples, Predictive};
 use crate::termination::TrainingSummary;
@@ -140,7 +140,7 @@ pub trait FittedRegressor: Send + Sync {
     /// [`Error::NotPersistable`] for a model implemented outside the crate (the default).
     #[cfg(feature = "serde")]
     fn saved_form(&self) -> Result<crate::schema::SavedForm> {
-        Err(Error::NotPersistable { name: self.name() })
+        Err(crate::error::Error::NotPersistable { name: self.name() })
     }
 }
 

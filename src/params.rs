@@ -135,11 +135,34 @@ impl TrainingSettings {
     }
 }
 
+/// A configuration whose random start (spectral points, pseudo-inputs, subsets) is fixed by a
+/// seed, so that restarts are the same configuration reseeded
+/// ([`Ensemble::restarts`](crate::ensemble::Ensemble::restarts)). Every builder of the crate
+/// implements it, and so does a standardised one.
+pub trait Reseed: Sized {
+    /// The seed of the random start.
+    fn current_seed(&self) -> u64;
+
+    /// The same configuration with the seed `seed`.
+    #[must_use]
+    fn reseeded(&self, seed: u64) -> Self;
+}
+
 /// The builder methods of [`TrainingSettings`] on a model's `…Params(Valid…Params)` newtype whose
 /// validated settings hold them in a field `training` (the newtype is `#[must_use]`, so every
 /// builder method is).
 macro_rules! training_builder {
     ($params:ident) => {
+        impl $crate::params::Reseed for $params {
+            fn current_seed(&self) -> u64 {
+                self.0.training.seed
+            }
+
+            fn reseeded(&self, seed: u64) -> Self {
+                self.clone().seed(seed)
+            }
+        }
+
         impl $params {
             /// The covariance family (default [`Kernel::SquaredExponential`](crate::kernel::Kernel)):
             /// the covariance of FITC and the full GP, the spectral density SSGP draws its

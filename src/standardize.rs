@@ -16,11 +16,10 @@
 use crate::data::{check_inputs, Dataset};
 use crate::error::{Error, Result};
 use crate::model::{Fit, FittedRegressor};
+use crate::params::Reseed;
 use crate::predictive::{JointPredictive, Predictive};
-use crate::ssgp::{FittedSsgp, PosteriorSample};
 use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
-use rand::Rng;
 
 /// Means and standard deviations (1/n) of each input column and of the targets.
 #[derive(Debug, Clone, PartialEq)]
@@ -109,7 +108,7 @@ impl Scaler {
 /// Generic over the wrapped configuration, so the fitted model keeps its type: a standardised SSGP
 /// still exposes its hyperparameters (on the standardised scale, through
 /// [`FittedStandardized::inner`]) and samples functions on the original scale
-/// ([`FittedStandardized::sample_posterior`]). `Standardized<Box<dyn Regressor>>` wraps any model.
+/// (`FittedStandardized::<FittedSsgp>::sample_posterior`, with SSGP). `Standardized<Box<dyn Regressor>>` wraps any model.
 #[derive(Debug, Clone)]
 pub struct Standardized<R> {
     inner: R,
@@ -138,6 +137,18 @@ impl<R: Fit> Standardized<R> {
             shift,
             training,
         })
+    }
+}
+
+impl<R: Reseed> Reseed for Standardized<R> {
+    fn current_seed(&self) -> u64 {
+        self.inner.current_seed()
+    }
+
+    fn reseeded(&self, seed: u64) -> Self {
+        Self {
+            inner: self.inner.reseeded(seed),
+        }
     }
 }
 
@@ -223,35 +234,6 @@ impl<F: FittedRegressor> FittedStandardized<F> {
             noise_variance: inner.noise_variance * s2,
         }
         .finite()
-    }
-}
-
-impl FittedStandardized<FittedSsgp> {
-    /// Draws a function from the wrapped SSGP's posterior, evaluated on the original scale.
-    pub fn sample_posterior<G: Rng + ?Sized>(&self, rng: &mut G) -> StandardizedSample {
-        StandardizedSample {
-            scaler: self.scaler.clone(),
-            inner: self.inner.sample_posterior(rng),
-        }
-    }
-}
-
-/// A posterior function sample of a standardised SSGP, on the original scale:
-/// f(x) = s_y·f̃((x − m_x) ⊘ s_x) + m_y.
-#[derive(Debug, Clone)]
-pub struct StandardizedSample {
-    scaler: Scaler,
-    inner: PosteriorSample,
-}
-
-impl StandardizedSample {
-    /// Evaluates the sampled function at `x` (n*×D).
-    ///
-    /// # Errors
-    /// As [`Scaler::transform_inputs`].
-    pub fn evaluate(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
-        let f = self.inner.evaluate(&self.scaler.transform_inputs(x)?)?;
-        Ok(f.map(|v| v * self.scaler.y_scale + self.scaler.y_mean))
     }
 }
 

@@ -182,12 +182,12 @@ pub fn build(
         "ssgp" | "ssgp-fixed" => Box::new(start!(
             Ssgp::params(m).fixed_spectral_points(method == "ssgp-fixed")
         )),
-        "ssgp-mix" => Box::new(Ensemble::ssgp(
+        "ssgp-mix" => Box::new(Ensemble::restarts(
             &start!(Ssgp::params(m)),
             s.restarts,
             Combine::Mixture,
         )),
-        "ssgp-best" => Box::new(Ensemble::ssgp(
+        "ssgp-best" => Box::new(Ensemble::restarts(
             &start!(Ssgp::params(m)),
             s.restarts,
             Combine::Best,

@@ -30,6 +30,7 @@ mod params;
 mod posterior;
 #[cfg(feature = "serde")]
 mod saved;
+mod train;
 
 pub use evidence::FitcEvidence;
 pub use params::{FitcParams, ValidFitcParams, DEFAULT_JITTER};

@@ -34,9 +34,11 @@ mod posterior;
 #[cfg(feature = "serde")]
 mod saved;
 mod start;
+mod train;
 
 pub use evidence::{Evaluation, FullGpEvidence};
 pub use params::{FullGpParams, ValidFullGpParams};
+pub use train::LearnedHyperparameters;
 pub use posterior::FittedFullGp;
 pub use start::lengthscales_from_subset;
 pub(crate) use start::start;

@@ -10,7 +10,8 @@
 //! - `params.rs`: the configuration ([`SsgpParams`] → [`ValidSsgpParams`]) and training;
 //! - `evidence.rs`: −log p(y|θ) and its gradient ([`SsgpEvidence`]), a pure function of
 //!   (data, θ), computed over row chunks (`chunks.rs`);
-//! - `posterior.rs`: the fitted model ([`FittedSsgp`]), its predictions and posterior samples.
+//! - `posterior.rs`: the fitted model ([`FittedSsgp`]), its predictions and posterior samples;
+//! - `standardized.rs`: posterior samples of an SSGP behind a scaler ([`StandardizedSample`]).
 //!
 //! ```
 //! use ssgp::{data::sinc_data, metrics, ssgp::Ssgp};
@@ -33,12 +34,15 @@ mod params;
 pub(crate) mod posterior;
 #[cfg(feature = "serde")]
 mod saved;
+mod standardized;
 mod trig;
+mod train;
 
 pub use chunks::{DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_ROWS};
 pub use evidence::SsgpEvidence;
 pub use params::{NoiseBound, SsgpParams, ValidSsgpParams};
 pub use posterior::{FittedSsgp, PosteriorSample};
+pub use standardized::StandardizedSample;
 
 use crate::hyperparameters::Hyperparameters;
 use nalgebra::DMatrix;

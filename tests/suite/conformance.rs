@@ -27,8 +27,8 @@ fn models() -> Vec<Box<dyn Regressor>> {
         ),
         Box::new(Fitc::params(10).seed(2).max_evaluations(150)),
         Box::new(FullGp::params().max_evaluations(150)),
-        Box::new(Ensemble::ssgp(&small, 3, Combine::Mixture)),
-        Box::new(Ensemble::ssgp(&small, 3, Combine::Best)),
+        Box::new(Ensemble::restarts(&small, 3, Combine::Mixture)),
+        Box::new(Ensemble::restarts(&small, 3, Combine::Best)),
         Box::new(Standardized::new(small)),
     ]
 }

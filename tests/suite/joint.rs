@@ -162,8 +162,8 @@ fn fitted_models() -> Vec<Box<dyn FittedRegressor>> {
         Box::new(small.clone()),
         Box::new(Fitc::params(10).seed(2).max_evaluations(100)),
         Box::new(FullGp::params().max_evaluations(100)),
-        Box::new(Ensemble::ssgp(&small, 3, Combine::Mixture)),
-        Box::new(Ensemble::ssgp(&small, 3, Combine::Best)),
+        Box::new(Ensemble::restarts(&small, 3, Combine::Mixture)),
+        Box::new(Ensemble::restarts(&small, 3, Combine::Best)),
         Box::new(Standardized::new(small)),
         Box::new(Standardized::new(
             Box::new(Fitc::params(10).seed(3).max_evaluations(100)) as Box<dyn Regressor>,

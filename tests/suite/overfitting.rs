@@ -55,7 +55,7 @@ fn single_fit_is_overconfident_and_the_remedies_restore_calibration() {
         "the variances are overconfident: MNLP {mnlp_1}"
     );
 
-    let mixture = Ensemble::ssgp(&params, 8, Combine::Mixture)
+    let mixture = Ensemble::restarts(&params, 8, Combine::Mixture)
         .fit(&train)
         .unwrap();
     let pred = mixture.predict(test.x()).unwrap();
@@ -76,7 +76,7 @@ fn single_fit_is_overconfident_and_the_remedies_restore_calibration() {
         "the restarts disagree far beyond their error bars: {spread}"
     );
 
-    let best = Ensemble::ssgp(&params, 4, Combine::Best)
+    let best = Ensemble::restarts(&params, 4, Combine::Best)
         .fit(&train)
         .unwrap();
     let member_best = best
@@ -117,7 +117,7 @@ fn restarts_agree_where_ssgp_does_not_overfit() {
     let mut rng = StdRng::seed_from_u64(1);
     let train = sinc_data(100, false, 0.05, &mut rng).unwrap();
     let test = sinc_data(300, true, 0.05, &mut rng).unwrap();
-    let fitted = Ensemble::ssgp(&Ssgp::params(10).initial_draws(20), 4, Combine::Mixture)
+    let fitted = Ensemble::restarts(&Ssgp::params(10).initial_draws(20), 4, Combine::Mixture)
         .fit(&train)
         .unwrap();
     let spread = fitted.spread(test.x()).unwrap().ratio();

@@ -184,7 +184,7 @@ fn every_kind_round_trips_bit_for_bit() {
         .unwrap();
     round_trip(&boxed, &x2, "standardised boxed FITC");
 
-    let mixture = Ensemble::ssgp(&ssgp_params(), 3, Combine::Mixture)
+    let mixture = Ensemble::restarts(&ssgp_params(), 3, Combine::Mixture)
         .fit(&train)
         .unwrap();
     let json = round_trip(&mixture, &x1, "mixture of SSGPs");
@@ -339,7 +339,7 @@ fn each_listed_tampering_is_a_typed_error() {
     let full = value_of(&full_params().fit(&train).unwrap());
     let standardized = value_of(&Standardized::new(ssgp_params()).fit(&train).unwrap());
     let mixture = value_of(
-        &Ensemble::ssgp(&ssgp_params(), 2, Combine::Mixture)
+        &Ensemble::restarts(&ssgp_params(), 2, Combine::Mixture)
             .fit(&train)
             .unwrap(),
     );
@@ -1064,7 +1064,7 @@ fn mutate_all() {
         (
             "mixture-ssgp",
             Box::new(
-                Ensemble::ssgp(&ssgp_params(), 3, Combine::Mixture)
+                Ensemble::restarts(&ssgp_params(), 3, Combine::Mixture)
                     .fit(&train)
                     .unwrap(),
             ),

@@ -1,0 +1,181 @@
+//! Training the full GP: its evidence, hyperparameter learning (on all the data or a seeded
+//! subset) and the conditioning on all the data (one Cholesky factorisation of K + σn²I).
+
+use super::evidence::{condition, Conditioned, FullGpEvidence};
+use super::posterior::FittedFullGp;
+use crate::data::{Dataset, InputColumns};
+use crate::error::{Error, Result};
+use crate::hyperparameters;
+use crate::kernel::{self, Covariance};
+use crate::linalg::{self};
+use crate::optim::OptimReport;
+use crate::termination::TrainingSummary;
+use nalgebra::DVector;
+use std::sync::Arc;
+use super::params::ValidFullGpParams;
+
+/// Hyperparameters learned by [`ValidFullGpParams::learn`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LearnedHyperparameters {
+    /// The optimiser's report; its θ is for the used `columns` (layout in
+    /// [`crate::hyperparameters`]).
+    pub report: OptimReport,
+    /// The input columns learned from (those not constant on the points used).
+    pub columns: InputColumns,
+}
+
+impl LearnedHyperparameters {
+    /// The learned lengthscales for all D inputs, infinite for the ignored columns.
+    pub fn lengthscales(&self) -> DVector<f64> {
+        let used = self.columns.used().len();
+        self.columns.expand(
+            &self.report.theta.rows(0, used).map(f64::exp),
+            f64::INFINITY,
+        )
+    }
+}
+
+impl ValidFullGpParams {
+    /// The evidence of this configuration on `data` (all of it, whatever the subset setting).
+    pub fn evidence(&self, data: &Dataset) -> FullGpEvidence {
+        FullGpEvidence::new(data, self)
+    }
+
+    /// Learns θ by maximising the evidence (on the subset, if one is set), then conditions on all
+    /// of `data` ([`Self::condition`]).
+    ///
+    /// The returned model's [`FittedFullGp::training`] describes the optimisation (on the subset,
+    /// if any), its [`FittedFullGp::neg_log_evidence`] is on all of `data`.
+    ///
+    /// Input columns constant on the points the hyperparameters are learned from are left out (as
+    /// if their lengthscale were infinite) and named in the training summary.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a subset larger than the data;
+    /// [`Error::DimensionMismatch`] if the initial lengthscales have not one entry per used input;
+    /// [`Error::ConstantInput`] if every input column is constant, [`Error::ConstantTargets`];
+    /// the evidence's errors at the initial θ; [`Error::TrainingFailed`] if training failed
+    /// (unless best effort was asked for); as [`Self::condition`].
+    pub fn fit(&self, data: &Dataset) -> Result<FittedFullGp> {
+        let learned = self.learn(data)?;
+        let training = TrainingSummary::new(&learned.report, &learned.columns);
+        self.condition_on(data, &learned.report.theta, learned.columns, Some(training))
+    }
+
+    /// Learns the hyperparameters only (on the configured subset, or all of `data`), without
+    /// conditioning on all the data: what [`ValidFullGpParams::fit`] does before its final
+    /// Cholesky. Input columns constant on the points learned from are left out.
+    ///
+    /// # Errors
+    /// As [`ValidFullGpParams::fit`], but for the conditioning.
+    pub fn learn(&self, data: &Dataset) -> Result<LearnedHyperparameters> {
+        let subset;
+        let train = match self.hyperparameter_subset {
+            Some(size) if size > data.len() => {
+                return Err(Error::InvalidParameter {
+                    name: "hyperparameter_subset",
+                    reason: format!("{size} points asked for, but the data has {}", data.len()),
+                })
+            }
+            Some(size) if size < data.len() => {
+                let mut rng = crate::random::seeded(self.training.seed);
+                let mut rows = rand::seq::index::sample(&mut rng, data.len(), size).into_vec();
+                rows.sort_unstable();
+                subset = data.subset(&rows)?;
+                &subset
+            }
+            _ => data,
+        };
+        let columns = InputColumns::varying(train)?;
+        let train = columns.select_data(train)?;
+        let start = super::start(&train, &self.training)?;
+        let theta0 = hyperparameters::pack(&start, self.training.noise(), None);
+        let report = self.training.minimize(&self.evidence(&train), theta0)?;
+        Ok(LearnedHyperparameters { report, columns })
+    }
+
+    /// The posterior of a full GP on all of `data` at hyperparameters θ (layout in
+    /// [`crate::hyperparameters`]), without training: one Cholesky factorisation of K + σn² I
+    /// (n³/3 flops, 8·n² bytes), with the jitter ladder if needed ([`FittedFullGp::jitter`]).
+    /// The [`FittedFullGp::training`] summary is [`TrainingSummary::untrained`].
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] for a θ without D + 2 entries, [`Error::NonFinite`] for a NaN
+    /// or infinity in it, [`Error::InvalidParameter`] for extreme values;
+    /// [`Error::NotPositiveDefinite`] if K + σn² I cannot be factorised even with jitter;
+    /// [`Error::Allocation`] if its 8·n² bytes cannot be allocated.
+    pub fn condition(&self, data: &Dataset, theta: &DVector<f64>) -> Result<FittedFullGp> {
+        self.condition_on(data, theta, InputColumns::all(data.dim()), None)
+    }
+
+    /// The posterior on `data`'s used `columns` at θ (for those columns), with the summary of
+    /// its training (the untrained one if `None`).
+    fn condition_on(
+        &self,
+        data: &Dataset,
+        theta: &DVector<f64>,
+        columns: InputColumns,
+        training: Option<TrainingSummary>,
+    ) -> Result<FittedFullGp> {
+        let data = Arc::new(columns.select_data(data)?.into_owned());
+        self.condition_used(data, theta, columns, training)
+    }
+
+    /// The posterior on `data`, already restricted to the used `columns`, at θ: the one code path
+    /// of fitting's conditioning and of loading a saved model, so both give the same factor.
+    ///
+    /// # Errors
+    /// As [`Self::condition`].
+    pub(crate) fn condition_used(
+        &self,
+        data: Arc<Dataset>,
+        theta: &DVector<f64>,
+        columns: InputColumns,
+        training: Option<TrainingSummary>,
+    ) -> Result<FittedFullGp> {
+        let h = self.evidence(&data).unpack(theta)?;
+        let par = linalg::par(self.training.threads);
+        let n = data.len();
+        let (centred, input_means) = kernel::centre_columns(data.x());
+        let z = kernel::scale_inputs(&centred, &h.lengthscales);
+        let y_mean = data.y_mean();
+        let y = data.y().add_scalar(-y_mean);
+        let mut factor = linalg::try_zeros(n, n, "the n×n Cholesky factor of K + σn²I")?;
+        let kernel = Covariance {
+            kernel: self.training.kernel,
+            lengthscales: &h.lengthscales,
+            signal_variance: h.signal_variance,
+        };
+        let Conditioned {
+            jitter,
+            alpha,
+            neg_log_evidence,
+        } = condition(
+            &mut factor,
+            |k| kernel.lower_scaled(&z, k, par),
+            &y,
+            &h,
+            &self.jitter,
+            par,
+        )?;
+        Ok(FittedFullGp {
+            data,
+            z,
+            input_means,
+            y_mean,
+            alpha,
+            factor: Arc::new(factor),
+            theta: theta.clone(),
+            hyperparameters: h,
+            jitter,
+            neg_log_evidence,
+            training: training.unwrap_or_else(|| TrainingSummary::untrained(neg_log_evidence)),
+            noise_floor: self.training.noise_floor,
+            kernel: self.training.kernel,
+            jitter_policy: self.jitter,
+            threads: self.training.threads,
+            par,
+            columns,
+        })
+    }
+}

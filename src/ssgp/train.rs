@@ -1,0 +1,165 @@
+//! Training an SSGP (§4.2): its evidence on the data, the start (lengthscales, variances, the best
+//! of K spectral draws, the optional noise bound from a fixed-points fit), the optimiser, and the
+//! conditioning on the learned θ (eq. 7 via Appendix A).
+
+use super::evidence::SsgpEvidence;
+use super::posterior::FittedSsgp;
+use super::SsgpHyperparameters;
+use crate::data::{Dataset, InputColumns};
+use crate::error::Result;
+use crate::hyperparameters::{check_block, Hyperparameters};
+use crate::init::{self};
+use crate::termination::TrainingSummary;
+use nalgebra::{DMatrix, DVector};
+use super::params::{NoiseBound, ValidSsgpParams};
+
+impl ValidSsgpParams {
+    /// The evidence of this configuration on `data`: θ ↦ (−log p(y|θ), ∇θ). With fixed spectral
+    /// points W is the given one, or the first draw of the seed.
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] if given initial frequencies do not have D columns.
+    pub fn evidence<'a>(&self, data: &'a Dataset) -> Result<SsgpEvidence<'a>> {
+        let fixed = match (self.fixed_spectral_points, &self.initial_unit_frequencies) {
+            (false, _) => None,
+            (true, Some(w)) => Some(w.clone()),
+            (true, None) => {
+                let mut rng = crate::random::seeded(self.training.seed);
+                Some(
+                    self.density()
+                        .sample_unit_frequencies(self.m, data.dim(), &mut rng),
+                )
+            }
+        };
+        self.evidence_with(data, fixed.as_ref())
+    }
+
+    /// The evidence with W fixed at `w` when the spectral points are fixed (ignored otherwise).
+    fn evidence_with<'a>(
+        &self,
+        data: &'a Dataset,
+        w: Option<&DMatrix<f64>>,
+    ) -> Result<SsgpEvidence<'a>> {
+        let fixed = match (self.fixed_spectral_points, w) {
+            (true, Some(w)) => {
+                check_block(
+                    w,
+                    (self.m, "fixed unit frequencies (rows, m)"),
+                    (data.dim(), "fixed unit frequencies (columns, D)"),
+                    "fixed unit frequencies",
+                )?;
+                Some(w.clone())
+            }
+            _ => None,
+        };
+        Ok(SsgpEvidence::new(data, self, fixed))
+    }
+
+    /// Trains SSGP on `data` (§4.2): targets centred; the start values of [`crate::init`]
+    /// (ℓ by the lengthscale strategy, σ0² = var(y), σn² = σ0²/4, the best of the initial draws of
+    /// spectral points by evidence); then nonlinear CG on −log p(y|θ) until convergence or the
+    /// budget.
+    ///
+    /// Input columns constant on `data` are left out (as if their lengthscale were infinite) and
+    /// named in the training summary; given initial lengthscales and frequencies are then for the
+    /// remaining columns.
+    ///
+    /// # Errors
+    /// [`Error::ConstantInput`] if every input column is constant, [`Error::ConstantTargets`];
+    /// [`Error::DimensionMismatch`] if given initial lengthscales or frequencies do not have one
+    /// entry/column per used input; [`Error::NotPositiveDefinite`] if A cannot be factored at the
+    /// start; [`Error::TrainingFailed`] if training failed (unless best effort was asked for).
+    pub fn fit(&self, data: &Dataset) -> Result<FittedSsgp> {
+        let columns = InputColumns::varying(data)?;
+        let used = columns.select_data(data)?;
+        let start = crate::full_gp::start(&used, &self.training)?;
+        self.fit_from(&used, start, &columns)
+    }
+
+    /// Trains on `data` restricted to the used `columns`, from `start`.
+    fn fit_from(
+        &self,
+        data: &Dataset,
+        start: Hyperparameters,
+        columns: &InputColumns,
+    ) -> Result<FittedSsgp> {
+        if let NoiseBound::FixedSpectralPoints { fraction } = self.noise_bound {
+            let mut fixed = self.clone();
+            fixed.fixed_spectral_points = true;
+            fixed.noise_bound = NoiseBound::None;
+            let estimate = fixed
+                .fit_from(data, start.clone(), columns)?
+                .noise_variance();
+            let mut bounded = self.clone();
+            bounded.noise_bound = NoiseBound::None;
+            bounded.training.noise_floor = self.training.noise_floor.max(fraction * estimate);
+            return bounded.fit_from(data, start, columns);
+        }
+        let w0 = init::unit_frequencies(
+            self.initial_unit_frequencies.as_ref(),
+            self.density().as_ref(),
+            (self.m, data.dim()),
+            self.initial_draws,
+            self.training.seed,
+            |w| {
+                let evidence = self.evidence_with(data, Some(w))?;
+                evidence.value(&evidence.pack(&SsgpHyperparameters {
+                    hyper: start.clone(),
+                    unit_frequencies: w.clone(),
+                })?)
+            },
+        )?;
+        let evidence = self.evidence_with(data, Some(&w0))?;
+        let theta0 = evidence.pack(&SsgpHyperparameters {
+            hyper: start,
+            unit_frequencies: w0,
+        })?;
+        let report = self.training.minimize(&evidence, theta0)?;
+        let training = TrainingSummary::new(&report, columns);
+        self.build(data, &evidence, &report.theta, training, columns.clone())
+    }
+
+    /// A fitted model at given hyperparameters and spectral points (for all D inputs), without
+    /// training: a warm start, or values from elsewhere. The evidence is evaluated at them.
+    ///
+    /// # Errors
+    /// As [`SsgpEvidence::pack`]; [`Error::NotPositiveDefinite`] if A cannot be factored.
+    pub fn condition(&self, data: &Dataset, hyper: &SsgpHyperparameters) -> Result<FittedSsgp> {
+        let evidence = self.evidence_with(data, Some(&hyper.unit_frequencies))?;
+        let theta = evidence.pack(hyper)?;
+        let value = evidence.value(&theta)?;
+        let training = TrainingSummary::untrained(value);
+        self.build(
+            data,
+            &evidence,
+            &theta,
+            training,
+            InputColumns::all(data.dim()),
+        )
+    }
+
+    fn build(
+        &self,
+        data: &Dataset,
+        evidence: &SsgpEvidence<'_>,
+        theta: &DVector<f64>,
+        training: TrainingSummary,
+        columns: InputColumns,
+    ) -> Result<FittedSsgp> {
+        let hyper = evidence.unpack(theta)?;
+        let (value, posterior) = evidence.posterior(theta)?;
+        Ok(FittedSsgp {
+            hyper,
+            posterior,
+            theta: theta.clone(),
+            y_mean: data.y_mean(),
+            neg_log_evidence: value,
+            training,
+            fixed: self.fixed_spectral_points,
+            noise_floor: self.training.noise_floor,
+            threads: self.training.threads,
+            chunk_rows: self.chunk_rows,
+            columns,
+        })
+    }
+}
