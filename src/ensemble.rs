@@ -17,8 +17,8 @@
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::model::{Fit, FittedRegressor, Regressor};
-use crate::predictive::{standard_normals, JointPredictive, JointSamples, Predictive};
 use crate::params::Reseed;
+use crate::predictive::{standard_normals, JointPredictive, JointSamples, Predictive};
 use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
 use rand::Rng;

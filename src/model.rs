@@ -28,6 +28,25 @@ impl TrainingSummary {
     }
 }
 
+/// What every fitted model of the crate holds besides its posterior.
+#[derive(Debug, Clone)]
+pub(crate) struct FitRecord {
+    /// θ in the model's layout ([`crate::hyperparameters`]), for the used input columns.
+    pub(crate) theta: DVector<f64>,
+    /// ȳ, the training targets' mean, added back to every predictive mean.
+    pub(crate) y_mean: f64,
+    /// −log p(y|θ) of the centred training targets at θ.
+    pub(crate) neg_log_evidence: f64,
+    /// How training went.
+    pub(crate) training: TrainingSummary,
+    /// The noise floor θ's noise entry is decoded with (σn² = floor + e^{2p}).
+    pub(crate) noise_floor: f64,
+    /// The thread count the model's predictions run with.
+    pub(crate) threads: usize,
+    /// The input columns used (the others were constant on the training data).
+    pub(crate) columns: InputColumns,
+}
+
 /// A configured model that trains into a concrete fitted type.
 pub trait Fit: Send + Sync {
     /// What training returns.

@@ -9,10 +9,13 @@
 //! noise floor, lengthscale start — live in [`TrainingSettings`], and every builder has the same
 //! methods to set them.
 
+use crate::data::InputColumns;
 use crate::error::{Error, Result};
 use crate::hyperparameters::NoiseParam;
 use crate::init::LengthscaleInit;
+use crate::model::FitRecord;
 use crate::optim::{minimize, Objective, OptimConfig, OptimReport};
+use crate::termination::TrainingSummary;
 use nalgebra::DVector;
 
 /// Turns unchecked settings into validated ones.
@@ -113,6 +116,27 @@ impl TrainingSettings {
         theta0: DVector<f64>,
     ) -> Result<OptimReport> {
         minimize(objective, theta0, &self.optim)?.or_failure(self.best_effort)
+    }
+
+    /// The record a model fitted with these settings holds (their noise floor and thread count),
+    /// at θ = `theta` on the used `columns`.
+    pub(crate) fn record(
+        &self,
+        theta: DVector<f64>,
+        y_mean: f64,
+        neg_log_evidence: f64,
+        training: TrainingSummary,
+        columns: InputColumns,
+    ) -> FitRecord {
+        FitRecord {
+            theta,
+            y_mean,
+            neg_log_evidence,
+            training,
+            noise_floor: self.noise_floor,
+            threads: self.threads,
+            columns,
+        }
     }
 
     /// The noise parametrisation σn² = floor + e^{2p}.

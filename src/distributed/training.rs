@@ -182,19 +182,11 @@ impl ValidSsgpParams {
         posterior.l = DMatrix::from_column_slice(k, k, &shared[1..1 + k * k]);
         posterior.alpha = DVector::from_column_slice(&shared[1 + k * k..]);
         let ((e, c), (evaluations, compute)) = (evidence.compute(), spent.get());
-        let model = FittedSsgp {
-            hyper: evidence.unpack(&theta)?,
-            posterior,
-            theta,
-            y_mean: stats.y_mean,
-            neg_log_evidence: shared[0],
-            training,
-            fixed: self.fixed_spectral_points,
-            noise_floor: self.training.noise_floor,
-            threads: self.training.threads,
-            chunk_rows: self.chunk_rows,
-            columns,
-        };
+        let hyper = evidence.unpack(&theta)?;
+        let record = self
+            .training
+            .record(theta, stats.y_mean, shared[0], training, columns);
+        let model = self.fitted(hyper, posterior, record);
         let traffic = cluster.traffic();
         Ok(DistributedFit {
             model,

@@ -5,6 +5,7 @@ use crate::data::InputColumns;
 use crate::error::Result;
 use crate::kernel::{self, Covariance, Kernel};
 use crate::linalg::{self, par};
+use crate::model::FitRecord;
 use crate::predict::{impl_fitted_regressor, mean_in_chunks, predict_in_chunks, Chunk};
 use crate::predictive::{check_joint_size, JointPredictive, JointSamples, Predictive};
 use crate::termination::TrainingSummary;
@@ -24,13 +25,9 @@ pub(crate) const PREDICT_BLOCK: usize = 4096;
 /// $σ^2_* = σ^2_{f*} + σ_n^2$.
 #[derive(Debug, Clone)]
 pub struct FittedFitc {
-    /// θ in the full layout (pseudo-inputs included).
-    pub(crate) theta: DVector<f64>,
     pub(crate) lengthscales: DVector<f64>,
     pub(crate) signal_variance: f64,
     pub(crate) noise_variance: f64,
-    /// The noise floor θ's noise entry was decoded with.
-    pub(crate) noise_floor: f64,
     /// X̄ − 1cᵀ, the pseudo-inputs relative to the training inputs' column means c.
     pub(crate) pseudo: DMatrix<f64>,
     /// c (D).
@@ -42,11 +39,9 @@ pub struct FittedFitc {
     pub(crate) l_u: DMatrix<f64>,
     pub(crate) l_a: DMatrix<f64>,
     pub(crate) weights: DVector<f64>,
-    pub(crate) y_mean: f64,
-    pub(crate) neg_log_evidence: f64,
-    pub(crate) training: TrainingSummary,
-    pub(crate) threads: usize,
-    pub(crate) columns: InputColumns,
+    /// θ, ȳ, −log p(y|θ), the training summary, the noise floor, the thread count and the
+    /// used input columns.
+    pub(crate) record: FitRecord,
 }
 
 /// The prediction weights β = L_u^{-⊤}L_A^{-⊤}(By) (m) from the factors at θ.
@@ -68,9 +63,13 @@ impl FittedFitc {
     pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
         predict_in_chunks(
             x,
-            &self.columns,
+            &self.record.columns,
             PREDICT_BLOCK,
-            (self.y_mean, self.signal_variance, self.noise_variance),
+            (
+                self.record.y_mean,
+                self.signal_variance,
+                self.noise_variance,
+            ),
             self.chunk(),
         )
     }
@@ -81,7 +80,13 @@ impl FittedFitc {
     /// # Errors
     /// As [`Self::predict`].
     pub fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
-        mean_in_chunks(x, &self.columns, PREDICT_BLOCK, self.y_mean, self.chunk())
+        mean_in_chunks(
+            x,
+            &self.record.columns,
+            PREDICT_BLOCK,
+            self.record.y_mean,
+            self.chunk(),
+        )
     }
 
     fn covariance(&self) -> Covariance<'_> {
@@ -95,7 +100,7 @@ impl FittedFitc {
     /// The work of one block of test rows for [`predict_in_chunks`]: K_u* (m×len), the means
     /// K_u*ᵀβ and, when wanted, the latent variances σ0² − ‖L_u⁻¹k_*‖² + ‖L_A⁻¹L_u⁻¹k_*‖².
     fn chunk(&self) -> impl Chunk + '_ {
-        let p = par(self.threads);
+        let p = par(self.record.threads);
         move |x: &DMatrix<f64>,
               start: usize,
               len: usize,
@@ -136,8 +141,8 @@ impl FittedFitc {
         check_joint_size(x.nrows())?;
         let pred = self.predict(x)?;
         let n = pred.len();
-        let p = par(self.threads);
-        let xs = self.columns.select(x)?;
+        let p = par(self.record.threads);
+        let xs = self.record.columns.select(x)?;
         let xs = centred_rows(&xs, &self.centre);
         let mut cov = linalg::try_zeros(n, n, "joint predictive covariance")?;
         self.covariance()
@@ -185,22 +190,24 @@ impl FittedFitc {
         for (d, mut col) in raw.column_iter_mut().enumerate() {
             col.add_scalar_mut(self.centre[d]);
         }
-        self.columns.expand_columns(&raw, f64::NAN)
+        self.record.columns.expand_columns(&raw, f64::NAN)
     }
 
     /// The lengthscales ℓ (D); infinite for the ignored (constant) input columns.
     pub fn lengthscales(&self) -> DVector<f64> {
-        self.columns.expand(&self.lengthscales, f64::INFINITY)
+        self.record
+            .columns
+            .expand(&self.lengthscales, f64::INFINITY)
     }
 
     /// The input columns the model uses (the others were constant on the training data).
     pub fn input_columns(&self) -> &InputColumns {
-        &self.columns
+        &self.record.columns
     }
 
     /// The lower bound σn² was trained under.
     pub fn noise_floor(&self) -> f64 {
-        self.noise_floor
+        self.record.noise_floor
     }
 
     /// The number of pseudo-inputs m.
@@ -210,7 +217,7 @@ impl FittedFitc {
 
     /// Input dimension D (used and ignored columns).
     pub fn dim(&self) -> usize {
-        self.columns.dim()
+        self.record.columns.dim()
     }
 
     /// The covariance family.
@@ -236,12 +243,12 @@ impl FittedFitc {
 
     /// −log p(y|θ) of the centred training targets at the fitted θ.
     pub fn neg_log_evidence(&self) -> f64 {
-        self.neg_log_evidence
+        self.record.neg_log_evidence
     }
 
     /// How training went.
     pub fn training(&self) -> &TrainingSummary {
-        &self.training
+        &self.record.training
     }
 
     /// The full parameter vector θ = `[log ℓ, log σ0, p_noise, vec(X̄ − 1cᵀ)]` (layout in
@@ -249,7 +256,7 @@ impl FittedFitc {
     /// means c) for the used input columns, pseudo-inputs included even when they were fixed
     /// during training.
     pub fn parameters(&self) -> &DVector<f64> {
-        &self.theta
+        &self.record.theta
     }
 }
 

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::hyperparameters::{self, NoiseParam};
 use crate::kernel::Covariance;
 use crate::linalg::par;
+use crate::model::FitRecord;
 use crate::params::check_threads;
 use crate::schema::{bounded, finite, lower_factor, rows, vector, Bounds, FactorNorms, FitcRepr};
 use nalgebra::DVector;
@@ -19,19 +20,19 @@ impl FittedFitc {
     /// The saved form.
     pub(crate) fn to_repr(&self) -> FitcRepr {
         FitcRepr {
-            input_columns: self.columns.clone().into(),
+            input_columns: self.record.columns.clone().into(),
             kernel: self.kernel,
             num_pseudo_inputs: self.num_pseudo_inputs(),
-            noise_floor: self.noise_floor,
-            parameters: self.theta.as_slice().to_vec(),
+            noise_floor: self.record.noise_floor,
+            parameters: self.record.theta.as_slice().to_vec(),
             centre: self.centre.as_slice().to_vec(),
             jitter: self.jitter,
             factor_a: rows(&self.l_a),
             weights: self.weights.as_slice().to_vec(),
-            y_mean: self.y_mean,
-            neg_log_evidence: self.neg_log_evidence,
-            training: (&self.training).into(),
-            threads: self.threads,
+            y_mean: self.record.y_mean,
+            neg_log_evidence: self.record.neg_log_evidence,
+            training: (&self.record.training).into(),
+            threads: self.record.threads,
         }
     }
 
@@ -107,7 +108,6 @@ impl FittedFitc {
             lengthscales: decoded.hyper.lengthscales,
             signal_variance: s0,
             noise_variance: sn2,
-            noise_floor: noise.floor,
             pseudo,
             centre,
             kernel: r.kernel,
@@ -115,12 +115,15 @@ impl FittedFitc {
             l_u,
             l_a,
             weights,
-            y_mean,
-            neg_log_evidence,
-            training,
-            threads: r.threads,
-            columns,
-            theta,
+            record: FitRecord {
+                theta,
+                y_mean,
+                neg_log_evidence,
+                training,
+                noise_floor: noise.floor,
+                threads: r.threads,
+                columns,
+            },
         };
         Ok((model, bounds))
     }

@@ -2,6 +2,7 @@
 //! the optimiser, and the conditioning on the learned θ.
 
 use super::evidence::{centred_rows, FitcEvidence};
+use super::params::ValidFitcParams;
 use super::posterior::{weights, FittedFitc};
 use crate::data::{Dataset, InputColumns};
 use crate::error::Result;
@@ -9,7 +10,6 @@ use crate::hyperparameters::{self, check_block};
 use crate::init::{self};
 use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
-use super::params::ValidFitcParams;
 
 impl ValidFitcParams {
     /// The evidence of this configuration on `data`: θ ↦ (−log p(y|θ), ∇θ). With fixed
@@ -125,7 +125,6 @@ impl ValidFitcParams {
             lengthscales: decoded.hyper.lengthscales,
             signal_variance: decoded.hyper.signal_variance,
             noise_variance: decoded.hyper.noise_variance,
-            noise_floor: self.training.noise_floor,
             pseudo: decoded.block.into_owned(),
             centre: evidence.centre().clone(),
             weights: weights(&f, threads),
@@ -133,12 +132,13 @@ impl ValidFitcParams {
             jitter: f.jitter,
             l_u: f.l_u,
             l_a: f.l_a,
-            y_mean: data.y_mean(),
-            neg_log_evidence: f.neg_log_evidence,
-            training: training.unwrap_or_else(|| TrainingSummary::untrained(f.neg_log_evidence)),
-            threads,
-            columns,
-            theta,
+            record: self.training.record(
+                theta,
+                data.y_mean(),
+                f.neg_log_evidence,
+                training.unwrap_or_else(|| TrainingSummary::untrained(f.neg_log_evidence)),
+                columns,
+            ),
         })
     }
 }

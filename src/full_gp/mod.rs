@@ -38,10 +38,10 @@ mod train;
 
 pub use evidence::{Evaluation, FullGpEvidence};
 pub use params::{FullGpParams, ValidFullGpParams};
-pub use train::LearnedHyperparameters;
 pub use posterior::FittedFullGp;
 pub use start::lengthscales_from_subset;
 pub(crate) use start::start;
+pub use train::LearnedHyperparameters;
 
 /// The full GP; start from [`FullGp::params`].
 #[derive(Debug, Clone, Copy, Default)]

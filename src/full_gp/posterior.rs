@@ -5,6 +5,7 @@ use crate::error::Result;
 use crate::hyperparameters::Hyperparameters;
 use crate::kernel::{self, Covariance, Kernel};
 use crate::linalg::{self, Jitter};
+use crate::model::FitRecord;
 use crate::predict::{impl_fitted_regressor, mean_in_chunks, predict_in_chunks, Chunk};
 use crate::predictive::{check_joint_size, JointPredictive, JointSamples, Predictive};
 use crate::termination::TrainingSummary;
@@ -29,26 +30,19 @@ pub struct FittedFullGp {
     pub(crate) z: DMatrix<f64>,
     /// Column means of the training inputs (D).
     pub(crate) input_means: DVector<f64>,
-    pub(crate) y_mean: f64,
     pub(crate) alpha: DVector<f64>,
     /// L (n×n, lower).
     pub(crate) factor: Arc<DMatrix<f64>>,
-    pub(crate) theta: DVector<f64>,
     pub(crate) hyperparameters: Hyperparameters,
     pub(crate) jitter: f64,
-    pub(crate) neg_log_evidence: f64,
-    pub(crate) training: TrainingSummary,
-    /// The noise floor θ's noise entry was decoded with.
-    pub(crate) noise_floor: f64,
     /// The covariance family.
     pub(crate) kernel: Kernel,
     /// The jitter policy of the factorisation.
     pub(crate) jitter_policy: Jitter,
-    /// The thread count the factorisation and predictions run with.
-    pub(crate) threads: usize,
     pub(crate) par: Par,
-    /// The input columns used (the others were constant on the training data).
-    pub(crate) columns: InputColumns,
+    /// θ, ȳ, −log p(y|θ), the training summary, the noise floor, the thread count and the
+    /// used input columns.
+    pub(crate) record: FitRecord,
 }
 
 impl FittedFullGp {
@@ -82,9 +76,9 @@ impl FittedFullGp {
         let h = &self.hyperparameters;
         predict_in_chunks(
             x,
-            &self.columns,
+            &self.record.columns,
             batch,
-            (self.y_mean, h.signal_variance, h.noise_variance),
+            (self.record.y_mean, h.signal_variance, h.noise_variance),
             self.chunk(),
         )
     }
@@ -96,7 +90,13 @@ impl FittedFullGp {
     /// # Errors
     /// As [`Self::predict`].
     pub fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
-        mean_in_chunks(x, &self.columns, self.batch(), self.y_mean, self.chunk())
+        mean_in_chunks(
+            x,
+            &self.record.columns,
+            self.batch(),
+            self.record.y_mean,
+            self.chunk(),
+        )
     }
 
     /// The default batch of [`Self::predict`]: about 2²⁴ entries of the n×batch cross-covariance.
@@ -163,7 +163,7 @@ impl FittedFullGp {
         let pred = self.predict(x)?;
         let n = pred.len();
         let h = &self.hyperparameters;
-        let xs = self.columns.select(x)?;
+        let xs = self.record.columns.select(x)?;
         let zt = kernel::shift_and_scale(&xs, &self.input_means, &h.lengthscales);
         let mut cov = linalg::try_zeros(n, n, "joint predictive covariance")?;
         self.covariance().lower_scaled(&zt, &mut cov, self.par);
@@ -205,13 +205,14 @@ impl FittedFullGp {
 
     /// The lengthscales ℓ (D); infinite for the ignored (constant) input columns.
     pub fn lengthscales(&self) -> DVector<f64> {
-        self.columns
+        self.record
+            .columns
             .expand(&self.hyperparameters.lengthscales, f64::INFINITY)
     }
 
     /// The input columns the model uses (the others were constant on the training data).
     pub fn input_columns(&self) -> &InputColumns {
-        &self.columns
+        &self.record.columns
     }
 
     /// The signal variance σ0².
@@ -226,7 +227,7 @@ impl FittedFullGp {
 
     /// The hyperparameters θ (layout in [`crate::hyperparameters`]) for the used input columns.
     pub fn parameters(&self) -> &DVector<f64> {
-        &self.theta
+        &self.record.theta
     }
 
     /// The diagonal jitter the final factorisation needed on top of σn² (0 normally).
@@ -236,12 +237,12 @@ impl FittedFullGp {
 
     /// −log p(y|θ) of all the conditioned data (targets centred) at the fitted θ.
     pub fn neg_log_evidence(&self) -> f64 {
-        self.neg_log_evidence
+        self.record.neg_log_evidence
     }
 
     /// How training went (on the hyperparameter subset, if one was used).
     pub fn training(&self) -> &TrainingSummary {
-        &self.training
+        &self.record.training
     }
 
     /// Number of conditioned training points n.
@@ -251,12 +252,12 @@ impl FittedFullGp {
 
     /// Input dimension D (used and ignored columns).
     pub fn dim(&self) -> usize {
-        self.columns.dim()
+        self.record.columns.dim()
     }
 
     /// The noise floor σn² was trained under.
     pub fn noise_floor(&self) -> f64 {
-        self.noise_floor
+        self.record.noise_floor
     }
 
     /// The data the model is conditioned on, restricted to the used input columns (n×D_used
@@ -272,7 +273,7 @@ impl FittedFullGp {
 
     /// The thread count the model was conditioned and predicts with (0 = all of rayon's).
     pub fn threads(&self) -> usize {
-        self.threads
+        self.record.threads
     }
 
     /// Always false: a fitted model has at least one training point.

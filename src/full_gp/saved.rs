@@ -16,15 +16,15 @@ impl FittedFullGp {
     /// The saved form.
     pub(crate) fn to_repr(&self) -> FullGpRepr {
         FullGpRepr {
-            input_columns: self.columns.clone().into(),
+            input_columns: self.record.columns.clone().into(),
             kernel: self.kernel,
-            noise_floor: self.noise_floor,
+            noise_floor: self.record.noise_floor,
             jitter: self.jitter_policy,
-            threads: self.threads,
-            parameters: self.theta.as_slice().to_vec(),
+            threads: self.record.threads,
+            parameters: self.record.theta.as_slice().to_vec(),
             inputs: rows(self.data.x()),
             targets: self.data.y().as_slice().to_vec(),
-            training: (&self.training).into(),
+            training: (&self.record.training).into(),
         }
     }
 
@@ -71,7 +71,7 @@ impl FittedFullGp {
         let theta = DVector::from_vec(r.parameters);
         let model = params.condition_used(Arc::new(data), &theta, columns, Some(training))?;
         crate::data::check_finite_vector("full-GP α = (K + σn²I)⁻¹(y − ȳ)", &model.alpha)?;
-        finite(model.neg_log_evidence, "full-GP −log p(y|θ)")?;
+        finite(model.record.neg_log_evidence, "full-GP −log p(y|θ)")?;
         let h = &model.hyperparameters;
         let (s0, floor) = (h.signal_variance, h.noise_variance + model.jitter);
         let n = n as f64;
@@ -87,7 +87,7 @@ impl FittedFullGp {
         )?;
         let bounds = Bounds {
             mean: bounded(
-                s0 * model.alpha.iter().map(|a| a.abs()).sum::<f64>() + model.y_mean.abs(),
+                s0 * model.alpha.iter().map(|a| a.abs()).sum::<f64>() + model.record.y_mean.abs(),
                 "targets",
                 "the predictive mean",
             )?,

@@ -2,6 +2,7 @@
 //! subset) and the conditioning on all the data (one Cholesky factorisation of K + σn²I).
 
 use super::evidence::{condition, Conditioned, FullGpEvidence};
+use super::params::ValidFullGpParams;
 use super::posterior::FittedFullGp;
 use crate::data::{Dataset, InputColumns};
 use crate::error::{Error, Result};
@@ -12,7 +13,6 @@ use crate::optim::OptimReport;
 use crate::termination::TrainingSummary;
 use nalgebra::DVector;
 use std::sync::Arc;
-use super::params::ValidFullGpParams;
 
 /// Hyperparameters learned by [`ValidFullGpParams::learn`].
 #[derive(Debug, Clone, PartialEq)]
@@ -162,20 +162,20 @@ impl ValidFullGpParams {
             data,
             z,
             input_means,
-            y_mean,
             alpha,
             factor: Arc::new(factor),
-            theta: theta.clone(),
             hyperparameters: h,
             jitter,
-            neg_log_evidence,
-            training: training.unwrap_or_else(|| TrainingSummary::untrained(neg_log_evidence)),
-            noise_floor: self.training.noise_floor,
             kernel: self.training.kernel,
             jitter_policy: self.jitter,
-            threads: self.training.threads,
             par,
-            columns,
+            record: self.training.record(
+                theta.clone(),
+                y_mean,
+                neg_log_evidence,
+                training.unwrap_or_else(|| TrainingSummary::untrained(neg_log_evidence)),
+                columns,
+            ),
         })
     }
 }

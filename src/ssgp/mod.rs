@@ -35,8 +35,8 @@ pub(crate) mod posterior;
 #[cfg(feature = "serde")]
 mod saved;
 mod standardized;
-mod trig;
 mod train;
+mod trig;
 
 pub use chunks::{DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_ROWS};
 pub use evidence::SsgpEvidence;

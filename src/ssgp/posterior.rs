@@ -6,6 +6,7 @@ use super::SsgpHyperparameters;
 use crate::data::InputColumns;
 use crate::error::Result;
 use crate::linalg::{self, view, view_mut};
+use crate::model::FitRecord;
 use crate::predict::{impl_fitted_regressor, mean_in_chunks, predict_in_chunks, Chunk};
 use crate::predictive::{check_joint_size, JointPredictive, JointSamples, Predictive};
 use crate::termination::TrainingSummary;
@@ -36,15 +37,11 @@ pub(crate) struct WeightPosterior {
 pub struct FittedSsgp {
     pub(crate) hyper: SsgpHyperparameters,
     pub(crate) posterior: WeightPosterior,
-    pub(crate) theta: DVector<f64>,
-    pub(crate) y_mean: f64,
-    pub(crate) neg_log_evidence: f64,
-    pub(crate) training: TrainingSummary,
     pub(crate) fixed: bool,
-    pub(crate) noise_floor: f64,
-    pub(crate) threads: usize,
     pub(crate) chunk_rows: usize,
-    pub(crate) columns: InputColumns,
+    /// θ, ȳ, −log p(y|θ), the training summary, the noise floor, the thread count and the
+    /// used input columns.
+    pub(crate) record: FitRecord,
 }
 
 impl FittedSsgp {
@@ -59,9 +56,13 @@ impl FittedSsgp {
     pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
         predict_in_chunks(
             x,
-            &self.columns,
+            &self.record.columns,
             self.chunk_rows,
-            (self.y_mean, self.signal_variance(), self.noise_variance()),
+            (
+                self.record.y_mean,
+                self.signal_variance(),
+                self.noise_variance(),
+            ),
             self.chunk(),
         )
     }
@@ -72,7 +73,13 @@ impl FittedSsgp {
     /// # Errors
     /// As [`Self::predict`].
     pub fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
-        mean_in_chunks(x, &self.columns, self.chunk_rows, self.y_mean, self.chunk())
+        mean_in_chunks(
+            x,
+            &self.record.columns,
+            self.chunk_rows,
+            self.record.y_mean,
+            self.chunk(),
+        )
     }
 
     /// The work of one chunk of test rows for [`predict_in_chunks`]: the design matrix Φ*
@@ -80,7 +87,7 @@ impl FittedSsgp {
     fn chunk(&self) -> impl Chunk + '_ {
         let k = 2 * self.num_spectral_points();
         let sn2 = self.noise_variance();
-        let par = linalg::par(self.threads);
+        let par = linalg::par(self.record.threads);
         let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
         move |x: &DMatrix<f64>,
               start: usize,
@@ -123,8 +130,8 @@ impl FittedSsgp {
         check_joint_size(x.nrows())?;
         let p = self.predict(x)?;
         let n = p.len();
-        let x = self.columns.select(x)?;
-        let par = linalg::par(self.threads);
+        let x = self.record.columns.select(x)?;
+        let par = linalg::par(self.record.threads);
         let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
         design_matrix_into(
             view(&x),
@@ -169,9 +176,9 @@ impl FittedSsgp {
         PosteriorSample {
             omega: self.posterior.omega.clone(),
             centre: self.posterior.centre.clone(),
-            columns: self.columns.clone(),
+            columns: self.record.columns.clone(),
             weights,
-            offset: self.y_mean,
+            offset: self.record.y_mean,
         }
     }
 
@@ -187,25 +194,28 @@ impl FittedSsgp {
     /// Spectral points s_r (m×D), as in φ(x) = [cos(2π s_rᵀx), sin(2π s_rᵀx)]; 0 in the
     /// ignored (constant) input columns.
     pub fn spectral_points(&self) -> DMatrix<f64> {
-        self.columns
+        self.record
+            .columns
             .expand_columns(&features::spectral_points(&self.posterior.omega), 0.0)
     }
 
     /// Unit frequencies W (m×D), s_r = W_r ⊘ (2πℓ); 0 in the ignored input columns.
     pub fn unit_frequencies(&self) -> DMatrix<f64> {
-        self.columns
+        self.record
+            .columns
             .expand_columns(&self.hyper.unit_frequencies, 0.0)
     }
 
     /// Lengthscales ℓ (D); infinite for the ignored (constant) input columns.
     pub fn lengthscales(&self) -> DVector<f64> {
-        self.columns
+        self.record
+            .columns
             .expand(&self.hyper.hyper.lengthscales, f64::INFINITY)
     }
 
     /// The input columns the model uses (the others were constant on the training data).
     pub fn input_columns(&self) -> &InputColumns {
-        &self.columns
+        &self.record.columns
     }
 
     /// Signal variance σ0².
@@ -220,7 +230,7 @@ impl FittedSsgp {
 
     /// The lower bound σn² was trained under (the configured floor, or the data-estimated bound).
     pub fn noise_floor(&self) -> f64 {
-        self.noise_floor
+        self.record.noise_floor
     }
 
     /// All hyperparameters in natural units, for the used input columns
@@ -232,7 +242,7 @@ impl FittedSsgp {
     /// The parameter vector θ in the evidence's layout (see [`super::SsgpEvidence`]), for the
     /// used input columns.
     pub fn parameters(&self) -> &DVector<f64> {
-        &self.theta
+        &self.record.theta
     }
 
     /// Number of spectral points m.
@@ -242,7 +252,7 @@ impl FittedSsgp {
 
     /// Input dimension D.
     pub fn dim(&self) -> usize {
-        self.columns.dim()
+        self.record.columns.dim()
     }
 
     /// Whether the spectral points were held fixed during training.
@@ -252,17 +262,17 @@ impl FittedSsgp {
 
     /// Mean of the training targets ȳ (added back to predictions).
     pub fn y_mean(&self) -> f64 {
-        self.y_mean
+        self.record.y_mean
     }
 
     /// −log p(y|θ) of the (centred) training targets at the fitted θ.
     pub fn neg_log_evidence(&self) -> f64 {
-        self.neg_log_evidence
+        self.record.neg_log_evidence
     }
 
     /// How training went: evidence before and after, iterations, evaluations, termination.
     pub fn training(&self) -> &TrainingSummary {
-        &self.training
+        &self.record.training
     }
 }
 

@@ -8,6 +8,7 @@ use super::SsgpHyperparameters;
 use crate::data::InputColumns;
 use crate::error::{Error, Result};
 use crate::hyperparameters::{self, NoiseParam};
+use crate::model::FitRecord;
 use crate::params::check_threads;
 use crate::schema::{
     bounded, finite, lower_factor, matrix, rows, vector, Bounds, FactorNorms, SsgpRepr,
@@ -18,18 +19,18 @@ impl FittedSsgp {
     /// The saved form.
     pub(crate) fn to_repr(&self) -> SsgpRepr {
         SsgpRepr {
-            input_columns: self.columns.clone().into(),
+            input_columns: self.record.columns.clone().into(),
             num_spectral_points: self.num_spectral_points(),
-            noise_floor: self.noise_floor,
-            parameters: self.theta.as_slice().to_vec(),
+            noise_floor: self.record.noise_floor,
+            parameters: self.record.theta.as_slice().to_vec(),
             fixed_unit_frequencies: self.fixed.then(|| rows(&self.hyper.unit_frequencies)),
             centre: self.posterior.centre.as_slice().to_vec(),
             alpha: self.posterior.alpha.as_slice().to_vec(),
             cholesky_factor: rows(&self.posterior.l),
-            y_mean: self.y_mean,
-            neg_log_evidence: self.neg_log_evidence,
-            training: (&self.training).into(),
-            threads: self.threads,
+            y_mean: self.record.y_mean,
+            neg_log_evidence: self.record.neg_log_evidence,
+            training: (&self.record.training).into(),
+            threads: self.record.threads,
             chunk_rows: self.chunk_rows,
         }
     }
@@ -127,15 +128,17 @@ impl FittedSsgp {
                 omega,
                 centre,
             },
-            theta,
-            y_mean,
-            neg_log_evidence,
-            training,
             fixed: fixed.is_some(),
-            noise_floor: noise.floor,
-            threads: r.threads,
             chunk_rows: r.chunk_rows,
-            columns,
+            record: FitRecord {
+                theta,
+                y_mean,
+                neg_log_evidence,
+                training,
+                noise_floor: noise.floor,
+                threads: r.threads,
+                columns,
+            },
         };
         Ok((model, bounds))
     }

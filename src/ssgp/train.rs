@@ -3,15 +3,16 @@
 //! conditioning on the learned θ (eq. 7 via Appendix A).
 
 use super::evidence::SsgpEvidence;
-use super::posterior::FittedSsgp;
+use super::params::{NoiseBound, ValidSsgpParams};
+use super::posterior::{FittedSsgp, WeightPosterior};
 use super::SsgpHyperparameters;
 use crate::data::{Dataset, InputColumns};
 use crate::error::Result;
 use crate::hyperparameters::{check_block, Hyperparameters};
 use crate::init::{self};
+use crate::model::FitRecord;
 use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
-use super::params::{NoiseBound, ValidSsgpParams};
 
 impl ValidSsgpParams {
     /// The evidence of this configuration on `data`: θ ↦ (−log p(y|θ), ∇θ). With fixed spectral
@@ -148,18 +149,27 @@ impl ValidSsgpParams {
     ) -> Result<FittedSsgp> {
         let hyper = evidence.unpack(theta)?;
         let (value, posterior) = evidence.posterior(theta)?;
-        Ok(FittedSsgp {
+        let record = self
+            .training
+            .record(theta.clone(), data.y_mean(), value, training, columns);
+        Ok(self.fitted(hyper, posterior, record))
+    }
+
+    /// The fitted SSGP at the decoded hyperparameters `hyper` with the weight posterior
+    /// `posterior` and the `record` of its fit: the one constructor of the single-process and the
+    /// distributed fit.
+    pub(crate) fn fitted(
+        &self,
+        hyper: SsgpHyperparameters,
+        posterior: WeightPosterior,
+        record: FitRecord,
+    ) -> FittedSsgp {
+        FittedSsgp {
             hyper,
             posterior,
-            theta: theta.clone(),
-            y_mean: data.y_mean(),
-            neg_log_evidence: value,
-            training,
             fixed: self.fixed_spectral_points,
-            noise_floor: self.training.noise_floor,
-            threads: self.training.threads,
             chunk_rows: self.chunk_rows,
-            columns,
-        })
+            record,
+        }
     }
 }
