@@ -41,7 +41,11 @@ fn gemm_gflops(n: usize, k: usize, r: usize, threads: usize, reps: usize) -> f64
     let a = faer::Mat::<f64>::from_fn(n, k, |i, j| ((i * 31 + j * 17) % 97) as f64 / 97.0);
     let b = faer::Mat::<f64>::from_fn(n, r, |i, j| ((i * 13 + j * 7) % 89) as f64 / 89.0);
     let mut c = faer::Mat::<f64>::zeros(k, r);
-    let par = ssgp::linalg::par(threads);
+    let par = if threads == 1 {
+        faer::Par::Seq
+    } else {
+        faer::Par::rayon(threads)
+    };
     let secs = median_seconds(reps, || {
         faer::linalg::matmul::matmul(
             c.as_mut(),

@@ -45,11 +45,11 @@
 //! # Failures are errors
 //!
 //! Every bad input (empty data, shapes, NaN/∞, m = 0, a malformed CSV line) is a typed
-//! [`Error`](crate::Error). A training that fails (a line search that cannot go on, an evaluation
-//! that cannot be computed) is [`Error::TrainingFailed`](crate::Error::TrainingFailed) with the
+//! [`Error`](crate::error::Error). A training that fails (a line search that cannot go on, an evaluation
+//! that cannot be computed) is [`Error::TrainingFailed`](crate::error::Error::TrainingFailed) with the
 //! best θ found, unless `best_effort(true)`; every fitted model says how its training ended
 //! ([`TrainingSummary::termination`](crate::TrainingSummary)). A prediction that is not finite,
-//! e.g. at inputs beyond what f64 resolves, is [`Error::Numerical`](crate::Error::Numerical), never
+//! e.g. at inputs beyond what f64 resolves, is [`Error::Numerical`](crate::error::Error::Numerical), never
 //! a NaN returned as a number.
 //!
 //! # Reproducibility

@@ -23,7 +23,7 @@
 //!
 //! linfa's `predict_inplace` cannot return an error: a prediction that fails (test inputs with
 //! another D than training, NaN or ∞ in them, inputs beyond what f64 resolves) fills every output
-//! with NaN. Call the model's own `predict` to get the [`crate::Error`] instead.
+//! with NaN. Call the model's own `predict` to get the [`crate::error::Error`] instead.
 
 use crate::data::{matrix_from_ndarray, Dataset};
 use crate::error::Error;
@@ -35,7 +35,7 @@ use nalgebra::DVector;
 use ndarray::{Array1, ArrayBase, Data, Ix2};
 
 /// The crate's [`Dataset`] from a linfa dataset: records n×D, single targets n.
-fn dataset<D, T>(ds: &DatasetBase<ArrayBase<D, Ix2>, T>) -> crate::Result<Dataset>
+fn dataset<D, T>(ds: &DatasetBase<ArrayBase<D, Ix2>, T>) -> crate::error::Result<Dataset>
 where
     D: Data<Elem = f64>,
     T: AsSingleTargets<Elem = f64>,
@@ -64,7 +64,7 @@ macro_rules! impl_linfa {
             type Object = $fitted;
 
             /// Validates the settings and the data (as [`Dataset::new`]) and fits.
-            fn fit(&self, ds: &DatasetBase<ArrayBase<D, Ix2>, T>) -> crate::Result<$fitted> {
+            fn fit(&self, ds: &DatasetBase<ArrayBase<D, Ix2>, T>) -> crate::error::Result<$fitted> {
                 <$params>::fit(self, &dataset(ds)?)
             }
         }

@@ -26,7 +26,7 @@ pub trait ParamGuard {
     /// Validates by reference.
     ///
     /// # Errors
-    /// [`crate::Error::InvalidParameter`] (or a shape or finiteness error) for the first bad
+    /// [`crate::error::Error::InvalidParameter`] (or a shape or finiteness error) for the first bad
     /// setting.
     fn check_ref(&self) -> Result<&Self::Checked>;
 
@@ -109,7 +109,7 @@ impl TrainingSettings {
     /// unless best effort was asked for.
     ///
     /// # Errors
-    /// As [`crate::optim::minimize`], and [`crate::Error::TrainingFailed`] for a failure.
+    /// As [`crate::optim::minimize`], and [`crate::error::Error::TrainingFailed`] for a failure.
     pub(crate) fn minimize<O: Objective>(
         &self,
         objective: &O,
@@ -231,7 +231,7 @@ macro_rules! training_builder {
 
             /// Return the best model found when training fails (a line search or evaluations
             /// that could not be recovered from) instead of
-            /// [`Error::TrainingFailed`](crate::Error::TrainingFailed); the model's
+            /// [`Error::TrainingFailed`](crate::error::Error::TrainingFailed); the model's
             /// [`TrainingSummary`](crate::TrainingSummary) names the failure. Default false.
             pub fn best_effort(mut self, best_effort: bool) -> Self {
                 self.0.training.best_effort = best_effort;

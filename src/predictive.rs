@@ -17,11 +17,8 @@ use rand::Rng;
 /// noise σn² included, as in paper eq. 2 and 7), and the latent
 /// $f_{*j} \sim \mathcal N(\mu_{*j}, \sigma^2_{*j} - \sigma_n^2)$ with `f_variance`. Every value is
 /// finite and every variance ≥ 0: a latent variance below zero by round-off only (down to
-/// −[`ROUND_OFF`]·σ0²) is reported as 0, anything else is an error ([`crate::Error::Numerical`]).
-///
-/// The fields were `variance` and `latent_variance` before 0.2; the methods
-/// [`Predictive::variance`] and [`Predictive::latent_variance`] keep those names, deprecated, for
-/// one release.
+/// −[`ROUND_OFF`]·σ0²) is reported as 0, anything else is an error
+/// ([`crate::error::Error::Numerical`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Predictive {
     /// Predictive means μ_*, one per test point (the training-target mean added back).
@@ -71,24 +68,6 @@ impl Predictive {
             y_variance,
             f_variance,
         }
-    }
-
-    /// The variances of the noisy targets y_*: the field [`Predictive::y_variance`].
-    #[deprecated(
-        since = "0.2.0",
-        note = "renamed: use the field `y_variance` (noise included)"
-    )]
-    pub fn variance(&self) -> &DVector<f64> {
-        &self.y_variance
-    }
-
-    /// The variances of the latent values f_*: the field [`Predictive::f_variance`].
-    #[deprecated(
-        since = "0.2.0",
-        note = "renamed: use the field `f_variance` (no noise)"
-    )]
-    pub fn latent_variance(&self) -> &DVector<f64> {
-        &self.f_variance
     }
 
     /// The predictive itself if every mean and variance is finite.

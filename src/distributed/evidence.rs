@@ -58,11 +58,6 @@ impl<'a> DistributedEvidence<'a> {
         self.cluster
     }
 
-    /// The number of rows over all ranks.
-    pub fn num_rows(&self) -> usize {
-        self.n
-    }
-
     /// Evaluations so far on this rank, and the time spent computing in them (the time in
     /// collectives is in [`Cluster::traffic`]).
     pub fn compute(&self) -> (usize, Duration) {

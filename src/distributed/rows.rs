@@ -23,8 +23,8 @@ pub fn row_share(total: usize, rank: usize, ranks: usize) -> Range<usize> {
 /// fails to load, every rank returns an error (so none goes on to wait in a collective).
 ///
 /// # Errors
-/// As [`Dataset::from_csv_with`]; [`crate::Error::EmptyCsv`] if this rank's share is empty
-/// (more ranks than rows); [`crate::Error::Distributed`] if another rank failed.
+/// As [`Dataset::from_csv_with`]; [`crate::error::Error::EmptyCsv`] if this rank's share is empty
+/// (more ranks than rows); [`crate::error::Error::Distributed`] if another rank failed.
 pub fn load_csv_share(
     path: impl AsRef<Path>,
     options: &CsvOptions,

@@ -57,8 +57,8 @@ impl FittedFitc {
     /// Predictive means and variances at test inputs `x` (n*×D), O(m² + mD) per point.
     ///
     /// # Errors
-    /// [`crate::Error::EmptyData`] for no rows, [`crate::Error::DimensionMismatch`] if `x` has
-    /// not D columns, [`crate::Error::NonFinite`] for a NaN or infinity in `x` or in a
+    /// [`crate::error::Error::EmptyData`] for no rows, [`crate::error::Error::DimensionMismatch`] if `x` has
+    /// not D columns, [`crate::error::Error::NonFinite`] for a NaN or infinity in `x` or in a
     /// prediction.
     pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
         predict_in_chunks(
@@ -134,8 +134,8 @@ impl FittedFitc {
     /// Memory O(n*² + n*m).
     ///
     /// # Errors
-    /// As [`Self::predict`]; [`crate::Error::InvalidParameter`] above
-    /// [`MAX_JOINT_POINTS`](crate::predictive::MAX_JOINT_POINTS); [`crate::Error::Allocation`] if
+    /// As [`Self::predict`]; [`crate::error::Error::InvalidParameter`] above
+    /// [`MAX_JOINT_POINTS`](crate::predictive::MAX_JOINT_POINTS); [`crate::error::Error::Allocation`] if
     /// Σ_f cannot be allocated.
     pub fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
         check_joint_size(x.nrows())?;

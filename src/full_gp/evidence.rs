@@ -165,11 +165,11 @@ impl FullGpEvidence {
     /// −log p(y|θ), its gradient, and the jitter the factorisation needed.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) for a θ without D + 2 entries, [`Error::NonFinite`](crate::Error::NonFinite) for a NaN
-    /// or infinity in it, [`Error::InvalidParameter`](crate::Error::InvalidParameter) for an overflowing lengthscale or variance;
-    /// [`Error::NotPositiveDefinite`](crate::Error::NotPositiveDefinite) if K + σn² I cannot be factorised even with the jitter
+    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) for a θ without D + 2 entries, [`Error::NonFinite`](crate::error::Error::NonFinite) for a NaN
+    /// or infinity in it, [`Error::InvalidParameter`](crate::error::Error::InvalidParameter) for an overflowing lengthscale or variance;
+    /// [`Error::NotPositiveDefinite`](crate::error::Error::NotPositiveDefinite) if K + σn² I cannot be factorised even with the jitter
     /// ladder ([`Jitter::ladder`]: up to 1e-6·σ0² added).
-    /// [`Error::Allocation`](crate::Error::Allocation) if the 24·n² bytes of workspace cannot be
+    /// [`Error::Allocation`](crate::error::Error::Allocation) if the 24·n² bytes of workspace cannot be
     /// allocated.
     pub fn evaluate(&self, theta: &DVector<f64>) -> Result<Evaluation> {
         let n = self.len();
@@ -318,7 +318,7 @@ pub(crate) struct Conditioned {
 /// policy, and conditions the centred targets `y` on it (eq. 2 and 4).
 ///
 /// # Errors
-/// [`crate::Error::NotPositiveDefinite`] if the factorisation fails even with jitter.
+/// [`crate::error::Error::NotPositiveDefinite`] if the factorisation fails even with jitter.
 pub(crate) fn condition(
     factor: &mut DMatrix<f64>,
     fill: impl Fn(&mut DMatrix<f64>),

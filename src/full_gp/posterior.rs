@@ -54,8 +54,8 @@ impl FittedFullGp {
     /// 2²⁴ entries (128 MB); [`Self::predict_in_batches`] sets the batch.
     ///
     /// # Errors
-    /// [`crate::Error::EmptyData`] for no rows, [`crate::Error::DimensionMismatch`] if `x` has
-    /// not D columns, [`crate::Error::NonFinite`] for a NaN or infinity, [`crate::Error::Numerical`]
+    /// [`crate::error::Error::EmptyData`] for no rows, [`crate::error::Error::DimensionMismatch`] if `x` has
+    /// not D columns, [`crate::error::Error::NonFinite`] for a NaN or infinity, [`crate::error::Error::Numerical`]
     /// for a non-finite mean or variance (inputs beyond what f64 can resolve).
     pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
         self.predict_in_batches(x, self.batch())
@@ -65,10 +65,10 @@ impl FittedFullGp {
     /// result does not depend on it.
     ///
     /// # Errors
-    /// As [`Self::predict`]; [`crate::Error::InvalidParameter`] for `batch` = 0.
+    /// As [`Self::predict`]; [`crate::error::Error::InvalidParameter`] for `batch` = 0.
     pub fn predict_in_batches(&self, x: &DMatrix<f64>, batch: usize) -> Result<Predictive> {
         if batch == 0 {
-            return Err(crate::Error::InvalidParameter {
+            return Err(crate::error::Error::InvalidParameter {
                 name: "batch",
                 reason: "a batch needs at least one test point".into(),
             });
@@ -155,8 +155,8 @@ impl FittedFullGp {
     /// triangular solve). Memory 8·n·n* bytes for V plus 8·n*² for Σ_f; n²·n* flops.
     ///
     /// # Errors
-    /// As [`Self::predict`]; [`crate::Error::InvalidParameter`] above
-    /// [`MAX_JOINT_POINTS`](crate::predictive::MAX_JOINT_POINTS); [`crate::Error::Allocation`] if
+    /// As [`Self::predict`]; [`crate::error::Error::InvalidParameter`] above
+    /// [`MAX_JOINT_POINTS`](crate::predictive::MAX_JOINT_POINTS); [`crate::error::Error::Allocation`] if
     /// Σ_f cannot be allocated.
     pub fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
         check_joint_size(x.nrows())?;

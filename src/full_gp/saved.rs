@@ -34,11 +34,11 @@ impl FittedFullGp {
     /// ‖L⁻¹k*‖² ≤ nσ0⁴/(σn² + jitter) since LLᵀ ⪰ (σn² + jitter)I.
     ///
     /// # Errors
-    /// [`crate::Error::InvalidParameter`] for bad columns, a bad noise floor, jitter policy or
+    /// [`crate::error::Error::InvalidParameter`] for bad columns, a bad noise floor, jitter policy or
     /// thread count, or predictions that could overflow;
-    /// [`crate::Error::DimensionMismatch`] for input rows without D entries;
-    /// [`crate::Error::EmptyData`], [`crate::Error::LengthMismatch`] or
-    /// [`crate::Error::NonFinite`] for data a [`Dataset`] refuses; as
+    /// [`crate::error::Error::DimensionMismatch`] for input rows without D entries;
+    /// [`crate::error::Error::EmptyData`], [`crate::error::Error::LengthMismatch`] or
+    /// [`crate::error::Error::NonFinite`] for data a [`Dataset`] refuses; as
     /// [`ValidFullGpParams::condition`] for θ and the factorisation.
     pub(crate) fn from_repr(r: FullGpRepr) -> Result<(Self, Bounds)> {
         let columns = InputColumns::try_from(r.input_columns)?;
@@ -54,7 +54,7 @@ impl FittedFullGp {
         r.jitter.validate()?;
         let n = r.inputs.len();
         if let Some(row) = r.inputs.iter().find(|row| row.len() != d) {
-            return Err(crate::Error::DimensionMismatch {
+            return Err(crate::error::Error::DimensionMismatch {
                 what: "full-GP inputs (columns, D)",
                 expected: d,
                 found: row.len(),

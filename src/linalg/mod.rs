@@ -31,7 +31,7 @@ use nalgebra::DMatrix;
 
 /// The parallelism for faer kernels from a thread count: 1 runs sequentially, 0 means "all of
 /// rayon's threads" (by default one per core).
-pub fn par(threads: usize) -> Par {
+pub(crate) fn par(threads: usize) -> Par {
     if threads == 1 {
         Par::Seq
     } else {

@@ -50,8 +50,8 @@ impl FittedSsgp {
     /// in chunks, so memory is O(chunk·m).
     ///
     /// # Errors
-    /// [`crate::Error::EmptyData`] for no rows, [`crate::Error::DimensionMismatch`] for a wrong
-    /// D, [`crate::Error::NonFinite`] for a NaN or infinity in `x`, or for a test point so far
+    /// [`crate::error::Error::EmptyData`] for no rows, [`crate::error::Error::DimensionMismatch`] for a wrong
+    /// D, [`crate::error::Error::NonFinite`] for a NaN or infinity in `x`, or for a test point so far
     /// from the training data that a phase overflows.
     pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
         predict_in_chunks(
@@ -124,8 +124,8 @@ impl FittedSsgp {
     /// the test design matrix), of rank at most 2m. Memory O(n*² + n*m).
     ///
     /// # Errors
-    /// As [`Self::predict`]; [`crate::Error::InvalidParameter`] above [`MAX_JOINT_POINTS`](crate::predictive::MAX_JOINT_POINTS);
-    /// [`crate::Error::Allocation`] if Σ_f cannot be allocated.
+    /// As [`Self::predict`]; [`crate::error::Error::InvalidParameter`] above [`MAX_JOINT_POINTS`](crate::predictive::MAX_JOINT_POINTS);
+    /// [`crate::error::Error::Allocation`] if Σ_f cannot be allocated.
     pub fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
         check_joint_size(x.nrows())?;
         let p = self.predict(x)?;
@@ -292,12 +292,12 @@ impl PosteriorSample {
     /// Evaluates the sampled function at `x` (n*×D).
     ///
     /// # Errors
-    /// [`crate::Error::EmptyData`] for no rows (as `predict`), [`crate::Error::DimensionMismatch`]
-    /// for a wrong D, [`crate::Error::NonFinite`] for a NaN or infinity, [`crate::Error::Numerical`]
+    /// [`crate::error::Error::EmptyData`] for no rows (as `predict`), [`crate::error::Error::DimensionMismatch`]
+    /// for a wrong D, [`crate::error::Error::NonFinite`] for a NaN or infinity, [`crate::error::Error::Numerical`]
     /// where the value is not finite (inputs so large that ω·x overflows).
     pub fn evaluate(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
         if x.nrows() == 0 {
-            return Err(crate::Error::EmptyData {
+            return Err(crate::error::Error::EmptyData {
                 what: "no test inputs",
             });
         }
@@ -313,7 +313,7 @@ impl PosteriorSample {
         );
         let f = (phi * &self.weights).add_scalar(self.offset);
         match f.iter().position(|v| !v.is_finite()) {
-            Some(row) => Err(crate::Error::Numerical {
+            Some(row) => Err(crate::error::Error::Numerical {
                 what: format!(
                     "the sampled function at test row {row} is {}: the inputs may be beyond what \
                      f64 can resolve",

@@ -324,12 +324,3 @@ fn repeated_inputs_sample_with_reported_jitter_and_too_many_are_refused() {
         );
     }
 }
-
-#[test]
-#[allow(deprecated)]
-fn the_old_variance_names_remain_as_deprecated_aliases() {
-    let model = &fitted_models()[0];
-    let pred = model.predict(&test_inputs(5, 28)).unwrap();
-    assert_eq!(pred.variance(), &pred.y_variance);
-    assert_eq!(pred.latent_variance(), &pred.f_variance);
-}
