@@ -85,7 +85,7 @@ pub mod optim;
 pub mod params;
 #[cfg(feature = "serde")]
 pub mod persist;
-mod predict;
+mod prediction_loop;
 pub mod predictive;
 mod random;
 #[cfg(feature = "serde")]

@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::kernel::{self, Covariance, Kernel};
 use crate::linalg::{self, par};
 use crate::model::FitRecord;
-use crate::predict::{impl_fitted_regressor, mean_in_chunks, predict_in_chunks, Chunk};
+use crate::prediction_loop::{impl_fitted_regressor, mean_in_chunks, predict_in_chunks, Chunk};
 use crate::predictive::{check_joint_size, JointPredictive, JointSamples, Predictive};
 use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};

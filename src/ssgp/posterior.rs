@@ -7,7 +7,7 @@ use crate::data::InputColumns;
 use crate::error::Result;
 use crate::linalg::{self, view, view_mut};
 use crate::model::FitRecord;
-use crate::predict::{impl_fitted_regressor, mean_in_chunks, predict_in_chunks, Chunk};
+use crate::prediction_loop::{impl_fitted_regressor, mean_in_chunks, predict_in_chunks, Chunk};
 use crate::predictive::{check_joint_size, JointPredictive, JointSamples, Predictive};
 use crate::termination::TrainingSummary;
 use faer::{MatMut, MatRef, Par};

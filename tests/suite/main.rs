@@ -7,6 +7,7 @@ mod data;
 mod ensemble;
 mod fitc;
 mod full_gp;
+mod house;
 mod init;
 mod joint;
 mod kernels;
