@@ -6,6 +6,7 @@ mod conformance;
 mod data;
 mod ensemble;
 mod fitc;
+mod format2;
 mod full_gp;
 mod house;
 mod init;
