@@ -163,41 +163,86 @@ pub trait FittedRegressor: Send + Sync {
     }
 }
 
-impl FittedRegressor for Box<dyn FittedRegressor> {
-    fn name(&self) -> &'static str {
-        self.as_ref().name()
-    }
+/// The [`FittedRegressor`] impl of a type whose calls go to a model: `$this => $inner` turns
+/// `&self` (bound to `$this`) into that model — a `&dyn FittedRegressor` held inside, or `self`
+/// itself for a fitted type with inherent `name`, `predict`, `predict_mean`,
+/// `predict_covariance`, `sample_joint`, `neg_log_evidence`, `noise_variance` and `training`
+/// methods (inherent methods win over the trait's). The saved form (feature `serde`) is the held
+/// model's, or with `saved Kind` the `Kind` saved form of the type's own `to_repr`.
+macro_rules! fitted_regressor {
+    ($holder:ty, $this:ident => $inner:expr $(, saved $kind:ident)?) => {
+        impl $crate::model::FittedRegressor for $holder {
+            fn name(&self) -> &'static str {
+                let $this = self;
+                $inner.name()
+            }
 
-    fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
-        self.as_ref().predict(x)
-    }
+            fn predict(
+                &self,
+                x: &nalgebra::DMatrix<f64>,
+            ) -> $crate::error::Result<$crate::predictive::Predictive> {
+                let $this = self;
+                $inner.predict(x)
+            }
 
-    fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
-        self.as_ref().predict_mean(x)
-    }
+            fn predict_mean(
+                &self,
+                x: &nalgebra::DMatrix<f64>,
+            ) -> $crate::error::Result<nalgebra::DVector<f64>> {
+                let $this = self;
+                $inner.predict_mean(x)
+            }
 
-    fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
-        self.as_ref().predict_covariance(x)
-    }
+            fn predict_covariance(
+                &self,
+                x: &nalgebra::DMatrix<f64>,
+            ) -> $crate::error::Result<$crate::predictive::JointPredictive> {
+                let $this = self;
+                $inner.predict_covariance(x)
+            }
 
-    fn sample_joint(&self, x: &DMatrix<f64>, draws: usize, seed: u64) -> Result<JointSamples> {
-        self.as_ref().sample_joint(x, draws, seed)
-    }
+            fn sample_joint(
+                &self,
+                x: &nalgebra::DMatrix<f64>,
+                draws: usize,
+                seed: u64,
+            ) -> $crate::error::Result<$crate::predictive::JointSamples> {
+                let $this = self;
+                $inner.sample_joint(x, draws, seed)
+            }
 
-    fn neg_log_evidence(&self) -> f64 {
-        self.as_ref().neg_log_evidence()
-    }
+            fn neg_log_evidence(&self) -> f64 {
+                let $this = self;
+                $inner.neg_log_evidence()
+            }
 
-    fn noise_variance(&self) -> f64 {
-        self.as_ref().noise_variance()
-    }
+            fn noise_variance(&self) -> f64 {
+                let $this = self;
+                $inner.noise_variance()
+            }
 
-    fn training(&self) -> &TrainingSummary {
-        self.as_ref().training()
-    }
+            fn training(&self) -> &$crate::termination::TrainingSummary {
+                let $this = self;
+                $inner.training()
+            }
 
-    #[cfg(feature = "serde")]
-    fn saved_form(&self) -> Result<crate::schema::SavedForm> {
-        self.as_ref().saved_form()
-    }
+            #[cfg(feature = "serde")]
+            fn saved_form(&self) -> $crate::error::Result<$crate::schema::SavedForm> {
+                let $this = self;
+                $crate::model::fitted_regressor!(@saved $this => $inner $(, $kind)?)
+            }
+        }
+    };
+    (@saved $this:ident => $inner:expr) => {
+        $inner.saved_form()
+    };
+    (@saved $this:ident => $inner:expr, $kind:ident) => {
+        Ok($crate::schema::SavedForm(
+            $crate::schema::ModelRepr::$kind($this.to_repr()),
+        ))
+    };
 }
+
+pub(crate) use fitted_regressor;
+
+fitted_regressor!(Box<dyn FittedRegressor>, model => model.as_ref());

@@ -5,8 +5,9 @@ use crate::data::InputColumns;
 use crate::error::Result;
 use crate::kernel::{self, Covariance, Kernel};
 use crate::linalg::{self, par};
+use crate::model::fitted_regressor;
 use crate::model::FitRecord;
-use crate::prediction_loop::{impl_fitted_regressor, mean_in_chunks, predict_in_chunks, Chunk};
+use crate::prediction_loop::{mean_in_chunks, predict_in_chunks, Chunk};
 use crate::predictive::{check_joint_size, JointPredictive, JointSamples, Predictive};
 use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
@@ -149,23 +150,9 @@ impl FittedFitc {
             .lower_scaled(&kernel::scale_inputs(&xs, &self.lengthscales), &mut cov, p);
         let mut v = self.covariance().cross(&xs, &self.pseudo, p).transpose();
         linalg::solve_lower(linalg::view(&self.l_u), linalg::view_mut(&mut v), p);
-        linalg::gemm(
-            linalg::view_mut(&mut cov),
-            true,
-            linalg::view(&v).transpose(),
-            linalg::view(&v),
-            -1.0,
-            p,
-        );
+        linalg::add_gram(&mut cov, &v, -1.0, p);
         linalg::solve_lower(linalg::view(&self.l_a), linalg::view_mut(&mut v), p);
-        linalg::gemm(
-            linalg::view_mut(&mut cov),
-            true,
-            linalg::view(&v).transpose(),
-            linalg::view(&v),
-            1.0,
-            p,
-        );
+        linalg::add_gram(&mut cov, &v, 1.0, p);
         JointPredictive::assemble(pred, cov, self.noise_variance)
     }
 
@@ -260,4 +247,4 @@ impl FittedFitc {
     }
 }
 
-impl_fitted_regressor!(FittedFitc, Fitc);
+fitted_regressor!(FittedFitc, model => model, saved Fitc);

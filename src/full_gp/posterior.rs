@@ -5,8 +5,9 @@ use crate::error::Result;
 use crate::hyperparameters::Hyperparameters;
 use crate::kernel::{self, Covariance, Kernel};
 use crate::linalg::{self, Jitter};
+use crate::model::fitted_regressor;
 use crate::model::FitRecord;
-use crate::prediction_loop::{impl_fitted_regressor, mean_in_chunks, predict_in_chunks, Chunk};
+use crate::prediction_loop::{mean_in_chunks, predict_in_chunks, Chunk};
 use crate::predictive::{check_joint_size, JointPredictive, JointSamples, Predictive};
 use crate::termination::TrainingSummary;
 use faer::Par;
@@ -173,14 +174,7 @@ impl FittedFullGp {
             linalg::view_mut(&mut v),
             self.par,
         );
-        linalg::gemm(
-            linalg::view_mut(&mut cov),
-            true,
-            linalg::view(&v).transpose(),
-            linalg::view(&v),
-            -1.0,
-            self.par,
-        );
+        linalg::add_gram(&mut cov, &v, -1.0, self.par);
         JointPredictive::assemble(pred, cov, h.noise_variance)
     }
 
@@ -282,4 +276,4 @@ impl FittedFullGp {
     }
 }
 
-impl_fitted_regressor!(FittedFullGp, FullGp);
+fitted_regressor!(FittedFullGp, model => model, saved FullGp);

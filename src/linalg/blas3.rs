@@ -26,6 +26,19 @@ pub(crate) fn gemm(
     clear_avx_upper();
 }
 
+/// `dst ← dst + alpha·VᵀV` for `v` k×n and `dst` n×n, the whole square (one gemm, 2·k·n² flops):
+/// the Gram update of every joint predictive covariance.
+pub(crate) fn add_gram(dst: &mut DMatrix<f64>, v: &DMatrix<f64>, alpha: f64, par: Par) {
+    gemm(
+        view_mut(dst),
+        true,
+        view(v).transpose(),
+        view(v),
+        alpha,
+        par,
+    );
+}
+
 /// Column-block width of the blocked symmetric and triangular kernels below.
 const BLOCK: usize = 32;
 

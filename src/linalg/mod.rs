@@ -17,7 +17,7 @@ mod blas3;
 mod factor;
 mod views;
 
-pub(crate) use blas3::{gemm, right_solve_cholesky, symm_lower, syrk_lower};
+pub(crate) use blas3::{add_gram, gemm, right_solve_cholesky, symm_lower, syrk_lower};
 pub(crate) use factor::{
     cholesky_in_place_lower, cholesky_solve_in_place, factorize_with_jitter, invert_lower,
     solve_lower, solve_lower_transpose, spd_inverse_lower,

@@ -78,12 +78,9 @@ use crate::error::{Error, Result};
 use crate::fitc::FittedFitc;
 use crate::full_gp::FittedFullGp;
 use crate::model::FittedRegressor;
-use crate::predictive::{JointPredictive, JointSamples, Predictive};
 use crate::schema::{check_version, Bounds, Envelope, ModelRepr};
 use crate::ssgp::FittedSsgp;
 use crate::standardize::FittedStandardized;
-use crate::termination::TrainingSummary;
-use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::path::Path;
 
@@ -194,43 +191,7 @@ impl SavedModel {
     }
 }
 
-impl FittedRegressor for SavedModel {
-    fn name(&self) -> &'static str {
-        self.as_dyn().name()
-    }
-
-    fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
-        self.as_dyn().predict(x)
-    }
-
-    fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
-        self.as_dyn().predict_mean(x)
-    }
-
-    fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
-        self.as_dyn().predict_covariance(x)
-    }
-
-    fn sample_joint(&self, x: &DMatrix<f64>, draws: usize, seed: u64) -> Result<JointSamples> {
-        self.as_dyn().sample_joint(x, draws, seed)
-    }
-
-    fn neg_log_evidence(&self) -> f64 {
-        self.as_dyn().neg_log_evidence()
-    }
-
-    fn noise_variance(&self) -> f64 {
-        self.as_dyn().noise_variance()
-    }
-
-    fn training(&self) -> &TrainingSummary {
-        self.as_dyn().training()
-    }
-
-    fn saved_form(&self) -> Result<SavedForm> {
-        self.as_dyn().saved_form()
-    }
-}
+crate::model::fitted_regressor!(SavedModel, model => model.as_dyn());
 
 /// A type a [`SavedModel`] can be turned into: each fitted model (when the saved model is of its
 /// kind), `SavedModel` itself and `Box<dyn FittedRegressor>` (any kind).
@@ -345,37 +306,29 @@ impl<M: FromSaved> FromSaved for FittedEnsemble<M> {
     }
 }
 
-impl<F: FittedRegressor> Serialize for FittedStandardized<F> {
-    /// The saved-model format of [`crate::persist`]; an error if the wrapped model cannot be saved.
-    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        self.saved_form()
-            .map_err(serde::ser::Error::custom)?
-            .serialize(serializer)
-    }
+/// serde's `Serialize` and `Deserialize` for a model around models (`$wrapper<$inner>`): the
+/// saved-model format of [`crate::persist`], an error if a model inside cannot be saved; read
+/// back checked as [`from_json`] does.
+macro_rules! wrapper_serde {
+    ($($wrapper:ident),*) => {$(
+        impl<M: FittedRegressor> Serialize for $wrapper<M> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+                self.saved_form()
+                    .map_err(serde::ser::Error::custom)?
+                    .serialize(serializer)
+            }
+        }
+
+        impl<'de, M: FromSaved> Deserialize<'de> for $wrapper<M> {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+                Self::from_saved(SavedModel::deserialize(deserializer)?)
+                    .map_err(serde::de::Error::custom)
+            }
+        }
+    )*};
 }
 
-impl<'de, F: FromSaved> Deserialize<'de> for FittedStandardized<F> {
-    /// The saved-model format of [`crate::persist`], checked as [`from_json`] does.
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        Self::from_saved(SavedModel::deserialize(deserializer)?).map_err(serde::de::Error::custom)
-    }
-}
-
-impl<M: FittedRegressor> Serialize for FittedEnsemble<M> {
-    /// The saved-model format of [`crate::persist`]; an error if a member cannot be saved.
-    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        self.saved_form()
-            .map_err(serde::ser::Error::custom)?
-            .serialize(serializer)
-    }
-}
-
-impl<'de, M: FromSaved> Deserialize<'de> for FittedEnsemble<M> {
-    /// The saved-model format of [`crate::persist`], checked as [`from_json`] does.
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        Self::from_saved(SavedModel::deserialize(deserializer)?).map_err(serde::de::Error::custom)
-    }
-}
+wrapper_serde!(FittedStandardized, FittedEnsemble);
 
 /// Only the version of a saved model (the model is skipped unread).
 #[derive(Deserialize)]

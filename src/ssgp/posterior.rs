@@ -6,8 +6,9 @@ use super::SsgpHyperparameters;
 use crate::data::InputColumns;
 use crate::error::Result;
 use crate::linalg::{self, view, view_mut};
+use crate::model::fitted_regressor;
 use crate::model::FitRecord;
-use crate::prediction_loop::{impl_fitted_regressor, mean_in_chunks, predict_in_chunks, Chunk};
+use crate::prediction_loop::{mean_in_chunks, predict_in_chunks, Chunk};
 use crate::predictive::{check_joint_size, JointPredictive, JointSamples, Predictive};
 use crate::termination::TrainingSummary;
 use faer::{MatMut, MatRef, Par};
@@ -276,7 +277,7 @@ impl FittedSsgp {
     }
 }
 
-impl_fitted_regressor!(FittedSsgp, Ssgp);
+fitted_regressor!(FittedSsgp, model => model, saved Ssgp);
 
 /// One function drawn from an SSGP posterior: f(x) = φ(x − c)ᵀw + ȳ with fixed weights w.
 #[derive(Debug, Clone, PartialEq)]
