@@ -32,7 +32,7 @@
 //! below the data's noise, or restarts with different seeds that disagree far more than their
 //! variances say ([`ensemble::FittedEnsemble::spread`](crate::ensemble::FittedEnsemble::spread)).
 //! Remedies, in the order to try them:
-//! - a mixture of restarts ([`ensemble::Ensemble::ssgp`](crate::ensemble::Ensemble::ssgp) with
+//! - a mixture of restarts ([`ensemble::Ensemble::restarts`](crate::ensemble::Ensemble::restarts) with
 //!   [`Combine::Mixture`](crate::ensemble::Combine::Mixture)): its variance adds the restarts'
 //!   disagreement;
 //! - a noise bound estimated from the data
@@ -66,10 +66,10 @@
 //! |---|---|
 //! | `GaussianProcessRegressor(kernel=RBF(ℓ) * C(σ0²) + WhiteKernel(σn²))` | [`FullGp::params()`](crate::FullGp::params) (SE-ARD with σ0², σn², one ℓ per input) |
 //! | `gpr.fit(X, y)` | `params.fit(&Dataset::from_rows(&rows, &y)?)?` |
-//! | `gpr.predict(X, return_std=True)` | `fitted.predict(&x)?` → `mean`, `variance` (y*, noise included), `latent_variance` (f*) |
+//! | `gpr.predict(X, return_std=True)` | `fitted.predict(&x)?` → `mean`, `y_variance` (y*, noise included), `f_variance` (f*) |
 //! | `gpr.log_marginal_likelihood_value_` | `-fitted.neg_log_evidence()` |
 //! | `gpr.sample_y(X, k)` | [`FittedSsgp::sample_posterior`](crate::FittedSsgp::sample_posterior) (functions you evaluate anywhere) |
-//! | `n_restarts_optimizer=k` | [`Ensemble::ssgp(&params, k, Combine::Best)`](crate::ensemble::Ensemble::ssgp) |
+//! | `n_restarts_optimizer=k` | [`Ensemble::restarts(&params, k, Combine::Best)`](crate::ensemble::Ensemble::restarts) |
 //! | `normalize_y=True` | [`standardize::Standardized::new(params)`](crate::standardize::Standardized::new) |
 //! | GPyTorch `ExactGP` | [`FullGp`](crate::FullGp) |
 //! | GPyTorch `RFFKernel`, GPflux random Fourier features | [`Ssgp`](crate::ssgp::Ssgp) with `fixed_spectral_points(true)`; learned frequencies are SSGP's addition |

@@ -29,7 +29,9 @@
 //! ```
 //!
 //! # Map of the crate
-//! The paper's pipeline, each step owned by one module that every model uses:
+//! The paper's pipeline, each step owned by one module that every model uses, in floors whose
+//! imports run one way — each module imports only from those above it in this table
+//! (`tests/suite/house.rs` keeps it so; `docs/design.md` maps every file):
 //!
 //! ```text
 //! data → start values → kernel / features → evidence + gradient → optimiser → posterior → prediction
@@ -37,25 +39,26 @@
 //!
 //! | module | what it holds |
 //! |---|---|
+//! | [`termination`] | how a training run ended and went: [`Termination`], [`termination::FailedTraining`], [`TrainingSummary`] |
+//! | [`error`] | the crate's one [`Error`] type |
 //! | [`data`] | [`Dataset`] (validated once) from row-major slices, rows, nalgebra, ndarray (feature `ndarray`) or CSV ([`data::CsvOptions`]: delimiter, header, target column, row ranges; file:line errors), the sinc toy |
-//! | [`params`] | validated settings ([`ParamGuard`]) and the training settings every model shares |
-//! | [`init`] | start values: lengthscale strategies ([`LengthscaleInit`]), σ0², σn², spectral points, pseudo-inputs |
-//! | [`hyperparameters`] | the shared [`Hyperparameters`] (ℓ, σ0², σn²), the noise parametrisation and the θ layout |
-//! | [`kernel`] | the SE-ARD covariance (eq. 3) and its spectral density (eq. 12) |
-//! | [`ssgp`] | spectral points, design matrix, evidence and gradient, training, prediction, posterior samples |
-//! | `distributed` | feature `mpi`: SSGP across the ranks of an MPI job — each rank's sums all-reduced, rank 0 leads the optimiser, the same model on every rank |
-//! | [`fitc`] | FITC (Snelson & Ghahramani 2006): pseudo-inputs, evidence and gradient, prediction |
-//! | [`full_gp`] | the exact GP (eq. 2–4): evidence and gradient, subset training, prediction |
 //! | [`optim`] | argmin's nonlinear CG over any [`optim::Objective`], with budgets, a convergence test and best-θ keeping |
 //! | [`linalg`] | Cholesky with the one [`linalg::Jitter`] policy, triangular solves, BLAS-3 kernels on faer |
-//! | [`model`] | the [`Fit`], [`Regressor`] and [`FittedRegressor`] traits and the [`TrainingSummary`] |
+//! | [`hyperparameters`] | the shared [`Hyperparameters`] (ℓ, σ0², σn²), the noise parametrisation and the θ layout |
+//! | [`kernel`] | the stationary ARD covariances (squared exponential, eq. 3; Matérn ½, 3/2, 5/2) and their spectral densities (eq. 9–12) |
 //! | [`predictive`] | [`Predictive`]: means and variances of y* (`y_variance`) and f* (`f_variance`); [`JointPredictive`]: the joint covariance at up to [`predictive::MAX_JOINT_POINTS`] points and seeded joint samples ([`JointSamples`]) |
-//! | [`ensemble`] | restarts kept as the best fit or combined as a mixture, and their spread (§5.4) |
-//! | [`standardize`] | centring and scaling of inputs and targets around any model, undone in predictions |
-//! | `persist` | (feature `serde`) saving and loading every fitted model: one JSON format with a version, checked on load, bit-identical predictions |
+//! | [`init`] | start values from the data: lengthscale strategies ([`LengthscaleInit`]), σ0², σn², spectral points, pseudo-inputs |
 //! | [`metrics`] | NMSE and MNLP (eq. 13), calibration |
+//! | [`params`] | validated settings ([`ParamGuard`]), the training settings every model shares, [`params::Reseed`] |
+//! | [`model`] | the [`Fit`], [`Regressor`] and [`FittedRegressor`] traits |
+//! | [`full_gp`] | the exact GP (eq. 2–4): evidence and gradient, subset training, prediction; the §5.2 start [`full_gp::lengthscales_from_subset`] |
+//! | [`fitc`] | FITC (Snelson & Ghahramani 2006): pseudo-inputs, evidence and gradient, prediction |
+//! | [`ssgp`] | spectral points, design matrix, evidence and gradient, training, prediction, posterior samples |
+//! | [`standardize`] | centring and scaling of inputs and targets around any model, undone in predictions |
+//! | [`ensemble`] | restarts of any seeded builder kept as the best fit or combined as a mixture, and their spread (§5.4) |
+//! | `persist` | (feature `serde`) saving and loading every fitted model: one JSON format with a version, checked on load, bit-identical predictions |
+//! | `distributed` | (feature `mpi`) SSGP across the ranks of an MPI job — each rank's sums all-reduced, rank 0 leads the optimiser, the same model on every rank |
 //! | `linfa_traits` | (feature `linfa`) linfa's `Fit` and `PredictInplace` on the models |
-//! | [`error`] | the crate's one [`Error`] type |
 //! | [`guide`] | the user's guide: which model, choosing m, overconfidence and its remedies, reproducibility, other libraries' calls here |
 //!
 //! Each model is a configuration (`Ssgp::params(m)`, a builder) that [`ParamGuard::check`]
@@ -63,6 +66,7 @@
 //! model that predicts. The evidence and its gradient are pure functions of (data, θ) —
 //! [`ssgp::SsgpEvidence`], [`fitc::FitcEvidence`], [`full_gp::FullGpEvidence`] — kept apart from
 //! the optimiser loop. Positive parameters live in log space; every failure is an [`Error`].
+//! Maths in the docs is KaTeX (`$…$`), rendered on docs.rs.
 #![deny(missing_docs)]
 
 pub mod data;

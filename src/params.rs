@@ -259,13 +259,15 @@ macro_rules! training_builder {
                 self
             }
 
-            /// How the lengthscales start (default half the input ranges).
+            /// How the lengthscales start (SSGP's and FITC's default: a full GP on 1024 points,
+            /// [`DEFAULT_START`](crate::init::DEFAULT_START); the full GP's: half the input
+            /// ranges).
             pub fn lengthscale_init(mut self, init: $crate::init::LengthscaleInit) -> Self {
                 self.0.training.lengthscales = init;
                 self
             }
 
-            /// Initial lengthscales ℓ (D) instead of half the input ranges.
+            /// Initial lengthscales ℓ (D) instead of the default start.
             pub fn initial_lengthscales(self, lengthscales: nalgebra::DVector<f64>) -> Self {
                 self.lengthscale_init($crate::init::LengthscaleInit::Given(lengthscales))
             }

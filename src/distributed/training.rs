@@ -12,6 +12,8 @@ use crate::data::{Dataset, InputColumns};
 use crate::error::{Error, Result};
 use crate::hyperparameters::Hyperparameters;
 use crate::init;
+#[cfg(doc)]
+use crate::init::LengthscaleInit;
 use crate::optim::{Objective, OptimReport};
 use crate::ssgp::{FittedSsgp, NoiseBound, SsgpEvidence, SsgpHyperparameters, ValidSsgpParams};
 use crate::termination::Termination;

@@ -313,8 +313,9 @@ fn weighted_differences(
 /// $$C = Q_{ff} + Λ, \quad Q_{ff} = K_{fu} K_{uu}^{-1} K_{uf}, \quad
 ///   Λ = \mathrm{diag}(K_{ff} - Q_{ff}) + σ_n^2 I,$$
 /// where $K_{uf} = k(X̄, X)$ is m×n, $K_{ff}$ has the constant diagonal σ0², and
-/// $K_{uu} = k(X̄, X̄) + δ I$ carries the jitter δ (and nothing else does; by default δ = 1e-6,
-/// absolute, as in Snelson's `spgp_lik.m`, see [`Jitter`]). The objective is
+/// $K_{uu} = k(X̄, X̄) + δ I$ carries the jitter δ (and nothing else does; by default
+/// δ = 1e-6·σ0², relative — Snelson's `spgp_lik.m` adds an absolute 1e-6 — see [`Jitter`]). The
+/// objective is
 /// $$-\log p(y \mid θ) = \tfrac12 y^⊤ C^{-1} y + \tfrac12 \log|C| + \tfrac n2 \log 2π$$
 /// for centred targets y.
 ///

@@ -8,7 +8,9 @@ use crate::linalg::Jitter;
 use crate::params::{impl_fit, training_builder, TrainingSettings};
 use nalgebra::DMatrix;
 
-/// The default jitter on $K_{uu}$: δ = 1e-6, absolute, as in Snelson's code.
+/// The default jitter on $K_{uu}$: δ = 1e-6·σ0², relative to the signal variance (Snelson's
+/// code adds an absolute 1e-6, which makes the model depend on the targets' scale; set
+/// [`FitcParams::jitter`] for that).
 pub const DEFAULT_JITTER: f64 = 1e-6;
 
 /// Validated FITC settings (from [`FitcParams`] by [`ParamGuard::check`](crate::ParamGuard::check)).

@@ -2,9 +2,13 @@
 //! the optimiser, and the conditioning on the learned θ.
 
 use super::evidence::{centred_rows, FitcEvidence};
+#[cfg(doc)]
+use super::params::FitcParams;
 use super::params::ValidFitcParams;
 use super::posterior::{weights, FittedFitc};
 use crate::data::{Dataset, InputColumns};
+#[cfg(doc)]
+use crate::error::Error;
 use crate::error::Result;
 use crate::hyperparameters::{self, check_block};
 use crate::init::{self};

@@ -22,7 +22,7 @@
 //!
 //! # The format
 //!
-//! A saved model is `{"format_version": 1, "model": {"<kind>": {...}}}` with kind `ssgp`,
+//! A saved model is `{"format_version": 2, "model": {"<kind>": {...}}}` with kind `ssgp`,
 //! `fitc`, `full_gp`, `standardized` (a scaler and its `model`) or `ensemble` (`combine` and
 //! `members`, each a model). Matrices are lists of rows. What is saved is what the model cannot
 //! recompute: θ (ℓ, σ0², σn² and SSGP's frequencies or FITC's pseudo-inputs are decoded from it

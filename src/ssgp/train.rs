@@ -7,6 +7,8 @@ use super::params::{NoiseBound, ValidSsgpParams};
 use super::posterior::{FittedSsgp, WeightPosterior};
 use super::SsgpHyperparameters;
 use crate::data::{Dataset, InputColumns};
+#[cfg(doc)]
+use crate::error::Error;
 use crate::error::Result;
 use crate::hyperparameters::{check_block, Hyperparameters};
 use crate::init::{self};
