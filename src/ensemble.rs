@@ -15,6 +15,7 @@
 //! Fits run in parallel on rayon's threads.
 
 use crate::data::Dataset;
+use crate::data::{Inputs, TrainingData};
 use crate::error::{Error, Result};
 use crate::model::{Fit, FittedRegressor, Regressor};
 use crate::params::Reseed;
@@ -109,7 +110,8 @@ impl Ensemble {
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for an empty ensemble; the first member's error if any fit fails.
-    pub fn fit(&self, data: &Dataset) -> Result<FittedEnsemble> {
+    pub fn fit<T: TrainingData + ?Sized>(&self, data: &T) -> Result<FittedEnsemble> {
+        let data = &*data.to_dataset()?;
         if self.members.is_empty() {
             return Err(Error::InvalidParameter {
                 name: "members",
@@ -204,7 +206,8 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
     ///
     /// # Errors
     /// As the members' `predict`; [`Error::Numerical`] if the mixture's moments overflow.
-    pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
+    pub fn predict<X: Inputs + ?Sized>(&self, x: &X) -> Result<Predictive> {
+        let x = &*x.to_matrix()?;
         match self.combine {
             Combine::Best => self.members[self.best].predict(x),
             Combine::Mixture => {
@@ -231,7 +234,8 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
     ///
     /// # Errors
     /// As [`Self::predict`].
-    pub fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
+    pub fn predict_mean<X: Inputs + ?Sized>(&self, x: &X) -> Result<DVector<f64>> {
+        let x = &*x.to_matrix()?;
         match self.combine {
             Combine::Best => self.members[self.best].predict_mean(x),
             Combine::Mixture => {
@@ -259,7 +263,8 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
     ///
     /// # Errors
     /// As the members' `predict_covariance`; [`Error::Numerical`] if the moments overflow.
-    pub fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
+    pub fn predict_covariance<X: Inputs + ?Sized>(&self, x: &X) -> Result<JointPredictive> {
+        let x = &*x.to_matrix()?;
         if self.combine == Combine::Best {
             return self.members[self.best].predict_covariance(x);
         }
@@ -283,7 +288,13 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
     ///
     /// # Errors
     /// As the members' `predict_covariance` and [`JointPredictive::sample`].
-    pub fn sample_joint(&self, x: &DMatrix<f64>, draws: usize, seed: u64) -> Result<JointSamples> {
+    pub fn sample_joint<X: Inputs + ?Sized>(
+        &self,
+        x: &X,
+        draws: usize,
+        seed: u64,
+    ) -> Result<JointSamples> {
+        let x = &*x.to_matrix()?;
         if self.combine == Combine::Best {
             return self.members[self.best].sample_joint(x, draws, seed);
         }
@@ -315,7 +326,8 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
     ///
     /// # Errors
     /// As the members' `predict`.
-    pub fn spread(&self, x: &DMatrix<f64>) -> Result<Spread> {
+    pub fn spread<X: Inputs + ?Sized>(&self, x: &X) -> Result<Spread> {
+        let x = &*x.to_matrix()?;
         let preds = self.member_predictions(x)?;
         let k = preds.len() as f64;
         let (_, between) = mean_and_spread(&preds);

@@ -5,8 +5,22 @@ use std::path::PathBuf;
 /// Everything that can go wrong in `ssgp`: bad input, bad configuration, numerical failure, I/O.
 ///
 /// Library code never panics on user input; every problem surfaces as one of these variants, and
-/// its message names what was wrong and where.
-#[derive(Debug, thiserror::Error)]
+/// its message names what was wrong and where. `Debug` prints that message too (with the
+/// variant's name), so `?` in a `main` that returns `Result<(), Box<dyn std::error::Error>>`
+/// explains itself:
+///
+/// ```
+/// use ssgp::{error::Error, Dataset};
+/// use ssgp::nalgebra::{DMatrix, DVector};
+///
+/// let err = Dataset::new(DMatrix::zeros(3, 1), DVector::zeros(2)).unwrap_err();
+/// assert!(matches!(err, Error::LengthMismatch { x_rows: 3, y_len: 2 }));
+/// assert_eq!(
+///     format!("{err:?}"),
+///     "LengthMismatch: length mismatch: x has 3 rows but y has 2 entries"
+/// );
+/// ```
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A data set (or a prediction request) with no rows or no input columns.
@@ -204,6 +218,54 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl std::fmt::Debug for Error {
+    /// `Variant: message`, the message being [`Display`](std::fmt::Display)'s; `{:#?}` adds the
+    /// chain of underlying errors (I/O, linfa).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {self}", self.variant())?;
+        if f.alternate() {
+            let mut source = std::error::Error::source(self);
+            while let Some(cause) = source {
+                write!(f, "\n  caused by: {cause}")?;
+                source = cause.source();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Error {
+    /// The variant's name, e.g. `"TrainingFailed"`.
+    pub fn variant(&self) -> &'static str {
+        match self {
+            Self::EmptyData { .. } => "EmptyData",
+            Self::LengthMismatch { .. } => "LengthMismatch",
+            Self::DimensionMismatch { .. } => "DimensionMismatch",
+            Self::RaggedRows { .. } => "RaggedRows",
+            Self::NonFinite { .. } => "NonFinite",
+            Self::ConstantInput { .. } => "ConstantInput",
+            Self::ConstantTargets { .. } => "ConstantTargets",
+            Self::InvalidParameter { .. } => "InvalidParameter",
+            Self::NotPositiveDefinite { .. } => "NotPositiveDefinite",
+            Self::Numerical { .. } => "Numerical",
+            Self::NonFiniteObjective { .. } => "NonFiniteObjective",
+            Self::Csv { .. } => "Csv",
+            Self::EmptyCsv { .. } => "EmptyCsv",
+            Self::TrainingFailed(_) => "TrainingFailed",
+            Self::Allocation { .. } => "Allocation",
+            Self::FormatVersion { .. } => "FormatVersion",
+            Self::MalformedModel { .. } => "MalformedModel",
+            Self::WrongModelKind { .. } => "WrongModelKind",
+            Self::NotPersistable { .. } => "NotPersistable",
+            #[cfg(feature = "linfa")]
+            Self::Linfa(_) => "Linfa",
+            Self::Distributed { .. } => "Distributed",
+            Self::Io { .. } => "Io",
+            Self::Write { .. } => "Write",
+        }
+    }
 }
 
 /// `Result` with this crate's [`Error`].

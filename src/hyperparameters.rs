@@ -92,6 +92,13 @@ impl NoiseParam {
         0.5 * excess.max(f64::MIN_POSITIVE).ln()
     }
 
+    /// Whether σn² sits at its floor at parameter p: a positive floor, and the free part e^{2p}
+    /// at most 1 % of it (the data asked for less noise than the floor allows — noise-free
+    /// data, or an overfitted noise).
+    pub fn at_floor(&self, p: f64) -> bool {
+        self.floor > 0.0 && (2.0 * p).exp() <= 0.01 * self.floor
+    }
+
     /// Checks the floor.
     ///
     /// # Errors

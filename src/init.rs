@@ -152,9 +152,7 @@ pub(crate) fn start(
     full_gp: impl FnOnce(usize) -> Result<DVector<f64>>,
 ) -> Result<Hyperparameters> {
     let lengthscales = initial_lengthscales(init, data.dim(), || half_ranges(data), full_gp)?;
-    let mean = data.y_mean();
-    let var = data.y().map(|v| (v - mean).powi(2)).mean();
-    hyperparameters(lengthscales, mean, var)
+    hyperparameters(lengthscales, data.y_mean(), data.y_variance())
 }
 
 /// SSGP's initial unit frequencies W (m×D): the given ones, or the best of `draws` draws from

@@ -1,23 +1,29 @@
 //! linfa's traits on the models (feature `linfa`): [`Fit`] for the SSGP, FITC and full-GP
-//! builders on a linfa `DatasetBase` of an `ArrayBase<_, Ix2>` (n×D records) and single targets
-//! (n), and [`PredictInplace`] for the fitted models — into an `Array1<f64>` of predictive means,
-//! or into a whole [`Predictive`] (means and both variances).
+//! builders, [`Ensemble`] and [`Standardized`] on a linfa `DatasetBase` of an `ArrayBase<_, Ix2>`
+//! (n×D records) and single targets (n), and [`PredictInplace`] for the fitted models — into an
+//! `Array1<f64>` of predictive means, or into a whole [`Predictive`] (means and both variances).
+//!
+//! In method syntax the crate's own `fit` and `predict` answer first (Rust picks inherent methods
+//! before trait methods): they take linfa datasets and ndarray records too
+//! ([`TrainingData`](crate::data::TrainingData), [`Inputs`](crate::data::Inputs)) and return the
+//! crate's `Result`, so `params.fit(&dataset)?` and `fitted.predict(&records)?` read as linfa's
+//! idiom; generic linfa code reaches linfa's traits as usual.
 //!
 //! ```
-//! use ssgp::linfa::traits::{Fit, Predict};
+//! use ssgp::linfa::traits::Predict;
 //! use ssgp::linfa::DatasetBase;
 //! use ssgp::ndarray::{Array1, Array2};
-//! use ssgp::{Predictive, ssgp::Ssgp};
+//! use ssgp::{Predictive, Ssgp};
 //!
 //! let x = Array2::from_shape_fn((60, 1), |(i, _)| i as f64 / 10.0);
 //! let y = Array1::from_shape_fn(60, |i| (i as f64 / 10.0).sin() + 0.1 * (i as f64 * 7.3).sin());
 //! let data = DatasetBase::new(x.clone(), y);
-//! // The builders' and models' own `fit` and `predict` take nalgebra types; linfa's are
-//! // called through its traits.
-//! let fitted = Fit::<_, _, ssgp::Error>::fit(&Ssgp::params(5).seed(1), &data)?;
-//! let means: Array1<f64> = Predict::predict(&fitted, &x);  // linfa's call: the means
-//! let full: Predictive = Predict::predict(&fitted, &x);    // or means and variances
-//! assert_eq!(means.to_vec(), full.mean.as_slice());
+//! // linfa's idiom in method syntax, with the crate's `Result`:
+//! let fitted = Ssgp::params(5).seed(1).fit(&data)?;
+//! let pred: Predictive = fitted.predict(&x)?;             // means and variances
+//! // linfa's own traits, for generic linfa code:
+//! let means: Array1<f64> = Predict::predict(&fitted, &x); // the means (NaN on failure)
+//! assert_eq!(means.to_vec(), pred.mean.as_slice());
 //! # Ok::<(), ssgp::Error>(())
 //! ```
 //!
@@ -25,23 +31,18 @@
 //! another D than training, NaN or ∞ in them, inputs beyond what f64 resolves) fills every output
 //! with NaN. Call the model's own `predict` to get the [`crate::error::Error`] instead.
 
-use crate::data::{matrix_from_ndarray, Dataset};
+use crate::ensemble::{Ensemble, FittedEnsemble};
 use crate::error::Error;
+use crate::fitc::{FitcParams, FittedFitc};
+use crate::full_gp::{FittedFullGp, FullGpParams};
+use crate::model::FittedRegressor;
 use crate::predictive::Predictive;
-use crate::{FitcParams, FittedFitc, FittedFullGp, FittedSsgp, FullGpParams, SsgpParams};
+use crate::ssgp::{FittedSsgp, SsgpParams};
+use crate::standardize::{FittedStandardized, Standardized};
 use linfa::dataset::{AsSingleTargets, DatasetBase};
 use linfa::traits::{Fit, PredictInplace};
 use nalgebra::DVector;
 use ndarray::{Array1, ArrayBase, Data, Ix2};
-
-/// The crate's [`Dataset`] from a linfa dataset: records n×D, single targets n.
-fn dataset<D, T>(ds: &DatasetBase<ArrayBase<D, Ix2>, T>) -> crate::error::Result<Dataset>
-where
-    D: Data<Elem = f64>,
-    T: AsSingleTargets<Elem = f64>,
-{
-    Dataset::from_ndarray(ds.records().view(), ds.as_single_targets())
-}
 
 /// NaN in every entry: what `predict_inplace` reports for a prediction that failed.
 fn failed(n: usize) -> Predictive {
@@ -53,10 +54,10 @@ fn failed(n: usize) -> Predictive {
     }
 }
 
-/// `Fit` for a builder and `PredictInplace` for its fitted model.
-macro_rules! impl_linfa {
-    ($params:ty, $fitted:ty) => {
-        impl<D, T> Fit<ArrayBase<D, Ix2>, T, Error> for $params
+/// linfa's `Fit` for a builder (or a wrapper of builders), through its own `fit`.
+macro_rules! linfa_fit {
+    ([$($g:tt)*] $params:ty, $fitted:ty) => {
+        impl<D, T, $($g)*> Fit<ArrayBase<D, Ix2>, T, Error> for $params
         where
             D: Data<Elem = f64>,
             T: AsSingleTargets<Elem = f64>,
@@ -65,16 +66,22 @@ macro_rules! impl_linfa {
 
             /// Validates the settings and the data (as [`Dataset::new`]) and fits.
             fn fit(&self, ds: &DatasetBase<ArrayBase<D, Ix2>, T>) -> crate::error::Result<$fitted> {
-                <$params>::fit(self, &dataset(ds)?)
+                <$params>::fit(self, ds)
             }
         }
 
-        impl<D: Data<Elem = f64>> PredictInplace<ArrayBase<D, Ix2>, Predictive> for $fitted {
+    };
+}
+
+/// linfa's `PredictInplace` for a fitted model, into its [`Predictive`] or its means.
+macro_rules! linfa_predict {
+    ([$($g:tt)*] $fitted:ty) => {
+        impl<D: Data<Elem = f64>, $($g)*> PredictInplace<ArrayBase<D, Ix2>, Predictive> for $fitted {
             /// The predictive distribution at the records `x` (n*×D); NaN everywhere if the
             /// prediction fails (see the [module docs](self)).
             fn predict_inplace(&self, x: &ArrayBase<D, Ix2>, y: &mut Predictive) {
                 *y = self
-                    .predict(&matrix_from_ndarray(x.view()))
+                    .predict(x)
                     .unwrap_or_else(|_| failed(x.nrows()));
             }
 
@@ -83,7 +90,7 @@ macro_rules! impl_linfa {
             }
         }
 
-        impl<D: Data<Elem = f64>> PredictInplace<ArrayBase<D, Ix2>, Array1<f64>> for $fitted {
+        impl<D: Data<Elem = f64>, $($g)*> PredictInplace<ArrayBase<D, Ix2>, Array1<f64>> for $fitted {
             /// The predictive means at the records `x` (n*×D) into `y` (resized to n*); NaN
             /// everywhere if the prediction fails (see the [module docs](self)).
             fn predict_inplace(&self, x: &ArrayBase<D, Ix2>, y: &mut Array1<f64>) {
@@ -99,6 +106,13 @@ macro_rules! impl_linfa {
     };
 }
 
-impl_linfa!(SsgpParams, FittedSsgp);
-impl_linfa!(FitcParams, FittedFitc);
-impl_linfa!(FullGpParams, FittedFullGp);
+linfa_fit!([] SsgpParams, FittedSsgp);
+linfa_fit!([] FitcParams, FittedFitc);
+linfa_fit!([] FullGpParams, FittedFullGp);
+linfa_fit!([] Ensemble, FittedEnsemble);
+linfa_fit!([R: crate::model::Fit] Standardized<R>, FittedStandardized<R::Fitted>);
+linfa_predict!([] FittedSsgp);
+linfa_predict!([] FittedFitc);
+linfa_predict!([] FittedFullGp);
+linfa_predict!([M: FittedRegressor] FittedEnsemble<M>);
+linfa_predict!([F: FittedRegressor] FittedStandardized<F>);

@@ -11,6 +11,7 @@ use crate::data::{Dataset, InputColumns};
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::Result;
+use crate::hyperparameters::NoiseParam;
 use crate::optim::OptimReport;
 use crate::predictive::{JointPredictive, JointSamples, Predictive};
 use crate::termination::TrainingSummary;
@@ -26,6 +27,7 @@ impl TrainingSummary {
             evaluations: report.evaluations,
             termination: report.termination.clone(),
             ignored_inputs: columns.ignored(),
+            noise_at_floor: false,
         }
     }
 }
@@ -47,6 +49,32 @@ pub(crate) struct FitRecord {
     pub(crate) threads: usize,
     /// The input columns used (the others were constant on the training data).
     pub(crate) columns: InputColumns,
+}
+
+impl FitRecord {
+    /// The record of a model at θ (its noise entry decoded with `noise`), on the used `columns`;
+    /// the training summary learns whether σn² sits at its floor
+    /// ([`TrainingSummary::noise_at_floor`]).
+    pub(crate) fn new(
+        theta: DVector<f64>,
+        (y_mean, neg_log_evidence): (f64, f64),
+        mut training: TrainingSummary,
+        noise: NoiseParam,
+        threads: usize,
+        columns: InputColumns,
+    ) -> Self {
+        let noise_entry = columns.used().len() + 1;
+        training.noise_at_floor = theta.get(noise_entry).is_some_and(|&p| noise.at_floor(p));
+        Self {
+            theta,
+            y_mean,
+            neg_log_evidence,
+            training,
+            noise_floor: noise.floor,
+            threads,
+            columns,
+        }
+    }
 }
 
 /// A configured model that trains into a concrete fitted type.

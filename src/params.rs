@@ -57,16 +57,43 @@ pub(crate) fn check_threads(threads: usize) -> Result<()> {
     Ok(())
 }
 
+/// The default lower bound on σn², relative to the training targets' variance: 1e-6·var(y).
+///
+/// Noise-free data (a computer experiment, a simulator) drive σn² towards zero, where K + σn²I
+/// (or A) becomes singular and training fails; with this floor every model fits them, and its
+/// predictions interpolate to within √(1e-6) = 0.1 % of the targets' standard deviation. It is
+/// the role of scikit-learn's `alpha` and GPyTorch's noise constraint; a fit whose noise ends at
+/// its floor says so ([`TrainingSummary::noise_at_floor`](crate::TrainingSummary)). Set
+/// `relative_noise_floor(0.0)` on any builder for none (the paper's and the original code's
+/// parametrisation, σn² = e^{2p}).
+pub const DEFAULT_RELATIVE_NOISE_FLOOR: f64 = 1e-6;
+
 /// Settings shared by the training of every model.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct TrainingSettings {
     pub(crate) seed: u64,
     pub(crate) optim: OptimConfig,
     pub(crate) threads: usize,
     pub(crate) noise_floor: f64,
+    pub(crate) relative_noise_floor: f64,
     pub(crate) lengthscales: LengthscaleInit,
     pub(crate) best_effort: bool,
     pub(crate) kernel: crate::kernel::Kernel,
+}
+
+impl Default for TrainingSettings {
+    fn default() -> Self {
+        Self {
+            seed: 0,
+            optim: OptimConfig::default(),
+            threads: 0,
+            noise_floor: 0.0,
+            relative_noise_floor: DEFAULT_RELATIVE_NOISE_FLOOR,
+            lengthscales: LengthscaleInit::default(),
+            best_effort: false,
+            kernel: crate::kernel::Kernel::default(),
+        }
+    }
 }
 
 impl TrainingSettings {
@@ -90,9 +117,25 @@ impl TrainingSettings {
         self.threads
     }
 
-    /// The lower bound on σn².
+    /// The absolute lower bound on σn² (default 0).
     pub fn noise_floor(&self) -> f64 {
         self.noise_floor
+    }
+
+    /// The lower bound on σn² relative to the training targets' variance (default
+    /// [`DEFAULT_RELATIVE_NOISE_FLOOR`]); the floor a fit uses is the larger of the two.
+    pub fn relative_noise_floor(&self) -> f64 {
+        self.relative_noise_floor
+    }
+
+    /// These settings with the relative noise floor resolved against the (1/n) variance
+    /// `y_variance` of the targets a model is fitted to: floor = max(absolute, relative·var y),
+    /// and no relative floor left (resolving twice changes nothing).
+    pub(crate) fn resolved(&self, y_variance: f64) -> Self {
+        let mut settings = self.clone();
+        settings.noise_floor = self.noise_floor.max(self.relative_noise_floor * y_variance);
+        settings.relative_noise_floor = 0.0;
+        settings
     }
 
     /// How the lengthscales start.
@@ -128,15 +171,14 @@ impl TrainingSettings {
         training: TrainingSummary,
         columns: InputColumns,
     ) -> FitRecord {
-        FitRecord {
+        FitRecord::new(
             theta,
-            y_mean,
-            neg_log_evidence,
+            (y_mean, neg_log_evidence),
             training,
-            noise_floor: self.noise_floor,
-            threads: self.threads,
+            self.noise(),
+            self.threads,
             columns,
-        }
+        )
     }
 
     /// The noise parametrisation σn² = floor + e^{2p}.
@@ -153,6 +195,15 @@ impl TrainingSettings {
     /// [`Error::InvalidParameter`] for more than [`MAX_THREADS`] threads.
     pub(crate) fn validate(&self) -> Result<()> {
         check_threads(self.threads)?;
+        if !(self.relative_noise_floor >= 0.0 && self.relative_noise_floor < 1.0) {
+            return Err(Error::InvalidParameter {
+                name: "relative_noise_floor",
+                reason: format!(
+                    "{} is not in [0, 1): the floor on σn² is this fraction of var(y)",
+                    self.relative_noise_floor
+                ),
+            });
+        }
         self.optim.validate()?;
         self.noise().validate()?;
         self.lengthscales.validate()
@@ -253,9 +304,19 @@ macro_rules! training_builder {
             }
 
             /// Lower bound on the noise variance, σn² = floor + e^{2p} (§5.2; e.g. bin²/12 for
-            /// targets quantised in bins). Default 0.
+            /// targets quantised in bins). Default 0; the floor used is the larger of this and the
+            /// relative one ([`relative_noise_floor`](Self::relative_noise_floor)).
             pub fn noise_floor(mut self, floor: f64) -> Self {
                 self.0.training.noise_floor = floor;
+                self
+            }
+
+            /// Lower bound on the noise variance relative to the training targets' variance:
+            /// floor = `fraction`·var(y), in [0, 1). Default
+            /// [`DEFAULT_RELATIVE_NOISE_FLOOR`](crate::params::DEFAULT_RELATIVE_NOISE_FLOOR)
+            /// (1e-6), so noise-free data fit; 0 for none.
+            pub fn relative_noise_floor(mut self, fraction: f64) -> Self {
+                self.0.training.relative_noise_floor = fraction;
                 self
             }
 
@@ -303,12 +364,29 @@ macro_rules! impl_fit {
 
         impl $params {
             /// Validates the settings ([`ParamGuard::check_ref`](crate::params::ParamGuard))
-            /// and trains on `data`.
+            /// and trains on `data`: a [`Dataset`](crate::data::Dataset) or, with the `linfa`
+            /// feature, a linfa `DatasetBase` ([`TrainingData`](crate::data::TrainingData)).
             ///
             /// # Errors
-            /// The first invalid setting, then as the validated type's `fit`.
-            pub fn fit(&self, data: &$crate::data::Dataset) -> $crate::error::Result<$fitted> {
-                $crate::params::ParamGuard::check_ref(self)?.fit(data)
+            /// The first invalid setting; the data's errors (as
+            /// [`Dataset::new`](crate::data::Dataset::new)); then as the validated type's `fit`.
+            pub fn fit<T: $crate::data::TrainingData + ?Sized>(
+                &self,
+                data: &T,
+            ) -> $crate::error::Result<$fitted> {
+                let checked = $crate::params::ParamGuard::check_ref(self)?;
+                checked.fit(&*data.to_dataset()?)
+            }
+        }
+
+        impl $valid {
+            /// These settings with the relative noise floor resolved against the targets'
+            /// variance `y_variance` ([`TrainingSettings`](crate::params::TrainingSettings)):
+            /// what every entry point (fit, evidence, conditioning) works with.
+            pub(crate) fn resolved_for(&self, y_variance: f64) -> Self {
+                let mut resolved = self.clone();
+                resolved.training = self.training.resolved(y_variance);
+                resolved
             }
         }
 

@@ -14,6 +14,7 @@
 //! −log p(y) = −log p(ỹ) + n log s_y for ỹ = (y − m_y)/s_y.
 
 use crate::data::{check_inputs, Dataset};
+use crate::data::{Inputs, TrainingData};
 use crate::error::{Error, Result};
 use crate::model::{Fit, FittedRegressor};
 use crate::params::Reseed;
@@ -124,7 +125,8 @@ impl<R: Fit> Standardized<R> {
     ///
     /// # Errors
     /// As [`Scaler::fit`] and the wrapped model's fit.
-    pub fn fit(&self, data: &Dataset) -> Result<FittedStandardized<R::Fitted>> {
+    pub fn fit<T: TrainingData + ?Sized>(&self, data: &T) -> Result<FittedStandardized<R::Fitted>> {
+        let data = &*data.to_dataset()?;
         let scaler = Scaler::fit(data)?;
         let inner = self.inner.fit(&scaler.transform(data)?)?;
         let shift = data.len() as f64 * scaler.y_scale.ln();
@@ -190,7 +192,8 @@ impl<F: FittedRegressor> FittedStandardized<F> {
     /// # Errors
     /// As [`Scaler::transform_inputs`] and the wrapped model's `predict`;
     /// [`Error::Numerical`] if a prediction overflows on the original scale.
-    pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
+    pub fn predict<X: Inputs + ?Sized>(&self, x: &X) -> Result<Predictive> {
+        let x = &*x.to_matrix()?;
         let z = self.scaler.transform_inputs(x)?;
         self.scaler
             .inverse_predictive(self.inner.predict(&z)?)
@@ -202,7 +205,8 @@ impl<F: FittedRegressor> FittedStandardized<F> {
     ///
     /// # Errors
     /// As [`Self::predict`].
-    pub fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
+    pub fn predict_mean<X: Inputs + ?Sized>(&self, x: &X) -> Result<DVector<f64>> {
+        let x = &*x.to_matrix()?;
         let z = self.scaler.transform_inputs(x)?;
         let mean = self
             .inner
@@ -224,7 +228,8 @@ impl<F: FittedRegressor> FittedStandardized<F> {
     ///
     /// # Errors
     /// As [`Self::predict`] and the wrapped model's `predict_covariance`.
-    pub fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
+    pub fn predict_covariance<X: Inputs + ?Sized>(&self, x: &X) -> Result<JointPredictive> {
+        let x = &*x.to_matrix()?;
         let z = self.scaler.transform_inputs(x)?;
         let inner = self.inner.predict_covariance(&z)?;
         let s2 = self.scaler.y_scale * self.scaler.y_scale;

@@ -118,6 +118,11 @@ pub struct TrainingSummary {
     pub termination: Termination,
     /// Input columns left out because they are constant on the training data (zero-based).
     pub ignored_inputs: Vec<usize>,
+    /// Whether the noise variance ended at its floor (σn² within 1 % of it): the data asked for
+    /// less noise than the floor allows — noise-free data under the default relative floor
+    /// (`params::DEFAULT_RELATIVE_NOISE_FLOOR`), or an overfitted noise under a floor of yours.
+    /// The predictive variances then carry the floor, not a learned noise.
+    pub noise_at_floor: bool,
 }
 
 impl TrainingSummary {
@@ -132,6 +137,7 @@ impl TrainingSummary {
             evaluations: 0,
             termination: Termination::NotStarted,
             ignored_inputs: Vec::new(),
+            noise_at_floor: false,
         }
     }
 }

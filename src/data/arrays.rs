@@ -88,4 +88,36 @@ impl Dataset {
             DVector::from_iterator(y.len(), y.iter().copied()),
         )
     }
+
+    /// The inputs (n×D, standard memory order) and targets (n) as ndarray arrays.
+    #[cfg(feature = "ndarray")]
+    pub fn to_ndarray(&self) -> (ndarray::Array2<f64>, ndarray::Array1<f64>) {
+        let x = self.x();
+        (
+            ndarray::Array2::from_shape_fn((x.nrows(), x.ncols()), |(i, j)| x[(i, j)]),
+            ndarray::Array1::from_iter(self.y().iter().copied()),
+        )
+    }
+
+    /// The data set as linfa's `DatasetBase` of n×D records and n targets (feature `linfa`), for
+    /// linfa's own tools (splits, cross-validation, other models).
+    ///
+    /// ```
+    /// use ssgp::rand::{rngs::StdRng, SeedableRng};
+    /// use ssgp::{data::sinc_data, Ssgp};
+    ///
+    /// let data = sinc_data(60, false, 0.05, &mut StdRng::seed_from_u64(0))?;
+    /// let linfa_data = data.to_linfa();
+    /// assert_eq!(linfa_data.records().dim(), (60, 1));
+    /// // linfa's idiom, with the crate's error type:
+    /// let fitted = Ssgp::params(5).seed(1).initial_draws(5).fit(&linfa_data)?;
+    /// let pred = fitted.predict(linfa_data.records())?;
+    /// assert_eq!(pred, fitted.predict(data.x())?);
+    /// # Ok::<(), ssgp::Error>(())
+    /// ```
+    #[cfg(feature = "linfa")]
+    pub fn to_linfa(&self) -> linfa::DatasetBase<ndarray::Array2<f64>, ndarray::Array1<f64>> {
+        let (x, y) = self.to_ndarray();
+        linfa::DatasetBase::new(x, y)
+    }
 }

@@ -7,6 +7,7 @@
 mod arrays;
 mod columns;
 mod csv;
+mod inputs;
 mod sinc;
 
 #[cfg(feature = "ndarray")]
@@ -15,6 +16,7 @@ pub use arrays::matrix_from_ndarray;
 pub(crate) use columns::ColumnsRepr;
 pub use columns::InputColumns;
 pub use csv::{CsvOptions, Header, Target};
+pub use inputs::{Inputs, TrainingData};
 pub use sinc::{sinc, sinc_data};
 
 use crate::error::{Error, Result};
@@ -134,6 +136,13 @@ impl Dataset {
     /// Mean of the targets, ȳ.
     pub fn y_mean(&self) -> f64 {
         self.y.mean()
+    }
+
+    /// The targets' (1/n) variance, var(y) = Σ(y_i − ȳ)²/n: the start of σ0² and the scale of the
+    /// relative noise floor.
+    pub fn y_variance(&self) -> f64 {
+        let mean = self.y_mean();
+        self.y.map(|v| (v - mean).powi(2)).mean()
     }
 
     /// The rows with the given indices, as a new data set.

@@ -59,6 +59,17 @@ impl ValidSsgpParams {
         cluster: &'a Cluster,
     ) -> Result<DistributedEvidence<'a>> {
         let stats = GlobalStatistics::all_reduce(local, cluster)?;
+        self.resolved_for(stats.y_variance)
+            .distributed_evidence_at(local, cluster, stats)
+    }
+
+    /// [`Self::distributed_evidence`] with the global statistics, the noise floor resolved.
+    fn distributed_evidence_at<'a>(
+        &self,
+        local: &'a Dataset,
+        cluster: &'a Cluster,
+        stats: GlobalStatistics,
+    ) -> Result<DistributedEvidence<'a>> {
         let fixed = match (self.fixed_spectral_points, &self.initial_unit_frequencies) {
             (false, _) => None,
             (true, Some(w)) => Some(w.clone()),
@@ -119,6 +130,18 @@ impl ValidSsgpParams {
         }
         let traffic0 = cluster.traffic();
         let stats = GlobalStatistics::all_reduce(local, cluster)?;
+        self.resolved_for(stats.y_variance)
+            .fit_resolved(local, cluster, stats, traffic0)
+    }
+
+    /// [`Self::fit_distributed`] from the global statistics, the noise floor resolved.
+    fn fit_resolved(
+        &self,
+        local: &Dataset,
+        cluster: &Cluster,
+        stats: GlobalStatistics,
+        traffic0: Traffic,
+    ) -> Result<DistributedFit> {
         let columns = stats.varying_columns()?;
         let used = cluster.agree(columns.select_data(local))?;
         let start = self.distributed_start(&stats, &columns, &used, cluster)?;
@@ -335,6 +358,7 @@ fn share_outcome(
         evaluations: v[params + 3] as usize,
         termination: decode_termination(v[params + 4], message),
         ignored_inputs: columns.ignored(),
+        noise_at_floor: false,
     };
     Ok((DVector::from_column_slice(&v[..params]), training))
 }

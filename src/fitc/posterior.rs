@@ -2,6 +2,7 @@
 
 use super::evidence::{centred_rows, Factors};
 use crate::data::InputColumns;
+use crate::data::Inputs;
 use crate::error::Result;
 use crate::kernel::{self, Covariance, Kernel};
 use crate::linalg::{self, par};
@@ -61,7 +62,8 @@ impl FittedFitc {
     /// [`crate::error::Error::EmptyData`] for no rows, [`crate::error::Error::DimensionMismatch`] if `x` has
     /// not D columns, [`crate::error::Error::NonFinite`] for a NaN or infinity in `x` or in a
     /// prediction.
-    pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
+    pub fn predict<X: Inputs + ?Sized>(&self, x: &X) -> Result<Predictive> {
+        let x = &*x.to_matrix()?;
         predict_in_chunks(
             x,
             &self.record.columns,
@@ -80,7 +82,8 @@ impl FittedFitc {
     ///
     /// # Errors
     /// As [`Self::predict`].
-    pub fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
+    pub fn predict_mean<X: Inputs + ?Sized>(&self, x: &X) -> Result<DVector<f64>> {
+        let x = &*x.to_matrix()?;
         mean_in_chunks(
             x,
             &self.record.columns,
@@ -138,7 +141,8 @@ impl FittedFitc {
     /// As [`Self::predict`]; [`crate::error::Error::InvalidParameter`] above
     /// [`MAX_JOINT_POINTS`](crate::predictive::MAX_JOINT_POINTS); [`crate::error::Error::Allocation`] if
     /// Σ_f cannot be allocated.
-    pub fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
+    pub fn predict_covariance<X: Inputs + ?Sized>(&self, x: &X) -> Result<JointPredictive> {
+        let x = &*x.to_matrix()?;
         check_joint_size(x.nrows())?;
         let pred = self.predict(x)?;
         let n = pred.len();
@@ -161,7 +165,13 @@ impl FittedFitc {
     ///
     /// # Errors
     /// As [`Self::predict_covariance`] and [`JointPredictive::sample`].
-    pub fn sample_joint(&self, x: &DMatrix<f64>, draws: usize, seed: u64) -> Result<JointSamples> {
+    pub fn sample_joint<X: Inputs + ?Sized>(
+        &self,
+        x: &X,
+        draws: usize,
+        seed: u64,
+    ) -> Result<JointSamples> {
+        let x = &*x.to_matrix()?;
         self.predict_covariance(x)?.sample(draws, seed)
     }
 

@@ -115,15 +115,14 @@ impl FittedFitc {
             l_u,
             l_a,
             weights,
-            record: FitRecord {
+            record: FitRecord::new(
                 theta,
-                y_mean,
-                neg_log_evidence,
+                (y_mean, neg_log_evidence),
                 training,
-                noise_floor: noise.floor,
-                threads: r.threads,
+                noise,
+                r.threads,
                 columns,
-            },
+            ),
         };
         Ok((model, bounds))
     }

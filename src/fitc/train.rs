@@ -23,12 +23,13 @@ impl ValidFitcParams {
     /// [`Error::DimensionMismatch`] if given pseudo-inputs do not have D columns;
     /// [`Error::InvalidParameter`] if m > n and none are given.
     pub fn evidence(&self, data: &Dataset) -> Result<FitcEvidence> {
-        let fixed = if self.fixed_pseudo_inputs {
-            Some(self.initial_pseudo_inputs(data, &InputColumns::all(data.dim()))?)
+        let this = &self.resolved_for(data.y_variance());
+        let fixed = if this.fixed_pseudo_inputs {
+            Some(this.initial_pseudo_inputs(data, &InputColumns::all(data.dim()))?)
         } else {
             None
         };
-        Ok(FitcEvidence::new(data, self, fixed))
+        Ok(FitcEvidence::new(data, this, fixed))
     }
 
     /// The starting pseudo-inputs for `data` restricted to the used `columns`: the given ones
@@ -70,6 +71,11 @@ impl ValidFitcParams {
         let columns = InputColumns::varying(data)?;
         let used = columns.select_data(data)?;
         let data = used.as_ref();
+        self.resolved_for(data.y_variance()).fit_used(data, columns)
+    }
+
+    /// Trains on `data`, already restricted to the used `columns`, with a resolved noise floor.
+    fn fit_used(&self, data: &Dataset, columns: InputColumns) -> Result<FittedFitc> {
         let start = crate::full_gp::start(data, &self.training)?;
         let pseudo = self.initial_pseudo_inputs(data, &columns)?;
         let noise = self.training.noise();
@@ -110,7 +116,12 @@ impl ValidFitcParams {
     /// [`Error::DimensionMismatch`] for a θ of the wrong length, [`Error::NonFinite`] for a NaN or
     /// infinity in θ, [`Error::NotPositiveDefinite`] if θ cannot be factored.
     pub fn condition(&self, data: &Dataset, theta: &DVector<f64>) -> Result<FittedFitc> {
-        self.build(data, theta.clone(), None, InputColumns::all(data.dim()))
+        self.resolved_for(data.y_variance()).build(
+            data,
+            theta.clone(),
+            None,
+            InputColumns::all(data.dim()),
+        )
     }
 
     /// Factorises at the full θ and caches what prediction needs; without a training summary,

@@ -1,5 +1,6 @@
 //! A full GP conditioned on its training data (paper eq. 2), and its predictions.
 
+use crate::data::Inputs;
 use crate::data::{Dataset, InputColumns};
 use crate::error::Result;
 use crate::hyperparameters::Hyperparameters;
@@ -58,7 +59,8 @@ impl FittedFullGp {
     /// [`crate::error::Error::EmptyData`] for no rows, [`crate::error::Error::DimensionMismatch`] if `x` has
     /// not D columns, [`crate::error::Error::NonFinite`] for a NaN or infinity, [`crate::error::Error::Numerical`]
     /// for a non-finite mean or variance (inputs beyond what f64 can resolve).
-    pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
+    pub fn predict<X: Inputs + ?Sized>(&self, x: &X) -> Result<Predictive> {
+        let x = &*x.to_matrix()?;
         self.predict_in_batches(x, self.batch())
     }
 
@@ -67,7 +69,12 @@ impl FittedFullGp {
     ///
     /// # Errors
     /// As [`Self::predict`]; [`crate::error::Error::InvalidParameter`] for `batch` = 0.
-    pub fn predict_in_batches(&self, x: &DMatrix<f64>, batch: usize) -> Result<Predictive> {
+    pub fn predict_in_batches<X: Inputs + ?Sized>(
+        &self,
+        x: &X,
+        batch: usize,
+    ) -> Result<Predictive> {
+        let x = &*x.to_matrix()?;
         if batch == 0 {
             return Err(crate::error::Error::InvalidParameter {
                 name: "batch",
@@ -90,7 +97,8 @@ impl FittedFullGp {
     ///
     /// # Errors
     /// As [`Self::predict`].
-    pub fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
+    pub fn predict_mean<X: Inputs + ?Sized>(&self, x: &X) -> Result<DVector<f64>> {
+        let x = &*x.to_matrix()?;
         mean_in_chunks(
             x,
             &self.record.columns,
@@ -159,7 +167,8 @@ impl FittedFullGp {
     /// As [`Self::predict`]; [`crate::error::Error::InvalidParameter`] above
     /// [`MAX_JOINT_POINTS`](crate::predictive::MAX_JOINT_POINTS); [`crate::error::Error::Allocation`] if
     /// Σ_f cannot be allocated.
-    pub fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
+    pub fn predict_covariance<X: Inputs + ?Sized>(&self, x: &X) -> Result<JointPredictive> {
+        let x = &*x.to_matrix()?;
         check_joint_size(x.nrows())?;
         let pred = self.predict(x)?;
         let n = pred.len();
@@ -183,7 +192,13 @@ impl FittedFullGp {
     ///
     /// # Errors
     /// As [`Self::predict_covariance`] and [`JointPredictive::sample`].
-    pub fn sample_joint(&self, x: &DMatrix<f64>, draws: usize, seed: u64) -> Result<JointSamples> {
+    pub fn sample_joint<X: Inputs + ?Sized>(
+        &self,
+        x: &X,
+        draws: usize,
+        seed: u64,
+    ) -> Result<JointSamples> {
+        let x = &*x.to_matrix()?;
         self.predict_covariance(x)?.sample(draws, seed)
     }
 

@@ -46,6 +46,7 @@ impl FittedFullGp {
         let settings = TrainingSettings {
             threads: r.threads,
             noise_floor: r.noise_floor,
+            relative_noise_floor: 0.0,
             kernel: r.kernel,
             ..TrainingSettings::default()
         };

@@ -38,7 +38,7 @@ impl LearnedHyperparameters {
 impl ValidFullGpParams {
     /// The evidence of this configuration on `data` (all of it, whatever the subset setting).
     pub fn evidence(&self, data: &Dataset) -> FullGpEvidence {
-        FullGpEvidence::new(data, self)
+        FullGpEvidence::new(data, &self.resolved_for(data.y_variance()))
     }
 
     /// Learns θ by maximising the evidence (on the subset, if one is set), then conditions on all
@@ -57,9 +57,10 @@ impl ValidFullGpParams {
     /// the evidence's errors at the initial θ; [`Error::TrainingFailed`] if training failed
     /// (unless best effort was asked for); as [`Self::condition`].
     pub fn fit(&self, data: &Dataset) -> Result<FittedFullGp> {
-        let learned = self.learn(data)?;
+        let this = self.resolved_for(data.y_variance());
+        let learned = this.learn(data)?;
         let training = TrainingSummary::new(&learned.report, &learned.columns);
-        self.condition_on(data, &learned.report.theta, learned.columns, Some(training))
+        this.condition_on(data, &learned.report.theta, learned.columns, Some(training))
     }
 
     /// Learns the hyperparameters only (on the configured subset, or all of `data`), without
@@ -69,6 +70,12 @@ impl ValidFullGpParams {
     /// # Errors
     /// As [`ValidFullGpParams::fit`], but for the conditioning.
     pub fn learn(&self, data: &Dataset) -> Result<LearnedHyperparameters> {
+        let this = self.resolved_for(data.y_variance());
+        this.learn_resolved(data)
+    }
+
+    /// [`Self::learn`] with the noise floor resolved on all of `data`.
+    fn learn_resolved(&self, data: &Dataset) -> Result<LearnedHyperparameters> {
         let subset;
         let train = match self.hyperparameter_subset {
             Some(size) if size > data.len() => {
@@ -105,7 +112,12 @@ impl ValidFullGpParams {
     /// [`Error::NotPositiveDefinite`] if K + σn² I cannot be factorised even with jitter;
     /// [`Error::Allocation`] if its 8·n² bytes cannot be allocated.
     pub fn condition(&self, data: &Dataset, theta: &DVector<f64>) -> Result<FittedFullGp> {
-        self.condition_on(data, theta, InputColumns::all(data.dim()), None)
+        self.resolved_for(data.y_variance()).condition_on(
+            data,
+            theta,
+            InputColumns::all(data.dim()),
+            None,
+        )
     }
 
     /// The posterior on `data`'s used `columns` at θ (for those columns), with the summary of

@@ -251,7 +251,8 @@ impl From<&TrainingSummary> for SummaryRepr {
 }
 
 impl SummaryRepr {
-    /// The summary of a model with these input `columns`.
+    /// The summary of a model with these input `columns` (whether its noise sits at its floor
+    /// is set by the model, from θ: [`FitRecord`](crate::model::FitRecord) is not saved apart).
     ///
     /// # Errors
     /// [`Error::NonFinite`] for a non-finite evidence.
@@ -266,6 +267,7 @@ impl SummaryRepr {
             evaluations: self.evaluations,
             termination: self.termination,
             ignored_inputs: columns.ignored(),
+            noise_at_floor: false,
         })
     }
 

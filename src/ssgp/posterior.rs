@@ -4,6 +4,7 @@
 use super::features::{self, design_matrix_into};
 use super::SsgpHyperparameters;
 use crate::data::InputColumns;
+use crate::data::Inputs;
 use crate::error::Result;
 use crate::linalg::{self, view, view_mut};
 use crate::model::fitted_regressor;
@@ -54,7 +55,8 @@ impl FittedSsgp {
     /// [`crate::error::Error::EmptyData`] for no rows, [`crate::error::Error::DimensionMismatch`] for a wrong
     /// D, [`crate::error::Error::NonFinite`] for a NaN or infinity in `x`, or for a test point so far
     /// from the training data that a phase overflows.
-    pub fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
+    pub fn predict<X: Inputs + ?Sized>(&self, x: &X) -> Result<Predictive> {
+        let x = &*x.to_matrix()?;
         predict_in_chunks(
             x,
             &self.record.columns,
@@ -73,7 +75,8 @@ impl FittedSsgp {
     ///
     /// # Errors
     /// As [`Self::predict`].
-    pub fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
+    pub fn predict_mean<X: Inputs + ?Sized>(&self, x: &X) -> Result<DVector<f64>> {
+        let x = &*x.to_matrix()?;
         mean_in_chunks(
             x,
             &self.record.columns,
@@ -127,7 +130,8 @@ impl FittedSsgp {
     /// # Errors
     /// As [`Self::predict`]; [`crate::error::Error::InvalidParameter`] above [`MAX_JOINT_POINTS`](crate::predictive::MAX_JOINT_POINTS);
     /// [`crate::error::Error::Allocation`] if Σ_f cannot be allocated.
-    pub fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
+    pub fn predict_covariance<X: Inputs + ?Sized>(&self, x: &X) -> Result<JointPredictive> {
+        let x = &*x.to_matrix()?;
         check_joint_size(x.nrows())?;
         let p = self.predict(x)?;
         let n = p.len();
@@ -162,7 +166,13 @@ impl FittedSsgp {
     ///
     /// # Errors
     /// As [`Self::predict_covariance`] and [`JointPredictive::sample`].
-    pub fn sample_joint(&self, x: &DMatrix<f64>, draws: usize, seed: u64) -> Result<JointSamples> {
+    pub fn sample_joint<X: Inputs + ?Sized>(
+        &self,
+        x: &X,
+        draws: usize,
+        seed: u64,
+    ) -> Result<JointSamples> {
+        let x = &*x.to_matrix()?;
         self.predict_covariance(x)?.sample(draws, seed)
     }
 

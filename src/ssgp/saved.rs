@@ -130,15 +130,14 @@ impl FittedSsgp {
             },
             fixed: fixed.is_some(),
             chunk_rows: r.chunk_rows,
-            record: FitRecord {
+            record: FitRecord::new(
                 theta,
-                y_mean,
-                neg_log_evidence,
+                (y_mean, neg_log_evidence),
                 training,
-                noise_floor: noise.floor,
-                threads: r.threads,
+                noise,
+                r.threads,
                 columns,
-            },
+            ),
         };
         Ok((model, bounds))
     }

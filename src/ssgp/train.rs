@@ -23,18 +23,19 @@ impl ValidSsgpParams {
     /// # Errors
     /// [`Error::DimensionMismatch`] if given initial frequencies do not have D columns.
     pub fn evidence<'a>(&self, data: &'a Dataset) -> Result<SsgpEvidence<'a>> {
-        let fixed = match (self.fixed_spectral_points, &self.initial_unit_frequencies) {
+        let this = &self.resolved_for(data.y_variance());
+        let fixed = match (this.fixed_spectral_points, &this.initial_unit_frequencies) {
             (false, _) => None,
             (true, Some(w)) => Some(w.clone()),
             (true, None) => {
-                let mut rng = crate::random::seeded(self.training.seed);
+                let mut rng = crate::random::seeded(this.training.seed);
                 Some(
-                    self.density()
-                        .sample_unit_frequencies(self.m, data.dim(), &mut rng),
+                    this.density()
+                        .sample_unit_frequencies(this.m, data.dim(), &mut rng),
                 )
             }
         };
-        self.evidence_with(data, fixed.as_ref())
+        this.evidence_with(data, fixed.as_ref())
     }
 
     /// The evidence with W fixed at `w` when the spectral points are fixed (ignored otherwise).
@@ -75,8 +76,9 @@ impl ValidSsgpParams {
     pub fn fit(&self, data: &Dataset) -> Result<FittedSsgp> {
         let columns = InputColumns::varying(data)?;
         let used = columns.select_data(data)?;
-        let start = crate::full_gp::start(&used, &self.training)?;
-        self.fit_from(&used, start, &columns)
+        let this = self.resolved_for(used.y_variance());
+        let start = crate::full_gp::start(&used, &this.training)?;
+        this.fit_from(&used, start, &columns)
     }
 
     /// Trains on `data` restricted to the used `columns`, from `start`.
@@ -128,11 +130,12 @@ impl ValidSsgpParams {
     /// # Errors
     /// As [`SsgpEvidence::pack`]; [`Error::NotPositiveDefinite`] if A cannot be factored.
     pub fn condition(&self, data: &Dataset, hyper: &SsgpHyperparameters) -> Result<FittedSsgp> {
-        let evidence = self.evidence_with(data, Some(&hyper.unit_frequencies))?;
+        let this = self.resolved_for(data.y_variance());
+        let evidence = this.evidence_with(data, Some(&hyper.unit_frequencies))?;
         let theta = evidence.pack(hyper)?;
         let value = evidence.value(&theta)?;
         let training = TrainingSummary::untrained(value);
-        self.build(
+        this.build(
             data,
             &evidence,
             &theta,

@@ -104,7 +104,12 @@ fn evidences_and_predictions_equal_dense_formulas() {
         let (sf2, sn2) = ((2.0 * theta[dim]).exp(), (2.0 * theta[dim + 1]).exp());
 
         // Full GP: −log N(y | 0, K + σn²I), and eq. 2's predictions.
-        let params = FullGp::params().kernel(kernel).threads(1).check().unwrap();
+        let params = FullGp::params()
+            .relative_noise_floor(0.0)
+            .kernel(kernel)
+            .threads(1)
+            .check()
+            .unwrap();
         let k = by_definition(kernel, &x, &x, &ell, sf2);
         let ky = &k + DMatrix::identity(n, n) * sn2;
         let dense = dense_neg_log_evidence(ky.clone(), &yc);
@@ -131,6 +136,7 @@ fn evidences_and_predictions_equal_dense_formulas() {
         // FITC: −log N(y | 0, Q_ff + diag(K_ff − Q_ff) + σn²I), pseudo-inputs relative to the
         // inputs' column means in θ.
         let fitc = Fitc::params(m)
+            .relative_noise_floor(0.0)
             .kernel(kernel)
             .jitter(jitter)
             .threads(1)

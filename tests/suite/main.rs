@@ -13,6 +13,7 @@ mod init;
 mod joint;
 mod kernels;
 mod linfa;
+mod newcomer;
 mod overfitting;
 mod persistence;
 mod reference;

@@ -597,12 +597,11 @@ fn each_listed_tampering_is_a_typed_error() {
             },
         ),
         (
-            "noise variance 0 (θ's noise entry −1000)",
-            tamper(
-                &ssgp,
-                "/model/ssgp/parameters/2",
-                &set(serde_json::json!(-1000.0)),
-            ),
+            "noise variance 0 (θ's noise entry −1000, no floor)",
+            tamper(&ssgp, "/model/ssgp", &|v| {
+                v["parameters"][2] = serde_json::json!(-1000.0);
+                v["noise_floor"] = serde_json::json!(0.0);
+            }),
             &|e| matches!(e, Error::InvalidParameter { name: "theta", .. }),
         ),
         (

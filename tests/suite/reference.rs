@@ -25,6 +25,7 @@ fn ssgp_evidence_and_gradient_match_original_code() {
     // per chunk) paths, in odd-sized chunks.
     for (chunk, cache) in [(4096, usize::MAX), (1000, 3 * 1000 * 200 * 8), (777, 0)] {
         let params = Ssgp::params(100)
+            .relative_noise_floor(0.0)
             .chunk_rows(chunk)
             .cache_bytes(cache)
             .check()
