@@ -78,7 +78,7 @@ impl Ensemble {
 
     /// `restarts` copies of any seeded configuration (every builder of the crate, or a
     /// standardised one) with seeds s, s+1, … (s its own seed; the seeds wrap around after
-    /// 2⁶⁴ − 1).
+    /// 2⁶⁴ − 1), each one's progress reported with its restart index ([`Reseed::restart`]).
     ///
     /// ```
     /// use ssgp::ensemble::{Combine, Ensemble};
@@ -99,9 +99,8 @@ impl Ensemble {
         restarts: usize,
         combine: Combine,
     ) -> Self {
-        let seed = params.current_seed();
-        let members = (0..restarts as u64)
-            .map(|i| Box::new(params.reseeded(seed.wrapping_add(i))) as Box<dyn Regressor>)
+        let members = (0..restarts)
+            .map(|i| Box::new(params.restart(i, restarts)) as Box<dyn Regressor>)
             .collect();
         Self { members, combine }
     }

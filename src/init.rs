@@ -12,9 +12,11 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::hyperparameters::Hyperparameters;
 use crate::kernel::SpectralDensity;
+use crate::optim::{Observer, Phase, Progress};
 use crate::random::seeded;
 use nalgebra::{DMatrix, DVector};
 use rand::Rng;
+use std::time::Instant;
 
 /// The lengthscale start of SSGP and FITC by default: a full GP on 1024 points
 /// ([`LengthscaleInit::FullGpSubset`]).
@@ -156,7 +158,8 @@ pub(crate) fn start(
 }
 
 /// SSGP's initial unit frequencies W (m×D): the given ones, or the best of `draws` draws from
-/// `density` (seeded with `seed`) by `neg_log_evidence` — the first of equal values wins.
+/// `density` (seeded with `seed`) by `neg_log_evidence` — the first of equal values wins. Each
+/// draw is reported to `observer` ([`Phase::SpectralDraws`]); a `Break` keeps the best so far.
 ///
 /// # Errors
 /// Whatever `neg_log_evidence` returns; [`Error::InvalidParameter`] if nothing was drawn.
@@ -164,8 +167,8 @@ pub(crate) fn unit_frequencies(
     given: Option<&DMatrix<f64>>,
     density: &dyn SpectralDensity,
     (m, dim): (usize, usize),
-    draws: usize,
-    seed: u64,
+    (draws, seed): (usize, u64),
+    observer: Option<&Observer>,
     neg_log_evidence: impl Fn(&DMatrix<f64>) -> Result<f64>,
 ) -> Result<DMatrix<f64>> {
     let candidates: Vec<DMatrix<f64>> = match given {
@@ -177,11 +180,18 @@ pub(crate) fn unit_frequencies(
                 .collect()
         }
     };
+    let (total, started) = (candidates.len(), Instant::now());
     let mut best: Option<(f64, DMatrix<f64>)> = None;
-    for w in candidates {
+    for (i, w) in candidates.into_iter().enumerate() {
         let value = neg_log_evidence(&w)?;
         if best.as_ref().is_none_or(|(b, _)| value < *b) {
             best = Some((value, w));
+        }
+        if let (Some(observer), Some((b, _))) = (observer, &best) {
+            let phase = Phase::SpectralDraws { done: i + 1, total };
+            if observer(&Progress::of(phase, value, *b, started.elapsed())).is_break() {
+                break;
+            }
         }
     }
     best.map(|(_, w)| w).ok_or(Error::InvalidParameter {

@@ -64,7 +64,8 @@ macro_rules! linfa_fit {
         {
             type Object = $fitted;
 
-            /// Validates the settings and the data (as [`Dataset::new`]) and fits.
+            /// Validates the settings and the data (as
+            /// [`Dataset::new`](crate::data::Dataset::new)) and fits.
             fn fit(&self, ds: &DatasetBase<ArrayBase<D, Ix2>, T>) -> crate::error::Result<$fitted> {
                 <$params>::fit(self, ds)
             }

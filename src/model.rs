@@ -12,6 +12,7 @@ use crate::data::{Dataset, InputColumns};
 use crate::error::Error;
 use crate::error::Result;
 use crate::hyperparameters::NoiseParam;
+use crate::optim::Observer;
 use crate::optim::OptimReport;
 use crate::predictive::{JointPredictive, JointSamples, Predictive};
 use crate::termination::TrainingSummary;
@@ -33,7 +34,7 @@ impl TrainingSummary {
 }
 
 /// What every fitted model of the crate holds besides its posterior.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct FitRecord {
     /// θ in the model's layout ([`crate::hyperparameters`]), for the used input columns.
     pub(crate) theta: DVector<f64>,
@@ -49,6 +50,23 @@ pub(crate) struct FitRecord {
     pub(crate) threads: usize,
     /// The input columns used (the others were constant on the training data).
     pub(crate) columns: InputColumns,
+    /// The training's observer, which the predictions report to (none for a loaded model).
+    pub(crate) observer: Option<Observer>,
+}
+
+impl std::fmt::Debug for FitRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FitRecord")
+            .field("theta", &self.theta)
+            .field("y_mean", &self.y_mean)
+            .field("neg_log_evidence", &self.neg_log_evidence)
+            .field("training", &self.training)
+            .field("noise_floor", &self.noise_floor)
+            .field("threads", &self.threads)
+            .field("columns", &self.columns)
+            .field("observer", &self.observer.as_ref().map(|_| "Fn(&Progress)"))
+            .finish()
+    }
 }
 
 impl FitRecord {
@@ -60,7 +78,7 @@ impl FitRecord {
         (y_mean, neg_log_evidence): (f64, f64),
         mut training: TrainingSummary,
         noise: NoiseParam,
-        threads: usize,
+        (threads, observer): (usize, Option<Observer>),
         columns: InputColumns,
     ) -> Self {
         let noise_entry = columns.used().len() + 1;
@@ -73,6 +91,7 @@ impl FitRecord {
             noise_floor: noise.floor,
             threads,
             columns,
+            observer,
         }
     }
 }

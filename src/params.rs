@@ -176,7 +176,7 @@ impl TrainingSettings {
             (y_mean, neg_log_evidence),
             training,
             self.noise(),
-            self.threads,
+            (self.threads, self.optim.observer.clone()),
             columns,
         )
     }
@@ -221,6 +221,12 @@ pub trait Reseed: Sized {
     /// The same configuration with the seed `seed`.
     #[must_use]
     fn reseeded(&self, seed: u64) -> Self;
+
+    /// Restart `index` (from 0) of `count`: reseeded with s + `index` (s its own seed, wrapping
+    /// around after 2⁶⁴ − 1), its observer's reports tagged with
+    /// [`Progress::restart`](crate::optim::Progress::restart) = `Some((index, count))`.
+    #[must_use]
+    fn restart(&self, index: usize, count: usize) -> Self;
 }
 
 /// The builder methods of [`TrainingSettings`] on a model's `…Params(Valid…Params)` newtype whose
@@ -235,6 +241,17 @@ macro_rules! training_builder {
 
             fn reseeded(&self, seed: u64) -> Self {
                 self.clone().seed(seed)
+            }
+
+            fn restart(&self, index: usize, count: usize) -> Self {
+                let mut restart = self.reseeded(self.current_seed().wrapping_add(index as u64));
+                if let Some(observer) = &self.0.training.optim.observer {
+                    restart.0.training.optim.observer =
+                        Some($crate::optim::retag(observer, move |p| {
+                            p.restart = Some((index, count))
+                        }));
+                }
+                restart
             }
         }
 

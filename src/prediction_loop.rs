@@ -2,10 +2,12 @@
 //! rows so memory stays bounded, each chunk's means (and, unless only means are wanted, latent
 //! variances) filled by the model.
 
-use crate::data::InputColumns;
 use crate::error::{Error, Result};
+use crate::model::FitRecord;
+use crate::optim::{Phase, Progress};
 use crate::predictive::{round_off_variance, Predictive};
 use nalgebra::{DMatrix, DVector};
+use std::time::Instant;
 
 /// The work of one chunk of test rows: `chunk(x_used, start, len, mean, latent)` writes the latent
 /// means μ − ȳ of rows `start .. start + len` of `x_used` into `mean` and, when `latent` is
@@ -31,12 +33,13 @@ impl<F: FnMut(&DMatrix<f64>, usize, usize, &mut [f64], Option<&mut [f64]>) -> Re
 /// mean; whatever `chunk` returns.
 fn run_chunks(
     x: &DMatrix<f64>,
-    columns: &InputColumns,
+    record: &FitRecord,
     chunk_rows: usize,
-    y_mean: f64,
     variances: bool,
     mut chunk: impl Chunk,
 ) -> Result<(DVector<f64>, DVector<f64>)> {
+    let (columns, y_mean) = (&record.columns, record.y_mean);
+    let started = Instant::now();
     if x.nrows() == 0 {
         return Err(Error::EmptyData {
             what: "no test inputs",
@@ -58,6 +61,14 @@ fn run_chunks(
             latent_part,
         )?;
         start += len;
+        if let Some(observer) = &record.observer {
+            let phase = Phase::Prediction {
+                done: start,
+                total: n,
+            };
+            // Reported, not stoppable: a prediction cannot stop half-way.
+            let _ = observer(&Progress::of(phase, f64::NAN, f64::NAN, started.elapsed()));
+        }
     }
     mean.add_scalar_mut(y_mean);
     if let Some(row) = mean.iter().position(|m| !m.is_finite()) {
@@ -85,12 +96,12 @@ fn run_chunks(
 /// mean or an invalid variance; whatever `chunk` returns.
 pub(crate) fn predict_in_chunks(
     x: &DMatrix<f64>,
-    columns: &InputColumns,
+    record: &FitRecord,
     chunk_rows: usize,
-    (y_mean, prior_variance, noise_variance): (f64, f64, f64),
+    (prior_variance, noise_variance): (f64, f64),
     chunk: impl Chunk,
 ) -> Result<Predictive> {
-    let (mean, mut latent) = run_chunks(x, columns, chunk_rows, y_mean, true, chunk)?;
+    let (mean, mut latent) = run_chunks(x, record, chunk_rows, true, chunk)?;
     for (row, v) in latent.iter_mut().enumerate() {
         *v = round_off_variance(*v, prior_variance, row)?;
     }
@@ -104,10 +115,9 @@ pub(crate) fn predict_in_chunks(
 /// As [`predict_in_chunks`], variances aside.
 pub(crate) fn mean_in_chunks(
     x: &DMatrix<f64>,
-    columns: &InputColumns,
+    record: &FitRecord,
     chunk_rows: usize,
-    y_mean: f64,
     chunk: impl Chunk,
 ) -> Result<DVector<f64>> {
-    Ok(run_chunks(x, columns, chunk_rows, y_mean, false, chunk)?.0)
+    Ok(run_chunks(x, record, chunk_rows, false, chunk)?.0)
 }

@@ -152,6 +152,12 @@ impl<R: Reseed> Reseed for Standardized<R> {
             inner: self.inner.reseeded(seed),
         }
     }
+
+    fn restart(&self, index: usize, count: usize) -> Self {
+        Self {
+            inner: self.inner.restart(index, count),
+        }
+    }
 }
 
 impl<R: Fit> Fit for Standardized<R> {

@@ -6,12 +6,10 @@
 use ssgp::ensemble::{Combine, Ensemble};
 use ssgp::kernel::Kernel;
 use ssgp::metrics::{mnlp, nmse};
-use ssgp::optim::{Observer, Progress};
+use ssgp::optim::progress_printer;
 use ssgp::standardize::Standardized;
 use ssgp::{Dataset, Fitc, FullGp, LengthscaleInit, Regressor, Ssgp};
 use std::error::Error;
-use std::ops::ControlFlow;
-use std::sync::Arc;
 use std::time::Instant;
 
 /// The methods of the paper's comparison (§5.2), and SSGP's restarts combined as an equal-weight
@@ -99,23 +97,6 @@ pub struct Run {
     pub error: Option<String>,
 }
 
-/// An observer printing iteration, evaluations and evidence to stderr every 10 iterations.
-pub fn progress_printer(label: String) -> Observer {
-    Arc::new(move |p: &Progress| {
-        if p.iteration == 1 || p.iteration.is_multiple_of(10) {
-            eprintln!(
-                "  {label:<22} iter {:>4}  evals {:>4}  −log p(y|θ) {:>12.3}  |∇| {:>10.3e}  {:>6.1}s",
-                p.iteration,
-                p.evaluations,
-                p.best_value,
-                p.gradient_norm,
-                p.elapsed.as_secs_f64()
-            );
-        }
-        ControlFlow::Continue(())
-    })
-}
-
 /// Number of spectral points (SSGP) or pseudo-inputs (FITC) for a number of basis functions.
 pub fn size_for(method: &str, basis: usize) -> Option<usize> {
     match method {
@@ -151,7 +132,10 @@ pub fn build(
         Some(m) => format!("{method} m={m}"),
         None => method.to_string(),
     };
-    let observer = s.progress.then(|| progress_printer(label));
+    if s.progress {
+        eprintln!("{label}:");
+    }
+    let observer = s.progress.then(progress_printer);
     macro_rules! configure {
         ($params:expr) => {{
             let p = $params

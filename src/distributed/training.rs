@@ -165,8 +165,9 @@ impl ValidSsgpParams {
             self.initial_unit_frequencies.as_ref(),
             self.density().as_ref(),
             (self.m, d),
-            self.initial_draws,
-            self.training.seed,
+            (self.initial_draws, self.training.seed),
+            // Not reported: a rank-0 observer's stop would leave the other ranks' draws behind.
+            None,
             |w| {
                 let evidence = evidence_at(w)?;
                 let value = evidence.value(&evidence.pack(&SsgpHyperparameters {

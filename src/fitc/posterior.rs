@@ -66,13 +66,9 @@ impl FittedFitc {
         let x = &*x.to_matrix()?;
         predict_in_chunks(
             x,
-            &self.record.columns,
+            &self.record,
             PREDICT_BLOCK,
-            (
-                self.record.y_mean,
-                self.signal_variance,
-                self.noise_variance,
-            ),
+            (self.signal_variance, self.noise_variance),
             self.chunk(),
         )
     }
@@ -84,13 +80,7 @@ impl FittedFitc {
     /// As [`Self::predict`].
     pub fn predict_mean<X: Inputs + ?Sized>(&self, x: &X) -> Result<DVector<f64>> {
         let x = &*x.to_matrix()?;
-        mean_in_chunks(
-            x,
-            &self.record.columns,
-            PREDICT_BLOCK,
-            self.record.y_mean,
-            self.chunk(),
-        )
+        mean_in_chunks(x, &self.record, PREDICT_BLOCK, self.chunk())
     }
 
     fn covariance(&self) -> Covariance<'_> {

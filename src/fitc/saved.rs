@@ -120,7 +120,7 @@ impl FittedFitc {
                 (y_mean, neg_log_evidence),
                 training,
                 noise,
-                r.threads,
+                (r.threads, None),
                 columns,
             ),
         };

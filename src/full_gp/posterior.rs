@@ -84,9 +84,9 @@ impl FittedFullGp {
         let h = &self.hyperparameters;
         predict_in_chunks(
             x,
-            &self.record.columns,
+            &self.record,
             batch,
-            (self.record.y_mean, h.signal_variance, h.noise_variance),
+            (h.signal_variance, h.noise_variance),
             self.chunk(),
         )
     }
@@ -99,13 +99,7 @@ impl FittedFullGp {
     /// As [`Self::predict`].
     pub fn predict_mean<X: Inputs + ?Sized>(&self, x: &X) -> Result<DVector<f64>> {
         let x = &*x.to_matrix()?;
-        mean_in_chunks(
-            x,
-            &self.record.columns,
-            self.batch(),
-            self.record.y_mean,
-            self.chunk(),
-        )
+        mean_in_chunks(x, &self.record, self.batch(), self.chunk())
     }
 
     /// The default batch of [`Self::predict`]: about 2²⁴ entries of the n×batch cross-covariance.

@@ -11,6 +11,7 @@ use crate::hyperparameters::Hyperparameters;
 use crate::init;
 #[cfg(doc)]
 use crate::init::LengthscaleInit;
+use crate::optim::{retag, Observer, Phase};
 use crate::params::{ParamGuard, TrainingSettings};
 use nalgebra::DVector;
 
@@ -28,13 +29,26 @@ pub fn lengthscales_from_subset(
     seed: u64,
     threads: usize,
 ) -> Result<DVector<f64>> {
-    let learned = FullGp::params()
+    subset_lengthscales(data, subset, (seed, threads), None)
+}
+
+/// [`lengthscales_from_subset`], its optimiser reporting to `observer` (as
+/// [`Phase::StartValues`]).
+fn subset_lengthscales(
+    data: &Dataset,
+    subset: usize,
+    (seed, threads): (u64, usize),
+    observer: Option<&Observer>,
+) -> Result<DVector<f64>> {
+    let mut params = FullGp::params()
         .seed(seed)
         .threads(threads)
         .hyperparameter_subset(Some(subset.min(data.len())))
-        .best_effort(true)
-        .check()?
-        .learn(data)?;
+        .best_effort(true);
+    if let Some(observer) = observer {
+        params = params.observer(retag(observer, |p| p.phase = Phase::StartValues));
+    }
+    let learned = params.check()?.learn(data)?;
     let mut lengthscales = learned.lengthscales();
     for d in learned.columns.ignored() {
         let col = data.x().column(d);
@@ -54,12 +68,18 @@ pub fn lengthscales_from_subset(
 
 /// The starting hyperparameters of a model trained with `settings` on `data`
 /// ([`init::start`]): ℓ by the settings' [`LengthscaleInit`], with
-/// [`lengthscales_from_subset`] for [`LengthscaleInit::FullGpSubset`]; σ0² = var(y), σn² = σ0²/4.
+/// [`lengthscales_from_subset`] for [`LengthscaleInit::FullGpSubset`] (its iterations reported to
+/// the settings' observer as [`Phase::StartValues`]); σ0² = var(y), σn² = σ0²/4.
 ///
 /// # Errors
 /// As [`init::start`] and [`lengthscales_from_subset`].
 pub(crate) fn start(data: &Dataset, settings: &TrainingSettings) -> Result<Hyperparameters> {
     init::start(data, &settings.lengthscales, |subset| {
-        lengthscales_from_subset(data, subset, settings.seed, settings.threads)
+        subset_lengthscales(
+            data,
+            subset,
+            (settings.seed, settings.threads),
+            settings.optim.observer.as_ref(),
+        )
     })
 }

@@ -18,6 +18,7 @@
 
 mod line_search;
 mod problem;
+mod progress;
 mod stopping;
 
 use crate::error::{Error, Result};
@@ -29,11 +30,14 @@ use nalgebra::DVector;
 use problem::{Record, RecordingProblem};
 use std::cell::RefCell;
 use std::fmt;
-use std::ops::ControlFlow;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::Duration;
 use stopping::StoppingRule;
+
+#[cfg(feature = "log")]
+pub use progress::log_observer;
+pub(crate) use progress::retag;
+pub use progress::{progress_printer, Observer, Phase, Progress};
 
 /// A differentiable objective to minimise: θ ↦ (f(θ), ∇f(θ)) in one call.
 pub trait Objective {
@@ -61,28 +65,6 @@ pub trait Objective {
         None
     }
 }
-
-/// What the optimiser reports after each iteration (line search).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Progress {
-    /// Iterations (line searches) completed.
-    pub iteration: u64,
-    /// Objective evaluations so far.
-    pub evaluations: usize,
-    /// Objective value at the current point.
-    pub value: f64,
-    /// Best objective value so far.
-    pub best_value: f64,
-    /// Euclidean norm of the gradient at the current point.
-    pub gradient_norm: f64,
-    /// Wall-clock time since the optimiser started.
-    pub elapsed: Duration,
-}
-
-/// A callback receiving [`Progress`] after every iteration; returning
-/// [`ControlFlow::Break`] stops training (with [`Termination::StoppedByObserver`], the best θ so
-/// far kept).
-pub type Observer = Arc<dyn Fn(&Progress) -> ControlFlow<()> + Send + Sync>;
 
 /// Budget and stopping rule of the optimiser.
 #[derive(Clone)]

@@ -21,7 +21,7 @@
 //! [`Termination::EvaluationFailed`] when the objective failed at the trial points).
 
 use super::problem::Record;
-use super::{CgState, Objective, Observer, OptimConfig, Progress, Vector};
+use super::{CgState, Objective, Observer, OptimConfig, Phase, Progress, Vector};
 use crate::termination::Termination;
 use argmin::core::{Problem, Solver, State, TerminationReason, TerminationStatus, KV};
 use std::cell::RefCell;
@@ -169,6 +169,8 @@ impl<P, S: Solver<P, CgState> + Clone> Solver<P, CgState> for StoppingRule<S> {
             let rec = self.record.borrow();
             let observed = self.observer.as_ref().map(|observer| {
                 observer(&Progress {
+                    phase: Phase::Optimiser,
+                    restart: None,
                     iteration: done,
                     evaluations: rec.evaluations,
                     value: cost,

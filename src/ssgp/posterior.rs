@@ -59,13 +59,9 @@ impl FittedSsgp {
         let x = &*x.to_matrix()?;
         predict_in_chunks(
             x,
-            &self.record.columns,
+            &self.record,
             self.chunk_rows,
-            (
-                self.record.y_mean,
-                self.signal_variance(),
-                self.noise_variance(),
-            ),
+            (self.signal_variance(), self.noise_variance()),
             self.chunk(),
         )
     }
@@ -77,13 +73,7 @@ impl FittedSsgp {
     /// As [`Self::predict`].
     pub fn predict_mean<X: Inputs + ?Sized>(&self, x: &X) -> Result<DVector<f64>> {
         let x = &*x.to_matrix()?;
-        mean_in_chunks(
-            x,
-            &self.record.columns,
-            self.chunk_rows,
-            self.record.y_mean,
-            self.chunk(),
-        )
+        mean_in_chunks(x, &self.record, self.chunk_rows, self.chunk())
     }
 
     /// The work of one chunk of test rows for [`predict_in_chunks`]: the design matrix Φ*

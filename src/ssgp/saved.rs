@@ -135,7 +135,7 @@ impl FittedSsgp {
                 (y_mean, neg_log_evidence),
                 training,
                 noise,
-                r.threads,
+                (r.threads, None),
                 columns,
             ),
         };

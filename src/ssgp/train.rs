@@ -104,8 +104,8 @@ impl ValidSsgpParams {
             self.initial_unit_frequencies.as_ref(),
             self.density().as_ref(),
             (self.m, data.dim()),
-            self.initial_draws,
-            self.training.seed,
+            (self.initial_draws, self.training.seed),
+            self.training.optim.observer.as_ref(),
             |w| {
                 let evidence = self.evidence_with(data, Some(w))?;
                 evidence.value(&evidence.pack(&SsgpHyperparameters {

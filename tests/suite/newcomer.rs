@@ -26,15 +26,29 @@ fn a_new_users_first_program_runs_as_written() -> Result<(), Box<dyn std::error:
     let (lo, hi) = pred.interval(0.95)?;
     let spread = (data.y_variance()).sqrt();
     for i in 0..rows.len() {
-        assert!((pred.mean[i] - y[i]).abs() < 1e-2 * spread, "row {i} not interpolated");
+        assert!(
+            (pred.mean[i] - y[i]).abs() < 1e-2 * spread,
+            "row {i} not interpolated"
+        );
         assert!(lo[i] < pred.mean[i] && pred.mean[i] < hi[i] && sd[i] > 0.0);
     }
-    assert!(model.training().termination.is_success(), "{:?}", model.training());
-    assert!(model.training().noise_at_floor, "noise-free data: σn² at its floor");
+    assert!(
+        model.training().termination.is_success(),
+        "{:?}",
+        model.training()
+    );
+    assert!(
+        model.training().noise_at_floor,
+        "noise-free data: σn² at its floor"
+    );
 
     let ssgp = Ssgp::params(20).seed(1).fit(&data)?;
     let from_rows = ssgp.predict(&rows[..])?;
-    assert_eq!(from_rows, ssgp.predict(&data)?, "rows and the data set give the same bits");
+    assert_eq!(
+        from_rows,
+        ssgp.predict(&data)?,
+        "rows and the data set give the same bits"
+    );
     #[cfg(feature = "ndarray")]
     {
         let array = ssgp::ndarray::Array2::from_shape_fn((rows.len(), 2), |(i, j)| rows[i][j]);

@@ -7,7 +7,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
 use ssgp::data::sinc_data;
-use ssgp::optim::Objective;
+use ssgp::optim::{Objective, Phase};
 use ssgp::ssgp::{Ssgp, SsgpHyperparameters};
 use ssgp::{metrics, Dataset, Error, Hyperparameters, ParamGuard};
 
@@ -372,7 +372,13 @@ fn observer_reports_every_iteration() {
         }))
         .fit(&train)
         .unwrap();
-    let seen = seen.lock().unwrap();
+    let seen: Vec<ssgp::Progress> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|p| p.phase == Phase::Optimiser)
+        .copied()
+        .collect();
     let iterations: Vec<u64> = seen.iter().map(|p| p.iteration).collect();
     assert_eq!(
         iterations,
@@ -388,4 +394,94 @@ fn observer_reports_every_iteration() {
         seen.last().unwrap().best_value,
         fitted.training().neg_log_evidence
     );
+}
+
+/// Every phase of a default SSGP fit reaches the observer, in order: the full GP that starts the
+/// lengthscales (§5.2), each of the 100 spectral draws, SSGP's own iterations, then the chunks of
+/// a prediction; restarts of an ensemble tag theirs.
+#[test]
+fn observer_receives_every_phase_of_a_default_fit_in_order() {
+    use ssgp::ensemble::{Combine, Ensemble};
+    use std::sync::{Arc, Mutex};
+    let (train, test) = sinc_problem();
+    let seen: Arc<Mutex<Vec<ssgp::Progress>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    let observer: ssgp::optim::Observer = Arc::new(move |p: &ssgp::Progress| {
+        sink.lock().unwrap().push(*p);
+        std::ops::ControlFlow::Continue(())
+    });
+    let params = Ssgp::params(6)
+        .seed(3)
+        .max_evaluations(60)
+        .observer(observer);
+    let fitted = params.fit(&train).unwrap();
+    fitted.predict(test.x()).unwrap();
+    let reports = std::mem::take(&mut *seen.lock().unwrap());
+    let rank = |p: &ssgp::Progress| match p.phase {
+        Phase::StartValues => 0,
+        Phase::SpectralDraws { .. } => 1,
+        Phase::Optimiser => 2,
+        Phase::Prediction { .. } => 3,
+        _ => 4,
+    };
+    let ranks: Vec<usize> = reports.iter().map(rank).collect();
+    assert!(
+        ranks.windows(2).all(|w| w[0] <= w[1]),
+        "phases out of order: {ranks:?}"
+    );
+    for phase in 0..4 {
+        assert!(
+            ranks.contains(&phase),
+            "phase {phase} never reported: {ranks:?}"
+        );
+    }
+    let draws: Vec<(usize, usize)> = reports
+        .iter()
+        .filter_map(|p| match p.phase {
+            Phase::SpectralDraws { done, total } => Some((done, total)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(draws, (1..=100).map(|i| (i, 100)).collect::<Vec<_>>());
+    // Every completed iteration (one cut short by the evaluation budget is counted, not reported).
+    let iterations: Vec<u64> = reports
+        .iter()
+        .filter(|p| p.phase == Phase::Optimiser)
+        .map(|p| p.iteration)
+        .collect();
+    let done = fitted.training().iterations;
+    assert_eq!(
+        iterations,
+        (1..=iterations.len() as u64).collect::<Vec<_>>()
+    );
+    assert!(
+        iterations.len() as u64 + 1 >= done && done > 1,
+        "{iterations:?} of {done}"
+    );
+    assert_eq!(
+        reports.last().unwrap().phase,
+        Phase::Prediction {
+            done: test.len(),
+            total: test.len()
+        }
+    );
+    assert!(reports.iter().all(|p| p.restart.is_none()));
+
+    // Two restarts: each tagged, each in order on its own.
+    Ensemble::restarts(&params, 2, Combine::Mixture)
+        .fit(&train)
+        .unwrap();
+    let reports = std::mem::take(&mut *seen.lock().unwrap());
+    for k in 0..2 {
+        let own: Vec<usize> = reports
+            .iter()
+            .filter(|p| p.restart == Some((k, 2)))
+            .map(rank)
+            .collect();
+        assert!(
+            own.windows(2).all(|w| w[0] <= w[1]) && own.contains(&2),
+            "{k}: {own:?}"
+        );
+    }
+    assert!(reports.iter().all(|p| p.restart.is_some()));
 }
