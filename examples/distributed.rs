@@ -16,33 +16,60 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::time::Instant;
 
-fn main() -> Result<(), Box<dyn Error>> {
-    let universe = ssgp::mpi::initialize().ok_or("MPI was initialised already")?;
-    let cluster = Cluster::new(universe.world());
+const HELP: &str = "\
+SSGP across the ranks of an MPI job (run under mpirun) on Kin-40k or any CSV.
+
+Usage: mpirun -np N distributed [OPTIONS]
+
+Options:
+  --basis B      basis functions = 2 × spectral points (default 200)
+  --evals E      optimiser evaluations (default 1000)
+  --seed S       seed (default 1)
+  --draws K      initial spectral draws (default 100)
+  --start half   start the lengthscales at half the input ranges (default: a full GP on 1024
+                 gathered rows)
+  --train FILE   training CSV (default Kin-40k's)
+  --test FILE    test CSV (default Kin-40k's)
+  -h, --help     this text";
+
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
+    use lexopt::prelude::*;
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/kin40k");
     let (mut train, mut test) = (root.join("train.csv"), root.join("test.csv"));
     let (mut basis, mut evals, mut seed, mut draws) = (200, 1000, 1, 100);
     let mut start = None;
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--basis" => basis = value.parse()?,
-            "--evals" => evals = value.parse()?,
-            "--seed" => seed = value.parse()?,
-            "--draws" => draws = value.parse()?,
-            "--start" if value == "half" => start = Some(LengthscaleInit::HalfRange),
-            "--train" => train = value.into(),
-            "--test" => test = value.into(),
-            other => {
-                return Err(format!(
-                    "unknown argument `{other}` (--basis, --evals, --seed, --draws, --start half, \
-                     --train, --test)"
-                )
-                .into())
+    let mut parser = lexopt::Parser::from_env();
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Long("basis") => basis = parser.value()?.parse()?,
+            Long("evals") => evals = parser.value()?.parse()?,
+            Long("seed") => seed = parser.value()?.parse()?,
+            Long("draws") => draws = parser.value()?.parse()?,
+            Long("start") => match parser.value()?.string()?.as_str() {
+                "half" => start = Some(LengthscaleInit::HalfRange),
+                other => return Err(format!("--start {other}: only `half` is known").into()),
+            },
+            Long("train") => train = parser.value()?.into(),
+            Long("test") => test = parser.value()?.into(),
+            Short('h') | Long("help") => {
+                println!("{HELP}");
+                return Ok(());
             }
+            _ => return Err(format!("{}\n\n{HELP}", arg.unexpected()).into()),
         }
     }
+    let universe = ssgp::mpi::initialize().ok_or("MPI was initialised already")?;
+    let cluster = Cluster::new(universe.world());
     let local = load_csv_share(&train, &CsvOptions::new(), &cluster)?;
     let m = (basis / 2).max(1);
     let params = Ssgp::params(m)

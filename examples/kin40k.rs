@@ -14,28 +14,55 @@ use std::error::Error;
 use std::path::PathBuf;
 use support::{parse_kernel, print_table, run, Settings};
 
-fn main() -> Result<(), Box<dyn Error>> {
+const HELP: &str = "\
+Kin-40k (8 inputs, 10000 training and 30000 test points): SSGP beside FITC and the full GP.
+
+Usage: kin40k [OPTIONS]
+
+Options:
+  --basis B      basis functions: B/2 spectral points for SSGP, B pseudo-inputs for FITC
+                 (default 100)
+  --evals E      optimiser evaluations per fit (default 1000, the original code's budget)
+  --seed S       seed of every random start (default 1)
+  --threads T    threads, 0 for all cores (default 0)
+  --kernel K     se, matern12, matern32 or matern52 (default se)
+  --methods M,…  any of ssgp, ssgp-fixed, fitc, full, ssgp-mix, ssgp-best
+                 (default ssgp,fitc,full)
+  -h, --help     this text";
+
+fn main() -> std::process::ExitCode {
+    match main_job() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn main_job() -> Result<(), Box<dyn Error>> {
+    use lexopt::prelude::*;
     let mut basis = 100;
     let mut seed = 1;
     let mut settings = Settings::default();
     let mut methods = vec!["ssgp".to_string(), "fitc".into(), "full".into()];
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--basis" => basis = value.parse()?,
-            "--evals" => settings.evaluations = value.parse()?,
-            "--seed" => seed = value.parse()?,
-            "--threads" => settings.threads = value.parse()?,
-            "--kernel" => settings.kernel = parse_kernel(&value)?,
-            "--methods" => methods = value.split(',').map(str::to_string).collect(),
-            other => {
-                return Err(format!(
-                    "unknown argument `{other}` (--basis, --evals, --seed, --threads, --kernel, \
-                     --methods)"
-                )
-                .into())
+    let mut parser = lexopt::Parser::from_env();
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Long("basis") => basis = parser.value()?.parse()?,
+            Long("evals") => settings.evaluations = parser.value()?.parse()?,
+            Long("seed") => seed = parser.value()?.parse()?,
+            Long("threads") => settings.threads = parser.value()?.parse()?,
+            Long("kernel") => settings.kernel = parse_kernel(&parser.value()?.string()?)?,
+            Long("methods") => {
+                let list = parser.value()?.string()?;
+                methods = list.split(',').map(str::to_string).collect();
             }
+            Short('h') | Long("help") => {
+                println!("{HELP}");
+                return Ok(());
+            }
+            _ => return Err(format!("{}\n\n{HELP}", arg.unexpected()).into()),
         }
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/kin40k");

@@ -1,12 +1,11 @@
-//! SSGP inside linfa (feature `linfa`): Kin-40k held as linfa `Dataset`s of ndarray arrays,
-//! trained through linfa's `Fit` and predicted through its `Predict`, scored with the crate's
-//! NMSE and MNLP.
+//! SSGP inside linfa (feature `linfa`): Kin-40k held as linfa `Dataset`s of ndarray arrays
+//! (`Dataset::to_linfa`), trained and predicted in linfa's idiom (`params.fit(&dataset)?`,
+//! `fitted.predict(records)?`), scored with the crate's NMSE and MNLP.
 //!
 //! `cargo run --release --features linfa --example linfa [-- --spectral-points M --evals E]`
 //! (defaults: 100 spectral points = 200 basis functions, 1000 evaluations).
 
 use ssgp::linfa::dataset::Records;
-use ssgp::linfa::traits::{Fit, Predict};
 use ssgp::linfa::DatasetBase;
 use ssgp::ndarray::{Array1, Array2};
 use ssgp::ssgp::Ssgp;
@@ -20,26 +19,42 @@ type Table = DatasetBase<Array2<f64>, Array1<f64>>;
 
 /// A CSV of the crate's data directory as a linfa data set.
 fn load(path: PathBuf) -> Result<Table, Box<dyn Error>> {
-    let data = ssgp::Dataset::from_csv(path)?;
-    let (n, d) = (data.len(), data.dim());
-    let x = Array2::from_shape_fn((n, d), |(i, j)| data.x()[(i, j)]);
-    let y = Array1::from_iter(data.y().iter().copied());
-    Ok(DatasetBase::new(x, y))
+    Ok(ssgp::Dataset::from_csv(path)?.to_linfa())
 }
 
-fn main() -> Result<(), Box<dyn Error>> {
+const HELP: &str = "\
+SSGP inside linfa on Kin-40k: linfa data sets, linfa's idiom, the crate's NMSE and MNLP.
+
+Usage: linfa [OPTIONS]
+
+Options:
+  --spectral-points M   spectral points (default 100 = 200 basis functions)
+  --evals E             optimiser evaluations (default 1000)
+  -h, --help            this text";
+
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
+    use lexopt::prelude::*;
     let (mut m, mut evals) = (100, 1000);
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--spectral-points" => m = value.parse()?,
-            "--evals" => evals = value.parse()?,
-            other => {
-                return Err(
-                    format!("unknown argument `{other}` (--spectral-points, --evals)").into(),
-                )
+    let mut parser = lexopt::Parser::from_env();
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Long("spectral-points") => m = parser.value()?.parse()?,
+            Long("evals") => evals = parser.value()?.parse()?,
+            Short('h') | Long("help") => {
+                println!("{HELP}");
+                return Ok(());
             }
+            _ => return Err(format!("{}\n\n{HELP}", arg.unexpected()).into()),
         }
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/kin40k");
@@ -51,9 +66,11 @@ fn main() -> Result<(), Box<dyn Error>> {
     );
     let params = Ssgp::params(m).seed(1).max_evaluations(evals);
     let start = Instant::now();
-    let fitted = Fit::<_, _, ssgp::Error>::fit(&params, &train)?;
+    // linfa's idiom in method syntax (the crate's own `fit`, taking linfa data sets); generic
+    // linfa code would call `linfa::traits::Fit` and `Predict`, which the models implement too.
+    let fitted = params.fit(&train)?;
     let seconds = start.elapsed().as_secs_f64();
-    let pred: Predictive = Predict::predict(&fitted, test.records());
+    let pred: Predictive = fitted.predict(test.records())?;
     let y = ssgp::nalgebra::DVector::from_iterator(test.nsamples(), test.targets().iter().copied());
     let y_mean = train.targets().mean().unwrap_or(0.0);
     println!("method  m    NMSE     MNLP    −log p(y|θ)  train [s]  termination");

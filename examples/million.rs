@@ -2,7 +2,7 @@
 //! training memory O(chunk·m + m² + mD) beyond the data because the design matrix is streamed in
 //! row chunks (it would take 1.6 GB; nothing of size n×m is kept).
 //!
-//! `cargo run --release --example million [-- N]` (default N = 1 000 000); measure memory with
+//! `cargo run --release --example million [-- --n N]` (default N = 1 000 000); measure memory with
 //! `/usr/bin/time -v target/release/examples/million`.
 //!
 //! Data: 8 inputs uniform in [−1, 1], y = sin(2x₁)·cos(x₂) + x₃x₄ + ½sin(3x₅) + 0.1x₆ + noise
@@ -34,12 +34,39 @@ fn synthetic(n: usize, rng: &mut StdRng) -> Result<Dataset, ssgp::Error> {
     Dataset::new(x, y)
 }
 
-fn main() -> Result<(), Box<dyn Error>> {
-    let n: usize = std::env::args()
-        .nth(1)
-        .map(|s| s.parse())
-        .transpose()?
-        .unwrap_or(1_000_000);
+const HELP: &str = "\
+SSGP on a million synthetic points (8 inputs), m = 100, with a streamed design matrix.
+
+Usage: million [--n N]
+
+Options:
+  --n N        training points (default 1000000)
+  -h, --help   this text";
+
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
+    use lexopt::prelude::*;
+    let mut n: usize = 1_000_000;
+    let mut parser = lexopt::Parser::from_env();
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Long("n") => n = parser.value()?.parse()?,
+            Short('h') | Long("help") => {
+                println!("{HELP}");
+                return Ok(());
+            }
+            _ => return Err(format!("{}\n\n{HELP}", arg.unexpected()).into()),
+        }
+    }
     let mut rng = StdRng::seed_from_u64(7);
     let train = synthetic(n, &mut rng)?;
     let test = synthetic(10_000, &mut rng)?;

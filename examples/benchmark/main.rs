@@ -71,11 +71,35 @@ struct Args {
 }
 
 fn usage() -> String {
-    "usage: benchmark [--train FILE --test FILE | --data DIR] \
-     [--methods ssgp,ssgp-fixed,fitc,full,ssgp-mix,ssgp-best] [--basis 50,100,200] [--reps N] \
-     [--seed S] [--iters K] [--evals E] [--noise-floor V] [--full-subset N] \
-     [--init half|full:N|default] [--restarts K] [--standardize] [--best-effort] [--threads T] \
-     [--kernel se|matern12|matern32|matern52] [--out DIR] [--json] [--quiet] [--from-csv FILE]"
+    "\
+The paper's Figure 3 on any CSV: NMSE and MNLP of each method at each number of basis functions,
+as a table, runs.csv, JSON lines (--json) and SVG plots.
+
+Usage: benchmark [OPTIONS]
+
+Options:
+  --train FILE --test FILE   the data (default Kin-40k); or
+  --data DIR                 DIR/train.csv and DIR/test.csv
+  --methods M,…              of ssgp, ssgp-fixed, fitc, full, ssgp-mix, ssgp-best
+                             (default ssgp,ssgp-fixed,fitc,full)
+  --basis B,…                basis functions (default 50,100,200)
+  --reps N                   repetitions, seeds S, S+1, … (default 1)
+  --seed S                   first seed (default 1)
+  --iters K                  optimiser iterations per fit
+  --evals E                  optimiser evaluations per fit (default 1000)
+  --noise-floor V            absolute lower bound on σn²
+  --full-subset N            points the full GP learns θ on (default min(2000, n))
+  --init half|full:N|default how SSGP and FITC start their lengthscales
+  --restarts K               fits per ssgp-mix / ssgp-best ensemble
+  --standardize              standardise inputs and targets around every model
+  --best-effort              keep a failed training's best model
+  --threads T                threads, 0 for all cores
+  --kernel K                 se, matern12, matern32 or matern52
+  --out DIR                  where runs.csv and the plots go (default target/benchmark)
+  --json                     one JSON object per run on stdout
+  --quiet                    no progress on stderr
+  --from-csv FILE            redraw the table and plots from a runs.csv, without fitting
+  -h, --help                 this text"
         .into()
 }
 
@@ -117,33 +141,37 @@ fn parse() -> Result<Args, Box<dyn Error>> {
         from_csv: None,
         settings: Settings::default(),
     };
-    let mut it = std::env::args().skip(1);
+    let mut parser = lexopt::Parser::from_env();
     let mut train_given = None;
     let mut test_given = None;
-    while let Some(flag) = it.next() {
-        let mut value = || {
-            it.next()
-                .ok_or_else(|| format!("{flag} needs a value\n{}", usage()))
+    while let Some(arg) = parser.next()? {
+        use lexopt::prelude::*;
+        let flag = match &arg {
+            Long(name) => format!("--{name}"),
+            _ => String::new(),
         };
         let s = &mut a.settings;
-        match flag.as_str() {
-            "--train" => train_given = Some(PathBuf::from(value()?)),
-            "--test" => test_given = Some(PathBuf::from(value()?)),
-            "--data" => {
-                let dir = PathBuf::from(value()?);
+        match arg {
+            Long("train") => train_given = Some(PathBuf::from(parser.value()?)),
+            Long("test") => test_given = Some(PathBuf::from(parser.value()?)),
+            Long("data") => {
+                let dir = PathBuf::from(parser.value()?);
                 train_given = Some(dir.join("train.csv"));
                 test_given = Some(dir.join("test.csv"));
             }
-            "--methods" => {
-                a.methods = value()?.split(',').map(|s| s.trim().to_string()).collect();
+            Long("methods") => {
+                let list = parser.value()?.string()?;
+                a.methods = list.split(',').map(|s| s.trim().to_string()).collect();
                 if let Some(bad) = a.methods.iter().find(|m| !METHODS.contains(&m.as_str())) {
                     return Err(
                         format!("unknown method `{bad}`: expected some of {METHODS:?}").into(),
                     );
                 }
             }
-            "--basis" => {
-                a.basis = value()?
+            Long("basis") => {
+                a.basis = parser
+                    .value()?
+                    .string()?
                     .split(',')
                     .map(|s| number("--basis", s))
                     .collect::<Result<_, _>>()?;
@@ -151,27 +179,31 @@ fn parse() -> Result<Args, Box<dyn Error>> {
                     return Err("--basis values must be positive".into());
                 }
             }
-            "--reps" => a.reps = number(&flag, &value()?)?,
-            "--seed" => a.seed = number(&flag, &value()?)?,
-            "--iters" => s.iterations = number(&flag, &value()?)?,
-            "--evals" => s.evaluations = number(&flag, &value()?)?,
-            "--noise-floor" => s.noise_floor = number(&flag, &value()?)?,
-            "--full-subset" => s.full_subset = Some(number(&flag, &value()?)?),
-            "--init" => s.init = lengthscale_init(&value()?)?,
-            "--restarts" => s.restarts = number(&flag, &value()?)?,
-            "--standardize" => s.standardize = true,
-            "--best-effort" => s.best_effort = true,
-            "--threads" => s.threads = number(&flag, &value()?)?,
-            "--kernel" => s.kernel = parse_kernel(&value()?).map_err(|e| e.to_string())?,
-            "--out" => a.out = PathBuf::from(value()?),
-            "--json" => a.json = true,
-            "--from-csv" => a.from_csv = Some(PathBuf::from(value()?)),
-            "--quiet" => s.progress = false,
-            "--help" | "-h" => {
+            Long("reps") => a.reps = number(&flag, &parser.value()?.string()?)?,
+            Long("seed") => a.seed = number(&flag, &parser.value()?.string()?)?,
+            Long("iters") => s.iterations = number(&flag, &parser.value()?.string()?)?,
+            Long("evals") => s.evaluations = number(&flag, &parser.value()?.string()?)?,
+            Long("noise-floor") => s.noise_floor = number(&flag, &parser.value()?.string()?)?,
+            Long("full-subset") => {
+                s.full_subset = Some(number(&flag, &parser.value()?.string()?)?);
+            }
+            Long("init") => s.init = lengthscale_init(&parser.value()?.string()?)?,
+            Long("restarts") => s.restarts = number(&flag, &parser.value()?.string()?)?,
+            Long("standardize") => s.standardize = true,
+            Long("best-effort") => s.best_effort = true,
+            Long("threads") => s.threads = number(&flag, &parser.value()?.string()?)?,
+            Long("kernel") => {
+                s.kernel = parse_kernel(&parser.value()?.string()?).map_err(|e| e.to_string())?;
+            }
+            Long("out") => a.out = PathBuf::from(parser.value()?),
+            Long("json") => a.json = true,
+            Long("from-csv") => a.from_csv = Some(PathBuf::from(parser.value()?)),
+            Long("quiet") => s.progress = false,
+            Short('h') | Long("help") => {
                 println!("{}", usage());
                 std::process::exit(0);
             }
-            other => return Err(format!("unknown argument `{other}`\n{}", usage()).into()),
+            _ => return Err(format!("{}\n\n{}", arg.unexpected(), usage()).into()),
         }
     }
     match (train_given, test_given) {

@@ -107,41 +107,23 @@ impl Run {
         ]
     }
 
-    /// The run as one JSON object with the keys of `runs.csv`'s columns; absent values are `null`.
+    /// The run as one JSON object with the keys of `runs.csv`'s columns; absent values are `null`
+    /// (written by serde_json).
     pub fn json(&self) -> String {
-        let body: Vec<String> = COLUMNS
+        let object: serde_json::Map<String, serde_json::Value> = COLUMNS
             .iter()
             .zip(self.values())
             .map(|(k, v)| {
                 let v = match v {
-                    Value::Text(t) => json_string(&t),
-                    Value::Number(n) => n,
-                    Value::Absent => "null".into(),
+                    Value::Text(t) => serde_json::Value::String(t),
+                    Value::Number(n) => serde_json::from_str(&n).unwrap_or(serde_json::Value::Null),
+                    Value::Absent => serde_json::Value::Null,
                 };
-                format!("\"{k}\":{v}")
+                (k.to_string(), v)
             })
             .collect();
-        format!("{{{}}}", body.join(","))
+        serde_json::Value::Object(object).to_string()
     }
-}
-
-/// `s` as a JSON string literal.
-fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// `runs.csv`: the header and one line per run, ending in a line break.

@@ -5,6 +5,7 @@ mod common;
 mod conformance;
 mod data;
 mod ensemble;
+mod examples;
 mod fitc;
 mod format2;
 mod full_gp;
