@@ -65,6 +65,26 @@ impl From<crate::schema::CombineRepr> for Combine {
 }
 
 /// A set of configured models fitted independently (e.g. one SSGP per seed).
+///
+/// ```
+/// use ssgp::ensemble::{Combine, Ensemble};
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::{data::sinc_data, Fitc, Ssgp};
+///
+/// let train = sinc_data(60, false, 0.05, &mut StdRng::seed_from_u64(0))?;
+/// // Any models, boxed: one SSGP and one FITC, combined as a mixture.
+/// let mixed = Ensemble::new(
+///     vec![
+///         Box::new(Ssgp::params(6).seed(1).initial_draws(5).max_evaluations(100)),
+///         Box::new(Fitc::params(6).seed(1).max_evaluations(100)),
+///     ],
+///     Combine::Mixture,
+/// )
+/// .fit(&train)?;
+/// let spread = mixed.spread(train.x())?;     // how far the members disagree (§5.4)
+/// println!("disagreement / own variance: {:.3}", spread.ratio());
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 pub struct Ensemble {
     members: Vec<Box<dyn Regressor>>,
     combine: Combine,

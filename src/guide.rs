@@ -40,9 +40,39 @@
 //!   noise floor you know (`noise_floor`, §5.2);
 //! - fewer spectral points, or fixed ones.
 //!
-//! `tests/suite/overfitting.rs` reproduces the failure and checks each remedy's calibration.
+//! `tests/suite/overfitting.rs` reproduces the failure and checks each remedy's calibration. A
+//! mixture on a small table, and its calibration checked on held-out points:
+//!
+//! ```
+//! use ssgp::ensemble::{Combine, Ensemble};
+//! use ssgp::rand::{rngs::StdRng, SeedableRng};
+//! use ssgp::{data::sinc_data, metrics, Ssgp};
+//!
+//! let mut rng = StdRng::seed_from_u64(3);
+//! let (train, test) = (sinc_data(40, false, 0.05, &mut rng)?, sinc_data(300, true, 0.05, &mut rng)?);
+//! let params = Ssgp::params(12).seed(1).initial_draws(10).max_evaluations(300);
+//! let mixture = Ensemble::restarts(&params, 4, Combine::Mixture).fit(&train)?;
+//! let pred = mixture.predict(&test)?;
+//! let c = metrics::calibration(test.y(), &pred)?;
+//! println!("mean z² {:.2} (1 when calibrated), within 2 sd {:.2}", c.mean_squared_z, c.within_two_sd);
+//! # Ok::<(), ssgp::Error>(())
+//! ```
 //!
 //! # Failures are errors
+//!
+//! ```
+//! use ssgp::{error::Error, Dataset, FullGp};
+//!
+//! // Noise-free targets fit (the default noise floor, 1e-4·var y); the summary says the noise
+//! // sits at its floor. A constant target is an error that says why.
+//! let rows: Vec<Vec<f64>> = (0..30).map(|i| vec![i as f64 / 10.0]).collect();
+//! let smooth: Vec<f64> = rows.iter().map(|r| r[0].sin()).collect();
+//! let fitted = FullGp::params().fit(&Dataset::from_rows(&rows, &smooth)?)?;
+//! assert!(fitted.training().noise_at_floor);
+//! let flat = Dataset::from_rows(&rows, &vec![1.0; 30])?;
+//! assert!(matches!(FullGp::params().fit(&flat), Err(Error::ConstantTargets { .. })));
+//! # Ok::<(), ssgp::Error>(())
+//! ```
 //!
 //! Every bad input (empty data, shapes, NaN/∞, m = 0, a malformed CSV line) is a typed
 //! [`Error`](crate::error::Error). A training that fails (a line search that cannot go on, an evaluation

@@ -1,6 +1,20 @@
 //! Test-set error measures of paper eq. 13.
 //!
 //! Both take the test targets y_* and a [`Predictive`]; NMSE also takes the **training** mean ȳ.
+//!
+//! ```
+//! use ssgp::rand::{rngs::StdRng, SeedableRng};
+//! use ssgp::{data::sinc_data, metrics, Ssgp};
+//!
+//! let mut rng = StdRng::seed_from_u64(0);
+//! let (train, test) = (sinc_data(80, false, 0.05, &mut rng)?, sinc_data(300, true, 0.05, &mut rng)?);
+//! let pred = Ssgp::params(10).seed(1).initial_draws(10).fit(&train)?.predict(&test)?;
+//! let nmse = metrics::nmse(test.y(), &pred, train.y_mean())?;   // 1 = predicting ȳ
+//! let mnlp = metrics::mnlp(test.y(), &pred)?;                    // lower is better
+//! let c = metrics::calibration(test.y(), &pred)?;                // are the error bars right?
+//! println!("NMSE {nmse:.4}, MNLP {mnlp:.3}, within 2 sd {:.2}", c.within_two_sd);
+//! # Ok::<(), ssgp::Error>(())
+//! ```
 
 use crate::error::{Error, Result};
 use crate::predictive::Predictive;

@@ -19,6 +19,20 @@ use rand::Rng;
 /// finite and every variance ≥ 0: a latent variance below zero by round-off only (down to
 /// −[`ROUND_OFF`]·σ0²) is reported as 0, anything else is an error
 /// ([`crate::error::Error::Numerical`]).
+///
+/// ```
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::{data::sinc_data, metrics, FullGp};
+///
+/// let mut rng = StdRng::seed_from_u64(0);
+/// let (train, test) = (sinc_data(60, false, 0.05, &mut rng)?, sinc_data(200, true, 0.05, &mut rng)?);
+/// let pred = FullGp::params().fit(&train)?.predict(&test)?;
+/// let (lo, hi) = pred.interval(0.95)?;           // y*'s 95 % interval
+/// assert!(pred.y_std()[0] >= pred.f_std()[0]);    // y* = f* + noise
+/// let c = metrics::calibration(test.y(), &pred)?;
+/// println!("within 2 sd {:.2}, mean z² {:.2}, first interval [{:.2}, {:.2}]", c.within_two_sd, c.mean_squared_z, lo[0], hi[0]);
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Predictive {
     /// Predictive means μ_*, one per test point (the training-target mean added back).

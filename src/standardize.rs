@@ -110,6 +110,20 @@ impl Scaler {
 /// still exposes its hyperparameters (on the standardised scale, through
 /// [`FittedStandardized::inner`]) and samples functions on the original scale
 /// (`FittedStandardized::<FittedSsgp>::sample_posterior`, with SSGP). `Standardized<Box<dyn Regressor>>` wraps any model.
+///
+/// ```
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::standardize::Standardized;
+/// use ssgp::{data::sinc_data, Dataset, Ssgp};
+///
+/// let raw = sinc_data(60, false, 0.05, &mut StdRng::seed_from_u64(0))?;
+/// // Targets in other units (×1000, offset 5·10⁴): the model sees them standardised.
+/// let data = Dataset::new(raw.x().clone(), raw.y().map(|v| 5e4 + 1e3 * v))?;
+/// let fitted = Standardized::new(Ssgp::params(8).seed(1).initial_draws(5)).fit(&data)?;
+/// let pred = fitted.predict(&data)?;                      // back on the original scale
+/// assert!((pred.mean[0] - data.y()[0]).abs() < 200.0);
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Standardized<R> {
     inner: R,

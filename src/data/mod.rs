@@ -26,6 +26,17 @@ use nalgebra::{DMatrix, DVector};
 ///
 /// Checked once at construction: n ≥ 1, D ≥ 1, matching lengths, every value finite. Models take
 /// `&Dataset` and never re-validate it.
+///
+/// ```
+/// use ssgp::Dataset;
+///
+/// // One row of inputs per point, and the targets (or `from_csv`, `from_row_major`, ndarray).
+/// let rows = vec![vec![0.0, 1.0], vec![0.5, 0.2], vec![1.0, -0.4]];
+/// let data = Dataset::from_rows(&rows, &[0.3, 0.1, -0.2])?;
+/// assert_eq!((data.len(), data.dim()), (3, 2));
+/// assert!(Dataset::from_rows(&rows, &[0.3, f64::NAN, 0.0]).is_err());   // checked once, here
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Dataset {
     x: DMatrix<f64>,

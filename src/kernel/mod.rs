@@ -99,6 +99,19 @@ pub fn squared_distances(a: &DMatrix<f64>, b: &DMatrix<f64>, par: Par) -> DMatri
 
 /// A stationary covariance family with ARD lengthscales (see the [module docs](self)); every
 /// model takes one through its builder's `kernel` (default the squared exponential).
+///
+/// ```
+/// use ssgp::kernel::Kernel;
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::{data::sinc_data, FullGp};
+///
+/// let train = sinc_data(60, false, 0.05, &mut StdRng::seed_from_u64(0))?;
+/// for kernel in Kernel::ALL {
+///     let fitted = FullGp::params().kernel(kernel).fit(&train)?;
+///     println!("{:>9}: −log p(y|θ) {:.2}", kernel.name(), fitted.neg_log_evidence());
+/// }
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]

@@ -46,6 +46,21 @@ pub struct ValidSsgpParams {
 
 /// The configuration of an SSGP fit, built with [`super::Ssgp::params`]; [`SsgpParams::fit`]
 /// validates it and trains (see [`ValidSsgpParams`] for the defaults).
+///
+/// ```
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::{data::sinc_data, kernel::Kernel, Ssgp};
+///
+/// let train = sinc_data(80, false, 0.05, &mut StdRng::seed_from_u64(0))?;
+/// let fitted = Ssgp::params(10)          // 10 spectral points, 20 basis functions
+///     .kernel(Kernel::Matern52)          // spectral points from the Matérn 5/2 density
+///     .initial_draws(20)                 // the best of 20 draws starts training (default 100)
+///     .max_evaluations(300)
+///     .seed(1)
+///     .fit(&train)?;
+/// assert!(fitted.training().termination.is_success());
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 #[must_use]
 pub struct SsgpParams(pub(crate) ValidSsgpParams);

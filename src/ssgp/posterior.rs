@@ -35,6 +35,21 @@ pub(crate) struct WeightPosterior {
 ///
 /// With the `serde` feature it can be saved and loaded (`persist`), with bit-identical
 /// predictions after loading.
+///
+/// ```
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::{data::sinc_data, Ssgp};
+///
+/// let mut rng = StdRng::seed_from_u64(0);
+/// let train = sinc_data(80, false, 0.05, &mut rng)?;
+/// let fitted = Ssgp::params(10).seed(1).initial_draws(10).fit(&train)?;
+/// let pred = fitted.predict(&vec![vec![0.5], vec![2.0]])?;   // any rows
+/// let f = fitted.sample_posterior(&mut rng);                 // a whole function, anywhere
+/// let at_grid = f.evaluate(&ssgp::nalgebra::DMatrix::from_row_slice(2, 1, &[0.5, 2.0]))?;
+/// println!("{} spectral points, σn² {:.4}, f(0.5) {:.3} ~ {:.3}", fitted.num_spectral_points(),
+///     fitted.noise_variance(), pred.mean[0], at_grid[0]);
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct FittedSsgp {
     pub(crate) hyper: SsgpHyperparameters,
