@@ -15,15 +15,8 @@ use crate::optim::{retag, Observer, Phase};
 use crate::params::{ParamGuard, TrainingSettings};
 use nalgebra::DVector;
 
-/// The evaluation budget of the start's full GP: it only places the lengthscales for the model's
-/// own training. On Kin-40k (1024 points, 8 inputs) it converges in 75 evaluations, well inside
-/// it; on raw-scale tables with irrelevant inputs it used up to the default 1000 (0.03–0.05 s
-/// each at n = 1024), which made the start cost minutes.
-pub const START_EVALUATIONS: usize = 150;
-
-/// The lengthscales a full GP learns (from half ranges, with the default optimiser settings but a
-/// budget of [`START_EVALUATIONS`], its best point kept even if training fails: it is only a
-/// start) on a random subset of `subset`
+/// The lengthscales a full GP learns (from half ranges, with the default optimiser settings, its
+/// best point kept even if training fails: it is only a start) on a random subset of `subset`
 /// points of `data` (all of them if fewer), drawn with `seed`: the start the paper uses for
 /// Pumadyn-32nm (§5.2), [`LengthscaleInit::FullGpSubset`]. A column constant on the subset (but
 /// not on `data`) starts at half its range instead.
@@ -51,7 +44,6 @@ fn subset_lengthscales(
         .seed(seed)
         .threads(threads)
         .hyperparameter_subset(Some(subset.min(data.len())))
-        .max_evaluations(START_EVALUATIONS)
         .best_effort(true);
     if let Some(observer) = observer {
         params = params.observer(retag(observer, |p| p.phase = Phase::StartValues));
