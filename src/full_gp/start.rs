@@ -11,7 +11,7 @@ use crate::hyperparameters::Hyperparameters;
 use crate::init;
 #[cfg(doc)]
 use crate::init::LengthscaleInit;
-use crate::optim::{retag, Observer, Phase};
+use crate::optim::{retag, Phase};
 use crate::params::{ParamGuard, TrainingSettings};
 use nalgebra::DVector;
 
@@ -29,22 +29,30 @@ pub fn lengthscales_from_subset(
     seed: u64,
     threads: usize,
 ) -> Result<DVector<f64>> {
-    subset_lengthscales(data, subset, (seed, threads), None)
+    let settings = TrainingSettings {
+        seed,
+        threads,
+        ..TrainingSettings::default()
+    };
+    subset_lengthscales(data, subset, &settings)
 }
 
-/// [`lengthscales_from_subset`], its optimiser reporting to `observer` (as
-/// [`Phase::StartValues`]).
+/// [`lengthscales_from_subset`] with the seed, threads and noise floors of `settings` (the model's
+/// own: the start's full GP bounds its noise as the model does), its optimiser reporting to the
+/// settings' observer (as [`Phase::StartValues`]).
 fn subset_lengthscales(
     data: &Dataset,
     subset: usize,
-    (seed, threads): (u64, usize),
-    observer: Option<&Observer>,
+    settings: &TrainingSettings,
 ) -> Result<DVector<f64>> {
     let mut params = FullGp::params()
-        .seed(seed)
-        .threads(threads)
+        .seed(settings.seed)
+        .threads(settings.threads)
+        .noise_floor(settings.noise_floor)
+        .relative_noise_floor(settings.relative_noise_floor)
         .hyperparameter_subset(Some(subset.min(data.len())))
         .best_effort(true);
+    let observer = settings.optim.observer.as_ref();
     if let Some(observer) = observer {
         params = params.observer(retag(observer, |p| p.phase = Phase::StartValues));
     }
@@ -75,11 +83,6 @@ fn subset_lengthscales(
 /// As [`init::start`] and [`lengthscales_from_subset`].
 pub(crate) fn start(data: &Dataset, settings: &TrainingSettings) -> Result<Hyperparameters> {
     init::start(data, &settings.lengthscales, |subset| {
-        subset_lengthscales(
-            data,
-            subset,
-            (settings.seed, settings.threads),
-            settings.optim.observer.as_ref(),
-        )
+        subset_lengthscales(data, subset, settings)
     })
 }

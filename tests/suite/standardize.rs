@@ -34,11 +34,13 @@ fn raw_and_standardised_fits_agree_up_to_the_scaling() {
         mnlp(test_s.y(), &p_std).unwrap() - c.ln(),
     );
     println!("raw NMSE {n_raw:.5} MNLP {l_raw:.4}; standardised NMSE {n_std:.5} MNLP (rescaled) {l_std:.4}");
-    assert!((n_raw - n_std).abs() < 1e-3, "{n_raw} vs {n_std}");
-    assert!((l_raw - l_std).abs() < 2e-2, "{l_raw} vs {l_std}");
     // Learned spectral points can settle in either of two nearby optima of sinc's evidence
-    // depending on round-off (a 1-ulp change of y does it), so the fits are compared point by
-    // point and by evidence with fixed spectral points, whose optimum round-off does not move.
+    // depending on round-off (a 1-ulp change of y does it: here NMSE 0.0228 and 0.0239), so with
+    // them both fits are only required to be good; they are compared point by point and by
+    // evidence with fixed spectral points, whose optimum round-off does not move.
+    for (nmse, mnlp) in [(n_raw, l_raw), (n_std, l_std)] {
+        assert!(nmse < 0.03 && mnlp < -1.4, "NMSE {nmse}, MNLP {mnlp}");
+    }
     let params = Ssgp::params(20).seed(1).fixed_spectral_points(true);
     let raw = params.fit(&train).unwrap();
     let std = Standardized::new(params.clone()).fit(&train_s).unwrap();

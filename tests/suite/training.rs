@@ -192,7 +192,11 @@ fn case_4a_replicated_inputs_reach_the_good_optimum() {
         );
         assert_good("case 4a, full GP", full, &[full_true]);
         assert!(fitted.training().evaluations < 200);
-        let params = Ssgp::params(10).seed(seed);
+        // The optimiser's case, in the paper's parametrisation (no noise floor). SSGP-10 on
+        // these 20 distinct inputs lands in a poor local optimum (NMSE > 0.035) for about a
+        // quarter of the seeds whatever the floor (seeds 1–12: 3 without a floor, 4 with the
+        // default 1e-4·var y — seed 1 among them); restarts are the cure, not this test's subject.
+        let params = Ssgp::params(10).seed(seed).relative_noise_floor(0.0);
         let (ssgp, _) = fit("SSGP-10, 20×5 replicates", &params, &train, &test);
         let (ssgp_true, _) = fit(
             "SSGP-10, true ℓ",
