@@ -10,7 +10,7 @@
 use crate::data::{Dataset, InputColumns};
 use crate::error::Result;
 use crate::optim::OptimReport;
-use crate::predictive::{JointPredictive, JointSamples, Predictive};
+use crate::predictive::{JointPredictive, JointSamples, Predictive, PredictiveGradients};
 use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
 
@@ -141,6 +141,24 @@ pub trait FittedRegressor: Send + Sync {
         self.predict_covariance(x)?.sample(draws, seed)
     }
 
+    /// The gradients of the predictive mean and variance with respect to the test inputs `x`
+    /// (n*×D): ∂μ_*/∂x_* and ∂σ²_*/∂x_* (n*×D each, row j for test point j), with the
+    /// predictive itself — what a surrogate-based optimiser or a model-based controller needs.
+    /// SSGP differentiates its features (O(mD) per point for the mean, O(m² + mD) for the
+    /// variance), FITC and the full GP their kernel; standardised models and ensembles apply the
+    /// chain rule. The default (models implemented outside the crate) is an error.
+    ///
+    /// # Errors
+    /// As [`FittedRegressor::predict`]; [`Error::Numerical`] for a non-finite gradient;
+    /// [`Error::NotDifferentiable`] from the default.
+    ///
+    /// [`Error::Numerical`]: crate::error::Error::Numerical
+    /// [`Error::NotDifferentiable`]: crate::error::Error::NotDifferentiable
+    fn predict_gradients(&self, x: &DMatrix<f64>) -> Result<PredictiveGradients> {
+        let _ = x;
+        Err(crate::error::Error::NotDifferentiable { name: self.name() })
+    }
+
     /// −log p(y|θ) of the training targets (centred by their mean) at the fitted θ.
     fn neg_log_evidence(&self) -> f64;
 
@@ -182,6 +200,10 @@ impl FittedRegressor for Box<dyn FittedRegressor> {
 
     fn sample_joint(&self, x: &DMatrix<f64>, draws: usize, seed: u64) -> Result<JointSamples> {
         self.as_ref().sample_joint(x, draws, seed)
+    }
+
+    fn predict_gradients(&self, x: &DMatrix<f64>) -> Result<PredictiveGradients> {
+        self.as_ref().predict_gradients(x)
     }
 
     fn neg_log_evidence(&self) -> f64 {

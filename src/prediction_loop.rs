@@ -4,7 +4,8 @@
 
 use crate::data::InputColumns;
 use crate::error::{Error, Result};
-use crate::predictive::{round_off_variance, Predictive};
+use crate::linalg;
+use crate::predictive::{round_off_variance, Predictive, PredictiveGradients};
 use nalgebra::{DMatrix, DVector};
 
 /// The work of one chunk of test rows: `chunk(x_used, start, len, mean, latent)` writes the latent
@@ -112,8 +113,99 @@ pub(crate) fn mean_in_chunks(
     Ok(run_chunks(x, columns, chunk_rows, y_mean, false, chunk)?.0)
 }
 
+/// The work of one chunk of test rows for [`gradients_in_chunks`]:
+/// `chunk(x_used, start, len, out)` fills `out` for rows `start .. start + len` of `x_used`.
+pub(crate) trait GradientChunk:
+    FnMut(&DMatrix<f64>, usize, usize, ChunkGradients<'_>) -> Result<()>
+{
+}
+
+impl<F: FnMut(&DMatrix<f64>, usize, usize, ChunkGradients<'_>) -> Result<()>> GradientChunk for F {}
+
+/// What a [`GradientChunk`] fills for its `len` test rows: the latent means μ − ȳ and latent
+/// variances 𝕍 f* (length `len` each), and their gradients with respect to the used inputs
+/// (len×D_used each, zeroed on entry).
+pub(crate) struct ChunkGradients<'a> {
+    pub(crate) mean: &'a mut [f64],
+    pub(crate) latent: &'a mut [f64],
+    pub(crate) d_mean: &'a mut DMatrix<f64>,
+    pub(crate) d_variance: &'a mut DMatrix<f64>,
+}
+
+/// [`predict_in_chunks`] with the gradients of the means and variances with respect to the test
+/// inputs: the inputs checked and restricted to the used `columns`, `chunk` run over chunks of
+/// `chunk_rows` rows, ȳ = `y_mean` added, the variances checked as in [`predict_in_chunks`]
+/// (against `prior_variance`, σn² = `noise_variance` added), and the gradients written back into
+/// n*×D matrices with 0 in the ignored columns and checked finite.
+///
+/// # Errors
+/// As [`predict_in_chunks`]; [`Error::Numerical`] for a non-finite gradient.
+pub(crate) fn gradients_in_chunks(
+    x: &DMatrix<f64>,
+    columns: &InputColumns,
+    chunk_rows: usize,
+    (y_mean, prior_variance, noise_variance): (f64, f64, f64),
+    mut chunk: impl GradientChunk,
+) -> Result<PredictiveGradients> {
+    if x.nrows() == 0 {
+        return Err(Error::EmptyData {
+            what: "no test inputs",
+        });
+    }
+    let xu = columns.select(x)?;
+    let (n, d) = xu.shape();
+    let mut mean = DVector::zeros(n);
+    let mut latent = DVector::zeros(n);
+    let mut d_mean = linalg::try_zeros(n, d, "gradients of the predictive means")?;
+    let mut d_variance = linalg::try_zeros(n, d, "gradients of the predictive variances")?;
+    let (mut part_mean, mut part_variance) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
+    let mut start = 0;
+    while start < n {
+        let len = chunk_rows.max(1).min(n - start);
+        for part in [&mut part_mean, &mut part_variance] {
+            if part.shape() != (len, d) {
+                *part = DMatrix::zeros(len, d);
+            } else {
+                part.fill(0.0);
+            }
+        }
+        chunk(
+            &xu,
+            start,
+            len,
+            ChunkGradients {
+                mean: &mut mean.as_mut_slice()[start..start + len],
+                latent: &mut latent.as_mut_slice()[start..start + len],
+                d_mean: &mut part_mean,
+                d_variance: &mut part_variance,
+            },
+        )?;
+        d_mean.rows_mut(start, len).copy_from(&part_mean);
+        d_variance.rows_mut(start, len).copy_from(&part_variance);
+        start += len;
+    }
+    mean.add_scalar_mut(y_mean);
+    for (row, v) in latent.iter_mut().enumerate() {
+        *v = round_off_variance(*v, prior_variance, row)?;
+    }
+    let (d_mean, d_variance) = if columns.all_used() {
+        (d_mean, d_variance)
+    } else {
+        (
+            columns.expand_columns(&d_mean, 0.0),
+            columns.expand_columns(&d_variance, 0.0),
+        )
+    };
+    PredictiveGradients {
+        predictive: Predictive::from_latent(mean, latent, noise_variance).finite()?,
+        mean: d_mean,
+        variance: d_variance,
+    }
+    .finite()
+}
+
 /// The [`crate::model::FittedRegressor`] impl of a fitted model with inherent `predict`,
-/// `predict_mean`, `predict_covariance`, `sample_joint`, `neg_log_evidence`, `noise_variance`, `training` and `name` methods,
+/// `predict_mean`, `predict_covariance`, `sample_joint`, `predict_gradients`, `neg_log_evidence`, `noise_variance`, `training` and `name` methods,
 /// and (feature `serde`) a `to_repr` method giving its saved form, the `$saved` kind of
 /// `schema::ModelRepr`.
 macro_rules! impl_fitted_regressor {
@@ -151,6 +243,13 @@ macro_rules! impl_fitted_regressor {
                 seed: u64,
             ) -> $crate::error::Result<$crate::predictive::JointSamples> {
                 $fitted::sample_joint(self, x, draws, seed)
+            }
+
+            fn predict_gradients(
+                &self,
+                x: &nalgebra::DMatrix<f64>,
+            ) -> $crate::error::Result<$crate::predictive::PredictiveGradients> {
+                $fitted::predict_gradients(self, x)
             }
 
             fn neg_log_evidence(&self) -> f64 {

@@ -215,6 +215,13 @@ impl FittedRegressor for SavedModel {
         self.as_dyn().sample_joint(x, draws, seed)
     }
 
+    fn predict_gradients(
+        &self,
+        x: &DMatrix<f64>,
+    ) -> Result<crate::predictive::PredictiveGradients> {
+        self.as_dyn().predict_gradients(x)
+    }
+
     fn neg_log_evidence(&self) -> f64 {
         self.as_dyn().neg_log_evidence()
     }

@@ -7,8 +7,13 @@ use crate::data::InputColumns;
 use crate::error::Result;
 use crate::linalg::{self, view, view_mut};
 use crate::model::FitRecord;
-use crate::prediction_loop::{impl_fitted_regressor, mean_in_chunks, predict_in_chunks, Chunk};
-use crate::predictive::{check_joint_size, JointPredictive, JointSamples, Predictive};
+use crate::prediction_loop::{
+    gradients_in_chunks, impl_fitted_regressor, mean_in_chunks, predict_in_chunks, Chunk,
+    ChunkGradients,
+};
+use crate::predictive::{
+    check_joint_size, JointPredictive, JointSamples, Predictive, PredictiveGradients,
+};
 use crate::termination::TrainingSummary;
 use faer::{MatMut, MatRef, Par};
 use nalgebra::{DMatrix, DVector};
@@ -117,6 +122,74 @@ impl FittedSsgp {
             }
             Ok(())
         }
+    }
+
+    /// The predictive at `x` (n*×D) with its gradients with respect to the test inputs,
+    /// differentiating the features φ(x) = [cos Ω(x − c), sin Ω(x − c)] (θ_r = Ω_rᵀ(x − c)):
+    /// $$∂μ_*/∂x_* = Ω^⊤g,\quad g_r = α_{m+r}\cos θ_r - α_r \sin θ_r \qquad (O(mD)),$$
+    /// $$∂σ^2_*/∂x_* = 2σ_n^2\,Ω^⊤h,\quad h_r = u_{m+r}\cos θ_r - u_r\sin θ_r,\ u = A^{-1}φ(x_*)
+    ///   \qquad (O(m^2 + mD)),$$
+    /// u by two triangular solves with L (never A⁻¹), σ²_f = σn² φᵀu. Per chunk of test rows:
+    /// Φ* (len×2m), two gemms len×m×D and a right-side Cholesky solve (twice [`Self::predict`]'s
+    /// one triangular solve).
+    ///
+    /// # Errors
+    /// As [`Self::predict`].
+    pub fn predict_gradients(&self, x: &DMatrix<f64>) -> Result<PredictiveGradients> {
+        let (m, k) = (self.num_spectral_points(), 2 * self.num_spectral_points());
+        let sn2 = self.noise_variance();
+        let par = linalg::par(self.record.threads);
+        let post = &self.posterior;
+        let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
+        let (mut g, mut u) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
+        gradients_in_chunks(
+            x,
+            &self.record.columns,
+            self.chunk_rows,
+            (self.record.y_mean, self.signal_variance(), sn2),
+            |x: &DMatrix<f64>, start: usize, len: usize, out: ChunkGradients<'_>| {
+                let alpha = MatRef::from_column_major_slice(post.alpha.as_slice(), k, 1);
+                design_matrix_into(
+                    linalg::rows_view(x, start, len),
+                    &post.centre,
+                    &post.omega,
+                    &mut phi,
+                    &mut centred,
+                    par,
+                );
+                let mu = MatMut::from_column_major_slice_mut(out.mean, len, 1);
+                linalg::gemm(mu, false, view(&phi), alpha, 1.0, par);
+                // ∂μ: g_ir = α_{m+r} cos θ_ir − α_r sin θ_ir, then gΩ.
+                if g.shape() != (len, m) {
+                    g = DMatrix::zeros(len, m);
+                }
+                chain_through_features(&phi, m, |_, r| (post.alpha[r], post.alpha[m + r]), &mut g);
+                linalg::gemm(
+                    view_mut(out.d_mean),
+                    false,
+                    view(&g),
+                    view(&post.omega),
+                    1.0,
+                    par,
+                );
+                // u = A⁻¹φ for each row: U = Φ*A⁻¹ (len×2m).
+                u.clone_from(&phi);
+                linalg::right_solve_cholesky(&mut u, &post.l, par);
+                for (i, v) in out.latent.iter_mut().enumerate() {
+                    *v = sn2 * phi.row(i).dot(&u.row(i));
+                }
+                chain_through_features(&phi, m, |i, r| (u[(i, r)], u[(i, m + r)]), &mut g);
+                linalg::gemm(
+                    view_mut(out.d_variance),
+                    false,
+                    view(&g),
+                    view(&post.omega),
+                    2.0 * sn2,
+                    par,
+                );
+                Ok(())
+            },
+        )
     }
 
     /// The joint predictive at `x` (n*×D, n* ≤ [`MAX_JOINT_POINTS`](crate::predictive::MAX_JOINT_POINTS)), eq. 7 for pairs of points:
@@ -277,6 +350,25 @@ impl FittedSsgp {
 }
 
 impl_fitted_regressor!(FittedSsgp, Ssgp);
+
+/// The chain rule through the features of the rows of `phi` (len×2m, cosines then sines):
+/// with coefficients (c_ir, s_ir) = `coefficients(i, r)` on the cosine and sine of spectral point
+/// r, writes g_ir = s_ir cos θ_ir − c_ir sin θ_ir into `g` (len×m), so that
+/// Σ_r (c_ir ∂cos θ_ir + s_ir ∂sin θ_ir)/∂x = (gΩ)_i.
+pub(crate) fn chain_through_features(
+    phi: &DMatrix<f64>,
+    m: usize,
+    coefficients: impl Fn(usize, usize) -> (f64, f64),
+    g: &mut DMatrix<f64>,
+) {
+    let len = phi.nrows();
+    for r in 0..m {
+        for i in 0..len {
+            let (c, s) = coefficients(i, r);
+            g[(i, r)] = s * phi[(i, r)] - c * phi[(i, m + r)];
+        }
+    }
+}
 
 /// One function drawn from an SSGP posterior: f(x) = φ(x − c)ᵀw + ȳ with fixed weights w.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,6 +8,7 @@ mod ensemble;
 mod fitc;
 mod format2;
 mod full_gp;
+mod gradients;
 mod house;
 mod init;
 mod joint;
