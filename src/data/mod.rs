@@ -168,3 +168,35 @@ mod tests {
         );
     }
 }
+
+/// Checks a batch of new samples: `x` n×D on the model's inputs (restricted to the used
+/// columns), targets `y` (n×P), both finite; returns the used inputs.
+///
+/// # Errors
+/// [`Error::DimensionMismatch`] for a wrong D or P, [`Error::LengthMismatch`] for rows of `x`
+/// and `y` that disagree, [`Error::NonFinite`] for a NaN or infinity.
+pub(crate) fn check_new_samples<'a>(
+    columns: &InputColumns,
+    x: &'a DMatrix<f64>,
+    y: &DMatrix<f64>,
+    outputs: usize,
+) -> Result<std::borrow::Cow<'a, DMatrix<f64>>> {
+    if x.nrows() != y.nrows() {
+        return Err(Error::LengthMismatch {
+            x_rows: x.nrows(),
+            y_len: y.nrows(),
+        });
+    }
+    if y.ncols() != outputs {
+        return Err(Error::DimensionMismatch {
+            what: "targets of the new samples (columns, P)",
+            expected: outputs,
+            found: y.ncols(),
+        });
+    }
+    crate::data::check_finite("targets of the new samples", y)?;
+    if x.nrows() == 0 {
+        return Ok(std::borrow::Cow::Borrowed(x));
+    }
+    columns.select(x)
+}

@@ -109,7 +109,7 @@ impl FittedFullGp {
         (PREDICT_BATCH_ENTRIES / self.z.nrows()).max(1)
     }
 
-    fn covariance(&self) -> Covariance<'_> {
+    pub(crate) fn covariance(&self) -> Covariance<'_> {
         Covariance {
             kernel: self.kernel,
             lengthscales: &self.hyperparameters.lengthscales,

@@ -15,6 +15,7 @@
 
 mod blas3;
 mod factor;
+mod update;
 mod views;
 
 pub(crate) use blas3::{gemm, right_solve_cholesky, symm_lower, syrk_lower};
@@ -23,6 +24,7 @@ pub(crate) use factor::{
     solve_lower, solve_lower_transpose, spd_inverse_lower,
 };
 pub use factor::{log_det_from_cholesky, Jitter};
+pub(crate) use update::{rank_one_update, scale_lower};
 pub(crate) use views::{rows_view, vector_view, vector_view_mut, view, view_mut};
 
 use crate::error::{Error, Result};

@@ -11,6 +11,7 @@
 //! - `evidence.rs`: −log p(y|θ) and its gradient ([`SsgpEvidence`]), a pure function of
 //!   (data, θ), computed over row chunks (`chunks.rs`);
 //! - `posterior.rs`: the fitted model ([`FittedSsgp`]), its predictions and posterior samples;
+//! - `online.rs`: online updates of the posterior ([`FittedSsgp::update`], Incremental SSGP);
 //! - `standardized.rs`: posterior samples of an SSGP behind a scaler ([`StandardizedSample`]).
 //!
 //! ```
@@ -30,6 +31,7 @@
 mod chunks;
 pub(crate) mod evidence;
 pub mod features;
+mod online;
 mod params;
 pub(crate) mod posterior;
 #[cfg(feature = "serde")]

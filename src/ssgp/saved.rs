@@ -139,6 +139,8 @@ impl FittedSsgp {
                 threads: r.threads,
                 columns,
             },
+            rhs: None,
+            updates: 0,
         };
         Ok((model, bounds))
     }

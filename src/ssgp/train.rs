@@ -170,6 +170,8 @@ impl ValidSsgpParams {
             fixed: self.fixed_spectral_points,
             chunk_rows: self.chunk_rows,
             record,
+            rhs: None,
+            updates: 0,
         }
     }
 }

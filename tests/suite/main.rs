@@ -14,6 +14,7 @@ mod init;
 mod joint;
 mod kernels;
 mod linfa;
+mod online;
 mod overfitting;
 mod persistence;
 mod reference;
