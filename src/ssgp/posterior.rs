@@ -9,7 +9,7 @@ use crate::linalg::{self, view, view_mut};
 use crate::model::FitRecord;
 use crate::prediction_loop::{
     gradients_in_chunks, impl_fitted_regressor, mean_in_chunks, predict_in_chunks, Chunk,
-    ChunkGradients,
+    ChunkGradients, GradientChunk,
 };
 use crate::predictive::{
     check_joint_size, JointPredictive, JointSamples, Predictive, PredictiveGradients,
@@ -91,41 +91,20 @@ impl FittedSsgp {
         )
     }
 
-    /// The work of one chunk of test rows for [`predict_in_chunks`]: the design matrix Φ*
-    /// (len×2m), the means Φ*α and, when wanted, the latent variances σn²‖L⁻¹φ(x*)‖².
-    fn chunk(&self) -> impl Chunk + '_ {
-        let k = 2 * self.num_spectral_points();
-        let sn2 = self.noise_variance();
-        let par = linalg::par(self.record.threads);
-        let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
-        move |x: &DMatrix<f64>,
-              start: usize,
-              len: usize,
-              mean: &mut [f64],
-              latent: Option<&mut [f64]>| {
-            let alpha = MatRef::from_column_major_slice(self.posterior.alpha.as_slice(), k, 1);
-            design_matrix_into(
-                linalg::rows_view(x, start, len),
-                &self.posterior.centre,
-                &self.posterior.omega,
-                &mut phi,
-                &mut centred,
-                par,
-            );
-            let mu = MatMut::from_column_major_slice_mut(mean, len, 1);
-            linalg::gemm(mu, false, view(&phi), alpha, 1.0, par);
-            if let Some(latent) = latent {
-                linalg::solve_lower(
-                    view(&self.posterior.l),
-                    view_mut(&mut phi).transpose_mut(),
-                    par,
-                );
-                for (i, v) in latent.iter_mut().enumerate() {
-                    *v = sn2 * phi.row(i).norm_squared();
-                }
-            }
-            Ok(())
+    /// The borrowed posterior the predictions run on.
+    pub(crate) fn view(&self) -> OutputView<'_> {
+        OutputView {
+            l: &self.posterior.l,
+            alpha: self.posterior.alpha.as_slice(),
+            omega: &self.posterior.omega,
+            centre: &self.posterior.centre,
+            noise_variance: self.noise_variance(),
+            par: linalg::par(self.record.threads),
         }
+    }
+
+    fn chunk(&self) -> impl Chunk + '_ {
+        self.view().chunk()
     }
 
     /// The predictive at `x` (n*×D) with its gradients with respect to the test inputs,
@@ -140,59 +119,16 @@ impl FittedSsgp {
     /// # Errors
     /// As [`Self::predict`].
     pub fn predict_gradients(&self, x: &DMatrix<f64>) -> Result<PredictiveGradients> {
-        let (m, k) = (self.num_spectral_points(), 2 * self.num_spectral_points());
-        let sn2 = self.noise_variance();
-        let par = linalg::par(self.record.threads);
-        let post = &self.posterior;
-        let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
-        let (mut g, mut u) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
         gradients_in_chunks(
             x,
             &self.record.columns,
             self.chunk_rows,
-            (self.record.y_mean, self.signal_variance(), sn2),
-            |x: &DMatrix<f64>, start: usize, len: usize, out: ChunkGradients<'_>| {
-                let alpha = MatRef::from_column_major_slice(post.alpha.as_slice(), k, 1);
-                design_matrix_into(
-                    linalg::rows_view(x, start, len),
-                    &post.centre,
-                    &post.omega,
-                    &mut phi,
-                    &mut centred,
-                    par,
-                );
-                let mu = MatMut::from_column_major_slice_mut(out.mean, len, 1);
-                linalg::gemm(mu, false, view(&phi), alpha, 1.0, par);
-                // ∂μ: g_ir = α_{m+r} cos θ_ir − α_r sin θ_ir, then gΩ.
-                if g.shape() != (len, m) {
-                    g = DMatrix::zeros(len, m);
-                }
-                chain_through_features(&phi, m, |_, r| (post.alpha[r], post.alpha[m + r]), &mut g);
-                linalg::gemm(
-                    view_mut(out.d_mean),
-                    false,
-                    view(&g),
-                    view(&post.omega),
-                    1.0,
-                    par,
-                );
-                // u = A⁻¹φ for each row: U = Φ*A⁻¹ (len×2m).
-                u.clone_from(&phi);
-                linalg::right_solve_cholesky(&mut u, &post.l, par);
-                for (i, v) in out.latent.iter_mut().enumerate() {
-                    *v = sn2 * phi.row(i).dot(&u.row(i));
-                }
-                chain_through_features(&phi, m, |i, r| (u[(i, r)], u[(i, m + r)]), &mut g);
-                linalg::gemm(
-                    view_mut(out.d_variance),
-                    false,
-                    view(&g),
-                    view(&post.omega),
-                    2.0 * sn2,
-                    par,
-                );
-                Ok(())
-            },
+            (
+                self.record.y_mean,
+                self.signal_variance(),
+                self.noise_variance(),
+            ),
+            self.view().gradient_chunk(),
         )
     }
 
@@ -354,6 +290,106 @@ impl FittedSsgp {
 }
 
 impl_fitted_regressor!(FittedSsgp, Ssgp);
+
+/// One output's SSGP posterior, borrowed: the factor L of A (2m×2m), the weights α (2m), the
+/// scaled frequencies Ω (m×D), the inputs' centre c (D) and σn²; what the prediction loops run on
+/// (a [`FittedSsgp`], or one output of a [`super::FittedMultiSsgp`]).
+#[derive(Clone, Copy)]
+pub(crate) struct OutputView<'a> {
+    pub(crate) l: &'a DMatrix<f64>,
+    pub(crate) alpha: &'a [f64],
+    pub(crate) omega: &'a DMatrix<f64>,
+    pub(crate) centre: &'a DVector<f64>,
+    pub(crate) noise_variance: f64,
+    pub(crate) par: Par,
+}
+
+impl<'a> OutputView<'a> {
+    /// The work of one chunk of test rows for [`predict_in_chunks`]: the design matrix Φ*
+    /// (len×2m), the means Φ*α and, when wanted, the latent variances σn²‖L⁻¹φ(x*)‖².
+    pub(crate) fn chunk(self) -> impl Chunk + 'a {
+        let k = self.l.nrows();
+        let (sn2, par) = (self.noise_variance, self.par);
+        let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
+        move |x: &DMatrix<f64>,
+              start: usize,
+              len: usize,
+              mean: &mut [f64],
+              latent: Option<&mut [f64]>| {
+            let alpha = MatRef::from_column_major_slice(self.alpha, k, 1);
+            design_matrix_into(
+                linalg::rows_view(x, start, len),
+                self.centre,
+                self.omega,
+                &mut phi,
+                &mut centred,
+                par,
+            );
+            let mu = MatMut::from_column_major_slice_mut(mean, len, 1);
+            linalg::gemm(mu, false, view(&phi), alpha, 1.0, par);
+            if let Some(latent) = latent {
+                linalg::solve_lower(view(self.l), view_mut(&mut phi).transpose_mut(), par);
+                for (i, v) in latent.iter_mut().enumerate() {
+                    *v = sn2 * phi.row(i).norm_squared();
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// The work of one chunk of test rows for [`gradients_in_chunks`] (see
+    /// [`FittedSsgp::predict_gradients`] for the formulas).
+    pub(crate) fn gradient_chunk(self) -> impl GradientChunk + 'a {
+        let k = self.l.nrows();
+        let m = k / 2;
+        let (sn2, par) = (self.noise_variance, self.par);
+        let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
+        let (mut g, mut u) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
+        move |x: &DMatrix<f64>, start: usize, len: usize, out: ChunkGradients<'_>| {
+            let alpha = MatRef::from_column_major_slice(self.alpha, k, 1);
+            design_matrix_into(
+                linalg::rows_view(x, start, len),
+                self.centre,
+                self.omega,
+                &mut phi,
+                &mut centred,
+                par,
+            );
+            let mu = MatMut::from_column_major_slice_mut(out.mean, len, 1);
+            linalg::gemm(mu, false, view(&phi), alpha, 1.0, par);
+            // ∂μ: g_ir = α_{m+r} cos θ_ir − α_r sin θ_ir, then gΩ.
+            if g.shape() != (len, m) {
+                g = DMatrix::zeros(len, m);
+            }
+            let a = self.alpha;
+            chain_through_features(&phi, m, |_, r| (a[r], a[m + r]), &mut g);
+            linalg::gemm(
+                view_mut(out.d_mean),
+                false,
+                view(&g),
+                view(self.omega),
+                1.0,
+                par,
+            );
+            // u = A⁻¹φ for each row: U = Φ*A⁻¹ (len×2m).
+            u.clone_from(&phi);
+            linalg::right_solve_cholesky(&mut u, self.l, par);
+            for (i, v) in out.latent.iter_mut().enumerate() {
+                *v = sn2 * phi.row(i).dot(&u.row(i));
+            }
+            chain_through_features(&phi, m, |i, r| (u[(i, r)], u[(i, m + r)]), &mut g);
+            linalg::gemm(
+                view_mut(out.d_variance),
+                false,
+                view(&g),
+                view(self.omega),
+                2.0 * sn2,
+                par,
+            );
+            Ok(())
+        }
+    }
+}
 
 /// The chain rule through the features of the rows of `phi` (len×2m, cosines then sines):
 /// with coefficients (c_ir, s_ir) = `coefficients(i, r)` on the cosine and sine of spectral point

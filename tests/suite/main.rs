@@ -14,6 +14,7 @@ mod init;
 mod joint;
 mod kernels;
 mod linfa;
+mod multi_output;
 mod online;
 mod overfitting;
 mod persistence;
