@@ -18,7 +18,7 @@ mod factor;
 mod update;
 mod views;
 
-pub(crate) use blas3::{gemm, right_solve_cholesky, symm_lower, syrk_lower};
+pub(crate) use blas3::{gemm, right_solve_cholesky, solve_right_lower, symm_lower, syrk_lower};
 pub(crate) use factor::{
     cholesky_in_place_lower, cholesky_solve_in_place, factorize_with_jitter, invert_lower,
     solve_lower, solve_lower_transpose, spd_inverse_lower,

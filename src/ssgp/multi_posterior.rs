@@ -197,7 +197,7 @@ impl FittedMultiSsgp {
         gradients_in_chunks(
             x,
             &self.columns,
-            self.chunk_rows,
+            self.chunk_rows.min(super::posterior::GRADIENT_CHUNK_ROWS),
             (
                 self.y_means[p],
                 self.hyper.signal_variances[p],

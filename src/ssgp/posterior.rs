@@ -20,6 +20,10 @@ use nalgebra::{DMatrix, DVector};
 use rand::Rng;
 use rand_distr::StandardNormal;
 
+/// Test rows per chunk of `predict_gradients` at most: its three len×2m buffers (Φ*, U = Φ*A⁻¹
+/// and the chain-rule weights) stay small and are reused chunk after chunk.
+pub(crate) const GRADIENT_CHUNK_ROWS: usize = 256;
+
 /// The trained posterior over the 2m weights: N(α, σn² A⁻¹) with A = LLᵀ.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct WeightPosterior {
@@ -112,9 +116,10 @@ impl FittedSsgp {
     /// $$∂μ_*/∂x_* = Ω^⊤g,\quad g_r = α_{m+r}\cos θ_r - α_r \sin θ_r \qquad (O(mD)),$$
     /// $$∂σ^2_*/∂x_* = 2σ_n^2\,Ω^⊤h,\quad h_r = u_{m+r}\cos θ_r - u_r\sin θ_r,\ u = A^{-1}φ(x_*)
     ///   \qquad (O(m^2 + mD)),$$
-    /// u by two triangular solves with L (never A⁻¹), σ²_f = σn² φᵀu. Per chunk of test rows:
-    /// Φ* (len×2m), two gemms len×m×D and a right-side Cholesky solve (twice [`Self::predict`]'s
-    /// one triangular solve).
+    /// u by two triangular solves with L (never A⁻¹), σ²_f = σn²‖L⁻¹φ‖². Per chunk of test rows:
+    /// Φ* (len×2m), two gemms len×m×D and two triangular solves (twice [`Self::predict`]'s one);
+    /// measured at m = 100, D = 6 on one thread about 2× the time of `predict`
+    /// (`benches/online.rs`).
     ///
     /// # Errors
     /// As [`Self::predict`].
@@ -122,7 +127,7 @@ impl FittedSsgp {
         gradients_in_chunks(
             x,
             &self.record.columns,
-            self.chunk_rows,
+            self.chunk_rows.min(GRADIENT_CHUNK_ROWS),
             (
                 self.record.y_mean,
                 self.signal_variance(),
@@ -371,12 +376,18 @@ impl<'a> OutputView<'a> {
                 1.0,
                 par,
             );
-            // u = A⁻¹φ for each row: U = Φ*A⁻¹ (len×2m).
-            u.clone_from(&phi);
-            linalg::right_solve_cholesky(&mut u, self.l, par);
-            for (i, v) in out.latent.iter_mut().enumerate() {
-                *v = sn2 * phi.row(i).dot(&u.row(i));
+            // u_i = A⁻¹φ_i for each row, U = Φ*A⁻¹ = (Φ*L⁻ᵀ)L⁻¹ (len×2m): L⁻¹Φ*ᵀ on the
+            // transposed view as in `predict` (the latent variances σn²‖L⁻¹φ‖² from it), then
+            // the right-side solve with L (faer's L⁻ᵀ on a row-major right-hand side is slower).
+            if u.shape() != phi.shape() {
+                u = DMatrix::zeros(len, k);
             }
+            u.copy_from(&phi);
+            linalg::solve_lower(view(self.l), view_mut(&mut u).transpose_mut(), par);
+            for (i, v) in out.latent.iter_mut().enumerate() {
+                *v = sn2 * u.row(i).norm_squared();
+            }
+            linalg::solve_right_lower(view_mut(&mut u), view(self.l), par);
             chain_through_features(&phi, m, |i, r| (u[(i, r)], u[(i, m + r)]), &mut g);
             linalg::gemm(
                 view_mut(out.d_variance),
