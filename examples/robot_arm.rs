@@ -241,7 +241,7 @@ fn run() -> Result<(), Box<dyn Error>> {
     let frozen_preds = frozen.predict(&second)?;
     let jacobian_rel_err = jacobian_error(&arm, &model, &path, t_end)?;
 
-    for p in 0..2 {
+    for (p, frozen_pred) in frozen_preds.iter().enumerate() {
         let y = ys
             .view((half, p), (o.stream - half, 1))
             .column(0)
@@ -262,7 +262,7 @@ fn run() -> Result<(), Box<dyn Error>> {
         };
         let ybar = batch.y_means()[p];
         let (nmse_online, mnlp_online) = (nmse(&y, &pred, ybar)?, mnlp(&y, &pred)?);
-        let nmse_frozen = nmse(&y, &frozen_preds[p], ybar)?;
+        let nmse_frozen = nmse(&y, frozen_pred, ybar)?;
         if o.json {
             println!(
                 "{{\"output\": {p}, \"m\": {m}, \"threads\": 1, \"nmse\": {nmse_online}, \"mnlp\": \

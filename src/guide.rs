@@ -32,7 +32,7 @@
 //! below the data's noise, or restarts with different seeds that disagree far more than their
 //! variances say ([`ensemble::FittedEnsemble::spread`](crate::ensemble::FittedEnsemble::spread)).
 //! Remedies, in the order to try them:
-//! - a mixture of restarts ([`ensemble::Ensemble::ssgp`](crate::ensemble::Ensemble::ssgp) with
+//! - a mixture of restarts ([`ensemble::Ensemble::ssgp`](crate::ensemble::Ensemble::restarts) with
 //!   [`Combine::Mixture`](crate::ensemble::Combine::Mixture)): its variance adds the restarts'
 //!   disagreement;
 //! - a noise bound estimated from the data
@@ -69,7 +69,7 @@
 //! | `gpr.predict(X, return_std=True)` | `fitted.predict(&x)?` → `mean`, `variance` (y*, noise included), `latent_variance` (f*) |
 //! | `gpr.log_marginal_likelihood_value_` | `-fitted.neg_log_evidence()` |
 //! | `gpr.sample_y(X, k)` | [`FittedSsgp::sample_posterior`](crate::FittedSsgp::sample_posterior) (functions you evaluate anywhere) |
-//! | `n_restarts_optimizer=k` | [`Ensemble::ssgp(&params, k, Combine::Best)`](crate::ensemble::Ensemble::ssgp) |
+//! | `n_restarts_optimizer=k` | [`Ensemble::ssgp(&params, k, Combine::Best)`](crate::ensemble::Ensemble::restarts) |
 //! | `normalize_y=True` | [`standardize::Standardized::new(params)`](crate::standardize::Standardized::new) |
 //! | GPyTorch `ExactGP` | [`FullGp`](crate::FullGp) |
 //! | GPyTorch `RFFKernel`, GPflux random Fourier features | [`Ssgp`](crate::ssgp::Ssgp) with `fixed_spectral_points(true)`; learned frequencies are SSGP's addition |

@@ -155,22 +155,6 @@ impl Dataset {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dimension_errors_name_what_was_counted() {
-        let e = check_inputs(&DMatrix::zeros(2, 3), 2)
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            e,
-            "dimension mismatch in test inputs (columns): expected 2, found 3"
-        );
-    }
-}
-
 /// Checks a batch of new samples: `x` n×D on the model's inputs (restricted to the used
 /// columns), targets `y` (n×P), both finite; returns the used inputs.
 ///
@@ -201,4 +185,20 @@ pub(crate) fn check_new_samples<'a>(
         return Ok(std::borrow::Cow::Borrowed(x));
     }
     columns.select(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dimension_errors_name_what_was_counted() {
+        let e = check_inputs(&DMatrix::zeros(2, 3), 2)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "dimension mismatch in test inputs (columns): expected 2, found 3"
+        );
+    }
 }

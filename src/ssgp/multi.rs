@@ -5,8 +5,7 @@
 //!
 //! Each output has SSGP's evidence (eq. 8) with its own B column b_p = Φᵀy_p, v_p = L⁻¹b_p,
 //! α_p = L⁻ᵀv_p, and the evidence of the P outputs is their sum:
-//! $$-\log p(Y|θ) = \sum_p \Big[\frac{y_p^⊤y_p - \lVert v_p\rVert^2}{2σ_{np}^2}
-//!   + \frac n2\log 2πσ_{np}^2\Big] + P\Big(\sum_i \log L_{ii} - m\log λ\Big).$$
+//! $$-\log p(Y|θ) = \sum_p \Big[\frac{y_p^⊤y_p - \lVert v_p\rVert^2}{2σ_{np}^2} + \frac n2\log 2πσ_{np}^2\Big] + P\Big(\sum_i \log L_{ii} - m\log λ\Big).$$
 //! Its gradient with respect to the design matrix is ∂/∂Φ = PΦA⁻¹ − Σ_p r_pα_pᵀ with
 //! r_p = (y_p − Φα_p)/σnp², chained through cos/sin into Ω = W ⊘ ℓ as for one output
 //! ([`super::SsgpEvidence`]); σ0p and ρ enter through σnp² = ρσ0p² and λ = mρ. Cost per
@@ -495,7 +494,10 @@ impl ValidSsgpParams {
                 .sum::<f64>()
                 / n
         });
-        if let Some(p) = signal_variances.iter().position(|v| !(*v > 0.0)) {
+        if let Some(p) = signal_variances
+            .iter()
+            .position(|v| v.is_nan() || *v <= 0.0)
+        {
             return Err(Error::ConstantTargets { value: means[p] });
         }
         let noise_ratio = (self.training.noise_floor + 0.25).max(self.training.noise_floor * 1.001);

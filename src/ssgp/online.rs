@@ -85,7 +85,7 @@ pub(crate) fn check_forgetting(forgetting: f64) -> Result<()> {
 impl FittedSsgp {
     /// Adds the samples (`x` n×D, `y` n) to the posterior without changing θ: per sample one
     /// rank-one update of the factor of A = ΦᵀΦ + (mσn²/σ0²)I and of b = Φᵀ(y − ȳ) (O(m²)),
-    /// then α = A⁻¹b once per call (see the [module docs](self)). ȳ and the inputs' centre stay
+    /// then α = A⁻¹b once per call (Incremental SSGP, Gijsberts and Metta 2013). ȳ and the inputs' centre stay
     /// the fit's; [`Self::neg_log_evidence`] stays the fit's. The model keeps no data.
     ///
     /// # Errors

@@ -19,7 +19,7 @@ impl ValidSsgpParams {
     /// points W is the given one, or the first draw of the seed.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`] if given initial frequencies do not have D columns.
+    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if given initial frequencies do not have D columns.
     pub fn evidence<'a>(&self, data: &'a Dataset) -> Result<SsgpEvidence<'a>> {
         let fixed = match (self.fixed_spectral_points, &self.initial_unit_frequencies) {
             (false, _) => None,
@@ -66,10 +66,10 @@ impl ValidSsgpParams {
     /// remaining columns.
     ///
     /// # Errors
-    /// [`Error::ConstantInput`] if every input column is constant, [`Error::ConstantTargets`];
-    /// [`Error::DimensionMismatch`] if given initial lengthscales or frequencies do not have one
-    /// entry/column per used input; [`Error::NotPositiveDefinite`] if A cannot be factored at the
-    /// start; [`Error::TrainingFailed`] if training failed (unless best effort was asked for).
+    /// [`Error::ConstantInput`](crate::error::Error::ConstantInput) if every input column is constant, [`Error::ConstantTargets`](crate::error::Error::ConstantTargets);
+    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if given initial lengthscales or frequencies do not have one
+    /// entry/column per used input; [`Error::NotPositiveDefinite`](crate::error::Error::NotPositiveDefinite) if A cannot be factored at the
+    /// start; [`Error::TrainingFailed`](crate::error::Error::TrainingFailed) if training failed (unless best effort was asked for).
     pub fn fit(&self, data: &Dataset) -> Result<FittedSsgp> {
         let columns = InputColumns::varying(data)?;
         let used = columns.select_data(data)?;
@@ -124,7 +124,7 @@ impl ValidSsgpParams {
     /// training: a warm start, or values from elsewhere. The evidence is evaluated at them.
     ///
     /// # Errors
-    /// As [`SsgpEvidence::pack`]; [`Error::NotPositiveDefinite`] if A cannot be factored.
+    /// As [`SsgpEvidence::pack`]; [`Error::NotPositiveDefinite`](crate::error::Error::NotPositiveDefinite) if A cannot be factored.
     pub fn condition(&self, data: &Dataset, hyper: &SsgpHyperparameters) -> Result<FittedSsgp> {
         let evidence = self.evidence_with(data, Some(&hyper.unit_frequencies))?;
         let theta = evidence.pack(hyper)?;

@@ -149,9 +149,9 @@ fn a_short_fit_learns_both_outputs() {
         .unwrap();
     assert_eq!(fitted.outputs(), 2);
     let preds = fitted.predict(test.x()).unwrap();
-    for p in 0..2 {
+    for (p, pred) in preds.iter().enumerate() {
         let y = test.y().column(p).into_owned();
-        let nmse = ssgp::metrics::nmse(&y, &preds[p], data.y_means()[p]).unwrap();
+        let nmse = ssgp::metrics::nmse(&y, pred, data.y_means()[p]).unwrap();
         assert!(nmse < 0.05, "output {p}: NMSE {nmse}");
     }
     assert!(fitted.noise_variances()[1] > fitted.noise_variances()[0]);
