@@ -137,6 +137,65 @@ impl FittedSsgp {
         )
     }
 
+    /// The posterior covariance of the latent gradient ∂f*/∂x* at each row of `x` (n*×D): one
+    /// D×D matrix per test point — the uncertainty of [`Self::predict_gradients`]'s mean
+    /// gradient. With J = ∂φ/∂x* (2m×D: J_{r,d} = −Ω_rd sin θ_r, J_{m+r,d} = Ω_rd cos θ_r),
+    /// $$\mathrm{Cov}(∂f_*/∂x_*) = σ_n^2 J^⊤A^{-1}J = σ_n^2 V^⊤V,\quad V = L^{-1}J,$$
+    /// one triangular solve with D right-hand sides per point, O(m²D). Rows and columns of
+    /// ignored inputs are 0.
+    ///
+    /// # Errors
+    /// As [`Self::predict`]; [`crate::error::Error::Allocation`] if the n* matrices cannot be
+    /// allocated; [`crate::error::Error::Numerical`] for a non-finite entry.
+    pub fn gradient_covariance(&self, x: &DMatrix<f64>) -> Result<Vec<DMatrix<f64>>> {
+        if x.nrows() == 0 {
+            return Err(crate::error::Error::EmptyData {
+                what: "no test inputs",
+            });
+        }
+        let xu = self.record.columns.select(x)?;
+        let (n, du) = xu.shape();
+        let (post, m) = (&self.posterior, self.num_spectral_points());
+        let used = self.record.columns.used();
+        let mut out = Vec::new();
+        out.try_reserve(n)
+            .map_err(|_| crate::error::Error::Allocation {
+                what: "gradient covariances",
+                bytes: n
+                    .saturating_mul(self.dim())
+                    .saturating_mul(self.dim())
+                    .saturating_mul(8),
+            })?;
+        let mut j = DMatrix::zeros(2 * m, du);
+        for i in 0..n {
+            for r in 0..m {
+                let phase: f64 = (0..du)
+                    .map(|d| post.omega[(r, d)] * (xu[(i, d)] - post.centre[d]))
+                    .sum();
+                let (sin, cos) = phase.sin_cos();
+                for d in 0..du {
+                    j[(r, d)] = -post.omega[(r, d)] * sin;
+                    j[(m + r, d)] = post.omega[(r, d)] * cos;
+                }
+            }
+            linalg::solve_lower(view(&post.l), view_mut(&mut j), Par::Seq);
+            let cov = j.tr_mul(&j) * self.noise_variance();
+            let mut full = DMatrix::zeros(self.dim(), self.dim());
+            for (a, &da) in used.iter().enumerate() {
+                for (b, &db) in used.iter().enumerate() {
+                    full[(da, db)] = cov[(a, b)];
+                }
+            }
+            if full.iter().any(|v| !v.is_finite()) {
+                return Err(crate::error::Error::Numerical {
+                    what: format!("the gradient covariance at test row {i} is not finite"),
+                });
+            }
+            out.push(full);
+        }
+        Ok(out)
+    }
+
     /// The joint predictive at `x` (n*×D, n* ≤ [`MAX_JOINT_POINTS`](crate::predictive::MAX_JOINT_POINTS)), eq. 7 for pairs of points:
     /// Σ_f = σn² Φ* A⁻¹ Φ*ᵀ = σn² VᵀV with V = L⁻¹Φ*ᵀ (2m×n*, one triangular solve; Φ* n*×2m
     /// the test design matrix), of rank at most 2m. Memory O(n*² + n*m).

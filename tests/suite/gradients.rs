@@ -196,3 +196,56 @@ fn ignored_inputs_have_zero_gradients() {
     assert!(g.variance.column(1).iter().all(|v| *v == 0.0));
     assert!(g.mean.column(0).iter().any(|v| *v != 0.0));
 }
+
+#[test]
+fn ssgp_gradient_covariance_matches_differences_of_the_joint_covariance() {
+    let mut rng = StdRng::seed_from_u64(46);
+    let (m, dim) = (9, 2);
+    let data = problem(40, dim, &mut rng);
+    let hyper = SsgpHyperparameters {
+        hyper: ssgp::hyperparameters::Hyperparameters {
+            lengthscales: DVector::from_vec(vec![0.9, 1.4]),
+            signal_variance: 1.5,
+            noise_variance: 0.02,
+        },
+        unit_frequencies: DMatrix::from_fn(m, dim, |_, _| rng.random_range(-2.0..2.0)),
+    };
+    let fitted = Ssgp::params(m)
+        .threads(1)
+        .check()
+        .unwrap()
+        .condition(&data, &hyper)
+        .unwrap();
+    let x = test_inputs(3, dim, &mut rng);
+    let covs = fitted.gradient_covariance(&x).unwrap();
+    let h = 1e-3;
+    for (j, cov) in covs.iter().enumerate() {
+        // Cov of central differences from the joint covariance at x ± h e_d.
+        let pts = DMatrix::from_fn(2 * dim, dim, |k, d| {
+            x[(j, d)]
+                + if d == k / 2 {
+                    if k % 2 == 0 {
+                        h
+                    } else {
+                        -h
+                    }
+                } else {
+                    0.0
+                }
+        });
+        let c = fitted.predict_covariance(&pts).unwrap().f_covariance;
+        for a in 0..dim {
+            for b in 0..dim {
+                let fd = (c[(2 * a, 2 * b)] - c[(2 * a, 2 * b + 1)] - c[(2 * a + 1, 2 * b)]
+                    + c[(2 * a + 1, 2 * b + 1)])
+                    / (4.0 * h * h);
+                assert!(
+                    (fd - cov[(a, b)]).abs() <= 1e-4 * cov.amax(),
+                    "point {j}, ({a}, {b}): {} vs {fd}",
+                    cov[(a, b)]
+                );
+            }
+        }
+        assert!(cov[(0, 0)] > 0.0 && cov[(1, 1)] > 0.0);
+    }
+}
