@@ -19,7 +19,9 @@ use crate::data::{Inputs, TrainingData};
 use crate::error::{Error, Result};
 use crate::model::{Fit, FittedRegressor, Regressor};
 use crate::params::Reseed;
-use crate::predictive::{standard_normals, JointPredictive, JointSamples, Predictive};
+use crate::predictive::{
+    standard_normals, JointPredictive, JointSamples, Predictive, PredictiveGradients,
+};
 use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
 use rand::Rng;
@@ -229,23 +231,22 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
         let x = &*x.to_matrix()?;
         match self.combine {
             Combine::Best => self.members[self.best].predict(x),
-            Combine::Mixture => {
-                let preds = self.member_predictions(x)?;
-                let (mean, between) = mean_and_spread(&preds);
-                let average = |var: fn(&Predictive) -> &DVector<f64>| {
-                    preds
-                        .iter()
-                        .fold(DVector::zeros(x.nrows()), |a, p| a + var(p))
-                        / preds.len() as f64
-                };
-                Predictive {
-                    y_variance: average(|p| &p.y_variance) + &between,
-                    f_variance: average(|p| &p.f_variance) + &between,
-                    mean,
-                }
-                .finite()
-            }
+            Combine::Mixture => self.predict_from(x.nrows(), &self.member_predictions(x)?),
         }
+    }
+
+    /// The mixture's moments from the members' predictives `preds` at `n` test points.
+    fn predict_from(&self, n: usize, preds: &[Predictive]) -> Result<Predictive> {
+        let (mean, between) = mean_and_spread(preds);
+        let average = |var: fn(&Predictive) -> &DVector<f64>| {
+            preds.iter().fold(DVector::zeros(n), |a, p| a + var(p)) / preds.len() as f64
+        };
+        Predictive {
+            y_variance: average(|p| &p.y_variance) + &between,
+            f_variance: average(|p| &p.f_variance) + &between,
+            mean,
+        }
+        .finite()
     }
 
     /// The predictive means alone at `x` (n*×D): [`Self::predict`]'s means bit for bit, through
@@ -341,6 +342,47 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
         Ok(JointSamples { values, jitter })
     }
 
+    /// The predictive at `x` (n*×D) with its gradients with respect to the test inputs: the
+    /// best member's, or those of the mixture's moments by the chain rule, with μ = ⟨μ_k⟩ and
+    /// σ² = ⟨σ_k²⟩ + ⟨(μ_k − μ)²⟩:
+    /// $$∂μ = ⟨∂μ_k⟩,\qquad ∂σ^2 = ⟨∂σ_k^2⟩ + 2⟨(μ_k - μ)\,∂μ_k⟩$$
+    /// (the term in ∂μ vanishes since ⟨μ_k − μ⟩ = 0).
+    ///
+    /// # Errors
+    /// As the members' `predict_gradients`; [`Error::Numerical`] if the moments overflow.
+    pub fn predict_gradients<X: Inputs + ?Sized>(&self, x: &X) -> Result<PredictiveGradients> {
+        let x = &*x.to_matrix()?;
+        if self.combine == Combine::Best {
+            return self.members[self.best].predict_gradients(x);
+        }
+        let grads = self
+            .members
+            .iter()
+            .map(|m| m.predict_gradients(x))
+            .collect::<Result<Vec<_>>>()?;
+        let k = grads.len() as f64;
+        let preds: Vec<Predictive> = grads.iter().map(|g| g.predictive.clone()).collect();
+        let predictive = self.predict_from(x.nrows(), &preds)?;
+        let (n, d) = grads[0].mean.shape();
+        let (mut mean, mut variance) = (DMatrix::zeros(n, d), DMatrix::zeros(n, d));
+        for g in &grads {
+            mean += &g.mean / k;
+            variance += &g.variance / k;
+            for j in 0..n {
+                let w = 2.0 * (g.predictive.mean[j] - predictive.mean[j]) / k;
+                for c in 0..d {
+                    variance[(j, c)] += w * g.mean[(j, c)];
+                }
+            }
+        }
+        PredictiveGradients {
+            predictive,
+            mean,
+            variance,
+        }
+        .finite()
+    }
+
     /// How much the members disagree at `x`, against their own predictive variances.
     ///
     /// # Errors
@@ -393,6 +435,10 @@ impl<M: FittedRegressor> FittedRegressor for FittedEnsemble<M> {
 
     fn sample_joint(&self, x: &DMatrix<f64>, draws: usize, seed: u64) -> Result<JointSamples> {
         FittedEnsemble::sample_joint(self, x, draws, seed)
+    }
+
+    fn predict_gradients(&self, x: &DMatrix<f64>) -> Result<PredictiveGradients> {
+        FittedEnsemble::predict_gradients(self, x)
     }
 
     /// The best member's σn², or the mixture's mean σn² (the mixture's noise is that average).

@@ -189,6 +189,13 @@ pub enum Error {
         /// The model's name ([`crate::FittedRegressor::name`]).
         name: &'static str,
     },
+    /// A fitted model that gives no gradients of its predictions: one implemented outside this
+    /// crate ([`crate::FittedRegressor::predict_gradients`]'s default).
+    #[error("model `{name}` gives no gradients of its predictions")]
+    NotDifferentiable {
+        /// The model's name ([`crate::FittedRegressor::name`]).
+        name: &'static str,
+    },
     /// An error from linfa (feature `linfa`), e.g. a dataset linfa itself refused.
     #[cfg(feature = "linfa")]
     #[error("linfa: {0}")]
@@ -259,6 +266,7 @@ impl Error {
             Self::MalformedModel { .. } => "MalformedModel",
             Self::WrongModelKind { .. } => "WrongModelKind",
             Self::NotPersistable { .. } => "NotPersistable",
+            Self::NotDifferentiable { .. } => "NotDifferentiable",
             #[cfg(feature = "linfa")]
             Self::Linfa(_) => "Linfa",
             Self::Distributed { .. } => "Distributed",

@@ -90,6 +90,50 @@
 //! long training may then end elsewhere; save the fitted model (feature `serde`,
 //! `persist::save_json`) to reuse it exactly.
 //!
+//! # Gradients, several outputs, learning online
+//!
+//! **Gradients.** [`FittedRegressor::predict_gradients`](crate::FittedRegressor::predict_gradients)
+//! gives ∂μ*/∂x* and ∂σ²*/∂x* (n*×D each) with the predictive, on every model: what Bayesian
+//! optimisation (an acquisition's gradient), sensitivity analysis and model-based control need.
+//! SSGP's cost is O(mD) per point for the mean and O(m² + mD) for the variance, about twice
+//! `predict`. The Matérn ½ kernel is not differentiable at a training input; there its term is
+//! dropped, which is the limit of the central difference.
+//!
+//! **Several outputs.** When the outputs are functions of the same inputs on similar scales of
+//! variation (the torques of a robot's joints), [`SsgpParams::fit_multi`](crate::SsgpParams::fit_multi)
+//! learns them on shared spectral points, lengthscales and noise-to-signal ratio with a signal
+//! variance per output: one factorisation for all, and each output's data informs the others'
+//! frequencies. Outputs with unrelated lengthscales are better fitted one by one.
+//!
+//! **Online.** `update` adds samples at fixed θ: SSGP by rank-one updates (O(m²) per sample, its
+//! memory constant — the model keeps sufficient statistics, not data; keep the data yourself if
+//! you will re-learn θ, which is one call, `Ssgp::params(m).fit(&all)`), the full GP by extending
+//! its factor (O(n²) per sample; it keeps the data). Both keep the batch's target offset ȳ, so
+//! they equal conditioning on all the data at θ with that offset. With drifting data, SSGP's
+//! `update_forgetting(x, y, γ)` discounts older samples (and the prior) by γ per sample; re-learn
+//! θ when the stream has left the batch's range far behind.
+//!
+//! ```
+//! use ssgp::nalgebra::DMatrix;
+//! use ssgp::{data::sinc_data, FittedRegressor, FullGp, ssgp::Ssgp};
+//! use ssgp::rand::{rngs::StdRng, SeedableRng};
+//!
+//! let mut rng = StdRng::seed_from_u64(0);
+//! let batch = sinc_data(60, false, 0.05, &mut rng)?;
+//! let mut ssgp = Ssgp::params(10).seed(1).fit(&batch)?;
+//! let mut full = FullGp::params().fit(&batch)?;
+//! let more = sinc_data(20, false, 0.05, &mut rng)?;
+//! ssgp.update(more.x(), more.y())?;                   // O(m²) per sample, θ kept
+//! full.update(more.x(), more.y())?;                   // O(n²) per sample
+//! let at = DMatrix::from_row_slice(2, 1, &[0.5, 2.0]);
+//! for model in [&ssgp as &dyn FittedRegressor, &full] {
+//!     let g = model.predict_gradients(&at)?;          // ∂μ/∂x, ∂σ²/∂x: 2×1 each
+//!     assert_eq!(g.mean.shape(), (2, 1));
+//! }
+//! assert_eq!((ssgp.num_updates(), full.len()), (20, 80));
+//! # Ok::<(), ssgp::Error>(())
+//! ```
+//!
 //! # From scikit-learn, GPyTorch or GPflow
 //!
 //! | there | here |

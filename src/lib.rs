@@ -126,7 +126,7 @@ pub use init::LengthscaleInit;
 pub use model::{Fit, FittedRegressor, Regressor};
 pub use optim::{OptimConfig, Progress};
 pub use params::ParamGuard;
-pub use predictive::{JointPredictive, JointSamples, Predictive};
+pub use predictive::{JointPredictive, JointSamples, Predictive, PredictiveGradients};
 pub use ssgp::{FittedSsgp, Ssgp, SsgpParams};
 pub use termination::{Termination, TrainingSummary};
 

@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::hyperparameters::NoiseParam;
 use crate::optim::Observer;
 use crate::optim::OptimReport;
-use crate::predictive::{JointPredictive, JointSamples, Predictive};
+use crate::predictive::{JointPredictive, JointSamples, Predictive, PredictiveGradients};
 use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
 
@@ -154,9 +154,9 @@ pub trait FittedRegressor: Send + Sync {
     /// Predictive distribution at test inputs `x` (n*×D).
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`] if `x` has not D columns, [`Error::NonFinite`]
+    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if `x` has not D columns, [`Error::NonFinite`](crate::error::Error::NonFinite)
     /// for a NaN or infinity in `x` or a prediction that overflows there (never a NaN or ∞ in
-    /// the result), [`Error::EmptyData`] for no rows.
+    /// the result), [`Error::EmptyData`](crate::error::Error::EmptyData) for no rows.
     fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive>;
 
     /// The predictive means alone at `x` (n*×D): `predict(x)?.mean` bit for bit, without the
@@ -174,9 +174,9 @@ pub trait FittedRegressor: Send + Sync {
     /// Σ_f + σn²I ([`JointPredictive::y_covariance`]) is the covariance of the noisy targets.
     ///
     /// # Errors
-    /// As [`FittedRegressor::predict`]; [`Error::InvalidParameter`] (naming `x`) for more
-    /// than [`crate::predictive::MAX_JOINT_POINTS`] test points; [`Error::Allocation`] if
-    /// the covariance cannot be allocated; [`Error::Numerical`] for a non-finite entry.
+    /// As [`FittedRegressor::predict`]; [`Error::InvalidParameter`](crate::error::Error::InvalidParameter) (naming `x`) for more
+    /// than [`crate::predictive::MAX_JOINT_POINTS`] test points; [`Error::Allocation`](crate::error::Error::Allocation) if
+    /// the covariance cannot be allocated; [`Error::Numerical`](crate::error::Error::Numerical) for a non-finite entry.
     fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive>;
 
     /// `draws` joint posterior samples of the latent values f_* at `x` (n*×D), seeded: draws of
@@ -188,6 +188,21 @@ pub trait FittedRegressor: Send + Sync {
     /// As [`FittedRegressor::predict_covariance`] and [`JointPredictive::sample`].
     fn sample_joint(&self, x: &DMatrix<f64>, draws: usize, seed: u64) -> Result<JointSamples> {
         self.predict_covariance(x)?.sample(draws, seed)
+    }
+
+    /// The gradients of the predictive mean and variance with respect to the test inputs `x`
+    /// (n*×D): ∂μ_*/∂x_* and ∂σ²_*/∂x_* (n*×D each, row j for test point j), with the
+    /// predictive itself — what a surrogate-based optimiser or a model-based controller needs.
+    /// SSGP differentiates its features (O(mD) per point for the mean, O(m² + mD) for the
+    /// variance), FITC and the full GP their kernel; standardised models and ensembles apply the
+    /// chain rule. The default (models implemented outside the crate) is an error.
+    ///
+    /// # Errors
+    /// As [`FittedRegressor::predict`]; [`Error::Numerical`](crate::error::Error::Numerical) for a non-finite gradient;
+    /// [`Error::NotDifferentiable`](crate::error::Error::NotDifferentiable) from the default.
+    fn predict_gradients(&self, x: &DMatrix<f64>) -> Result<PredictiveGradients> {
+        let _ = x;
+        Err(crate::error::Error::NotDifferentiable { name: self.name() })
     }
 
     /// −log p(y|θ) of the training targets (centred by their mean) at the fitted θ.
@@ -205,7 +220,7 @@ pub trait FittedRegressor: Send + Sync {
     /// does).
     ///
     /// # Errors
-    /// [`Error::NotPersistable`] for a model implemented outside the crate (the default).
+    /// [`Error::NotPersistable`](crate::error::Error::NotPersistable) for a model implemented outside the crate (the default).
     #[cfg(feature = "serde")]
     fn saved_form(&self) -> Result<crate::schema::SavedForm> {
         Err(crate::error::Error::NotPersistable { name: self.name() })
@@ -258,6 +273,14 @@ macro_rules! fitted_regressor {
             ) -> $crate::error::Result<$crate::predictive::JointSamples> {
                 let $this = self;
                 $inner.sample_joint(x, draws, seed)
+            }
+
+            fn predict_gradients(
+                &self,
+                x: &nalgebra::DMatrix<f64>,
+            ) -> $crate::error::Result<$crate::predictive::PredictiveGradients> {
+                let $this = self;
+                $inner.predict_gradients(x)
             }
 
             fn neg_log_evidence(&self) -> f64 {

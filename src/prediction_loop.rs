@@ -2,12 +2,33 @@
 //! rows so memory stays bounded, each chunk's means (and, unless only means are wanted, latent
 //! variances) filled by the model.
 
+use crate::data::InputColumns;
 use crate::error::{Error, Result};
+use crate::linalg;
 use crate::model::FitRecord;
-use crate::optim::{Phase, Progress};
-use crate::predictive::{round_off_variance, Predictive};
+use crate::optim::{Observer, Phase, Progress};
+use crate::predictive::{round_off_variance, Predictive, PredictiveGradients};
 use nalgebra::{DMatrix, DVector};
 use std::time::Instant;
+
+/// What the loop needs of a fitted model: the input columns it uses, ȳ (added to every mean) and
+/// the observer its chunks are reported to (a [`FitRecord`] gives all three).
+#[derive(Clone, Copy)]
+pub(crate) struct Rows<'a> {
+    pub(crate) columns: &'a InputColumns,
+    pub(crate) y_mean: f64,
+    pub(crate) observer: Option<&'a Observer>,
+}
+
+impl<'a> From<&'a FitRecord> for Rows<'a> {
+    fn from(record: &'a FitRecord) -> Self {
+        Self {
+            columns: &record.columns,
+            y_mean: record.y_mean,
+            observer: record.observer.as_ref(),
+        }
+    }
+}
 
 /// The work of one chunk of test rows: `chunk(x_used, start, len, mean, latent)` writes the latent
 /// means μ − ȳ of rows `start .. start + len` of `x_used` into `mean` and, when `latent` is
@@ -33,12 +54,12 @@ impl<F: FnMut(&DMatrix<f64>, usize, usize, &mut [f64], Option<&mut [f64]>) -> Re
 /// mean; whatever `chunk` returns.
 fn run_chunks(
     x: &DMatrix<f64>,
-    record: &FitRecord,
+    model: Rows<'_>,
     chunk_rows: usize,
     variances: bool,
     mut chunk: impl Chunk,
 ) -> Result<(DVector<f64>, DVector<f64>)> {
-    let (columns, y_mean) = (&record.columns, record.y_mean);
+    let (columns, y_mean) = (model.columns, model.y_mean);
     let started = Instant::now();
     if x.nrows() == 0 {
         return Err(Error::EmptyData {
@@ -61,7 +82,7 @@ fn run_chunks(
             latent_part,
         )?;
         start += len;
-        if let Some(observer) = &record.observer {
+        if let Some(observer) = model.observer {
             let phase = Phase::Prediction {
                 done: start,
                 total: n,
@@ -94,14 +115,14 @@ fn run_chunks(
 /// [`Error::EmptyData`] for no rows, [`Error::DimensionMismatch`] if `x` has not D columns,
 /// [`Error::NonFinite`] for a NaN or infinity in `x`; [`Error::Numerical`] for a non-finite
 /// mean or an invalid variance; whatever `chunk` returns.
-pub(crate) fn predict_in_chunks(
+pub(crate) fn predict_in_chunks<'a>(
     x: &DMatrix<f64>,
-    record: &FitRecord,
+    model: impl Into<Rows<'a>>,
     chunk_rows: usize,
     (prior_variance, noise_variance): (f64, f64),
     chunk: impl Chunk,
 ) -> Result<Predictive> {
-    let (mean, mut latent) = run_chunks(x, record, chunk_rows, true, chunk)?;
+    let (mean, mut latent) = run_chunks(x, model.into(), chunk_rows, true, chunk)?;
     for (row, v) in latent.iter_mut().enumerate() {
         *v = round_off_variance(*v, prior_variance, row)?;
     }
@@ -113,11 +134,102 @@ pub(crate) fn predict_in_chunks(
 ///
 /// # Errors
 /// As [`predict_in_chunks`], variances aside.
-pub(crate) fn mean_in_chunks(
+pub(crate) fn mean_in_chunks<'a>(
     x: &DMatrix<f64>,
-    record: &FitRecord,
+    model: impl Into<Rows<'a>>,
     chunk_rows: usize,
     chunk: impl Chunk,
 ) -> Result<DVector<f64>> {
-    Ok(run_chunks(x, record, chunk_rows, false, chunk)?.0)
+    Ok(run_chunks(x, model.into(), chunk_rows, false, chunk)?.0)
+}
+
+/// The work of one chunk of test rows for [`gradients_in_chunks`]:
+/// `chunk(x_used, start, len, out)` fills `out` for rows `start .. start + len` of `x_used`.
+pub(crate) trait GradientChunk:
+    FnMut(&DMatrix<f64>, usize, usize, ChunkGradients<'_>) -> Result<()>
+{
+}
+
+impl<F: FnMut(&DMatrix<f64>, usize, usize, ChunkGradients<'_>) -> Result<()>> GradientChunk for F {}
+
+/// What a [`GradientChunk`] fills for its `len` test rows: the latent means μ − ȳ and latent
+/// variances 𝕍 f* (length `len` each), and their gradients with respect to the used inputs
+/// (len×D_used each, zeroed on entry).
+pub(crate) struct ChunkGradients<'a> {
+    pub(crate) mean: &'a mut [f64],
+    pub(crate) latent: &'a mut [f64],
+    pub(crate) d_mean: &'a mut DMatrix<f64>,
+    pub(crate) d_variance: &'a mut DMatrix<f64>,
+}
+
+/// [`predict_in_chunks`] with the gradients of the means and variances with respect to the test
+/// inputs: the inputs checked and restricted to the used `columns`, `chunk` run over chunks of
+/// `chunk_rows` rows, ȳ = `y_mean` added, the variances checked as in [`predict_in_chunks`]
+/// (against `prior_variance`, σn² = `noise_variance` added), and the gradients written back into
+/// n*×D matrices with 0 in the ignored columns and checked finite.
+///
+/// # Errors
+/// As [`predict_in_chunks`]; [`Error::Numerical`] for a non-finite gradient.
+pub(crate) fn gradients_in_chunks(
+    x: &DMatrix<f64>,
+    columns: &InputColumns,
+    chunk_rows: usize,
+    (y_mean, prior_variance, noise_variance): (f64, f64, f64),
+    mut chunk: impl GradientChunk,
+) -> Result<PredictiveGradients> {
+    if x.nrows() == 0 {
+        return Err(Error::EmptyData {
+            what: "no test inputs",
+        });
+    }
+    let xu = columns.select(x)?;
+    let (n, d) = xu.shape();
+    let mut mean = DVector::zeros(n);
+    let mut latent = DVector::zeros(n);
+    let mut d_mean = linalg::try_zeros(n, d, "gradients of the predictive means")?;
+    let mut d_variance = linalg::try_zeros(n, d, "gradients of the predictive variances")?;
+    let (mut part_mean, mut part_variance) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
+    let mut start = 0;
+    while start < n {
+        let len = chunk_rows.max(1).min(n - start);
+        for part in [&mut part_mean, &mut part_variance] {
+            if part.shape() != (len, d) {
+                *part = DMatrix::zeros(len, d);
+            } else {
+                part.fill(0.0);
+            }
+        }
+        chunk(
+            &xu,
+            start,
+            len,
+            ChunkGradients {
+                mean: &mut mean.as_mut_slice()[start..start + len],
+                latent: &mut latent.as_mut_slice()[start..start + len],
+                d_mean: &mut part_mean,
+                d_variance: &mut part_variance,
+            },
+        )?;
+        d_mean.rows_mut(start, len).copy_from(&part_mean);
+        d_variance.rows_mut(start, len).copy_from(&part_variance);
+        start += len;
+    }
+    mean.add_scalar_mut(y_mean);
+    for (row, v) in latent.iter_mut().enumerate() {
+        *v = round_off_variance(*v, prior_variance, row)?;
+    }
+    let (d_mean, d_variance) = if columns.all_used() {
+        (d_mean, d_variance)
+    } else {
+        (
+            columns.expand_columns(&d_mean, 0.0),
+            columns.expand_columns(&d_variance, 0.0),
+        )
+    };
+    PredictiveGradients {
+        predictive: Predictive::from_latent(mean, latent, noise_variance).finite()?,
+        mean: d_mean,
+        variance: d_variance,
+    }
+    .finite()
 }

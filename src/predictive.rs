@@ -43,6 +43,54 @@ pub struct Predictive {
     pub f_variance: DVector<f64>,
 }
 
+/// Gradients of the predictive with respect to the test inputs, at a batch of n* test inputs
+/// (D inputs), with the predictive itself.
+///
+/// Row j of `mean` is ∂μ_*/∂x_* at test point j and row j of `variance` is ∂σ²_*/∂x_*, the
+/// gradient of the predictive variance of y_* — the same as that of f_*, since σn² does not
+/// depend on x_*. Columns of inputs the model ignores (constant on the training data) are 0.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PredictiveGradients {
+    /// The predictive distribution at the same test inputs (as `predict` returns it, within
+    /// round-off: some models take another order of operations here).
+    pub predictive: Predictive,
+    /// ∂μ_*/∂x_*, n*×D.
+    pub mean: DMatrix<f64>,
+    /// ∂σ²_*/∂x_*, n*×D (of y_* and of f_* alike).
+    pub variance: DMatrix<f64>,
+}
+
+impl PredictiveGradients {
+    /// Number of test points.
+    pub fn len(&self) -> usize {
+        self.predictive.len()
+    }
+
+    /// True when there are no test points.
+    pub fn is_empty(&self) -> bool {
+        self.predictive.is_empty()
+    }
+
+    /// Itself when every gradient is finite (the predictive is checked by its maker).
+    ///
+    /// # Errors
+    /// [`Error::Numerical`] naming the first non-finite gradient and its test point.
+    pub(crate) fn finite(self) -> Result<Self> {
+        for (what, values) in [("mean", &self.mean), ("variance", &self.variance)] {
+            if let Some(pos) = values.iter().position(|v| !v.is_finite()) {
+                let row = pos % values.nrows().max(1);
+                return Err(Error::Numerical {
+                    what: format!(
+                        "the gradient of the predictive {what} at test row {row} is not finite: \
+                         the inputs may be beyond what f64 can resolve"
+                    ),
+                });
+            }
+        }
+        Ok(self)
+    }
+}
+
 /// How far below zero a computed variance may fall by round-off, relative to the prior variance σ0²
 /// it is computed from (e.g. σ0² − ‖L⁻¹k‖²): such a value is reported as 0.
 pub const ROUND_OFF: f64 = 1e-10;

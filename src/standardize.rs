@@ -18,7 +18,7 @@ use crate::data::{Inputs, TrainingData};
 use crate::error::{Error, Result};
 use crate::model::{Fit, FittedRegressor};
 use crate::params::Reseed;
-use crate::predictive::{JointPredictive, Predictive};
+use crate::predictive::{JointPredictive, Predictive, PredictiveGradients};
 use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
 
@@ -262,6 +262,33 @@ impl<F: FittedRegressor> FittedStandardized<F> {
     }
 }
 
+impl<F: FittedRegressor> FittedStandardized<F> {
+    /// The predictive at `x` (n*×D) on the original scale with its gradients with respect to the
+    /// original inputs, by the chain rule through z_d = (x_d − m_d)/s_d and μ = μ̃·s_y + m_y:
+    /// ∂μ/∂x_d = (s_y/s_d) ∂μ̃/∂z_d and ∂σ²/∂x_d = (s_y²/s_d) ∂σ̃²/∂z_d.
+    ///
+    /// # Errors
+    /// As [`Self::predict`] and the wrapped model's `predict_gradients`.
+    pub fn predict_gradients<X: Inputs + ?Sized>(&self, x: &X) -> Result<PredictiveGradients> {
+        let x = &*x.to_matrix()?;
+        let z = self.scaler.transform_inputs(x)?;
+        let inner = self.inner.predict_gradients(&z)?;
+        let (sy, sx) = (self.scaler.y_scale, &self.scaler.x_scale);
+        let mut mean = inner.mean;
+        let mut variance = inner.variance;
+        for d in 0..mean.ncols() {
+            mean.column_mut(d).scale_mut(sy / sx[d]);
+            variance.column_mut(d).scale_mut(sy * sy / sx[d]);
+        }
+        PredictiveGradients {
+            predictive: self.scaler.inverse_predictive(inner.predictive).finite()?,
+            mean,
+            variance,
+        }
+        .finite()
+    }
+}
+
 impl<F: FittedRegressor> FittedRegressor for FittedStandardized<F> {
     fn name(&self) -> &'static str {
         self.inner.name()
@@ -277,6 +304,10 @@ impl<F: FittedRegressor> FittedRegressor for FittedStandardized<F> {
 
     fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
         FittedStandardized::predict_covariance(self, x)
+    }
+
+    fn predict_gradients(&self, x: &DMatrix<f64>) -> Result<PredictiveGradients> {
+        FittedStandardized::predict_gradients(self, x)
     }
 
     /// σn² on the original target scale (scaled as the predictive variances are, so that they

@@ -97,6 +97,11 @@ impl Default for CsvOptions {
 }
 
 impl CsvOptions {
+    /// The field delimiter.
+    pub(crate) fn delimiter_byte(&self) -> u8 {
+        self.delimiter
+    }
+
     /// The defaults: comma-separated, header detected, target in the last column, every row.
     pub fn new() -> Self {
         Self::default()

@@ -2,12 +2,13 @@
 //!
 //! `mod.rs` holds the type, its validation and the finiteness checks the models share;
 //! `arrays.rs` the constructors from row-major slices, rows and (feature `ndarray`) ndarray
-//! views; `csv.rs` the CSV loader; `sinc.rs` the toy problem of the paper's Figure 2.
+//! views; `csv.rs` the CSV loader; `multi.rs` data with several target columns ([`MultiDataset`]); `sinc.rs` the toy problem of the paper's Figure 2.
 
 mod arrays;
 mod columns;
 mod csv;
 mod inputs;
+mod multi;
 mod sinc;
 
 #[cfg(feature = "ndarray")]
@@ -17,6 +18,7 @@ pub(crate) use columns::ColumnsRepr;
 pub use columns::InputColumns;
 pub use csv::{CsvOptions, Header, Target};
 pub use inputs::{Inputs, TrainingData};
+pub use multi::MultiDataset;
 pub use sinc::{sinc, sinc_data};
 
 use crate::error::{Error, Result};
@@ -171,6 +173,38 @@ impl Dataset {
         let y = DVector::from_iterator(rows.len(), rows.iter().map(|&r| self.y[r]));
         Self::new(x, y)
     }
+}
+
+/// Checks a batch of new samples: `x` n×D on the model's inputs (restricted to the used
+/// columns), targets `y` (n×P), both finite; returns the used inputs.
+///
+/// # Errors
+/// [`Error::DimensionMismatch`] for a wrong D or P, [`Error::LengthMismatch`] for rows of `x`
+/// and `y` that disagree, [`Error::NonFinite`] for a NaN or infinity.
+pub(crate) fn check_new_samples<'a>(
+    columns: &InputColumns,
+    x: &'a DMatrix<f64>,
+    y: &DMatrix<f64>,
+    outputs: usize,
+) -> Result<std::borrow::Cow<'a, DMatrix<f64>>> {
+    if x.nrows() != y.nrows() {
+        return Err(Error::LengthMismatch {
+            x_rows: x.nrows(),
+            y_len: y.nrows(),
+        });
+    }
+    if y.ncols() != outputs {
+        return Err(Error::DimensionMismatch {
+            what: "targets of the new samples (columns, P)",
+            expected: outputs,
+            found: y.ncols(),
+        });
+    }
+    crate::data::check_finite("targets of the new samples", y)?;
+    if x.nrows() == 0 {
+        return Ok(std::borrow::Cow::Borrowed(x));
+    }
+    columns.select(x)
 }
 
 #[cfg(test)]

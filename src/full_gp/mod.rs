@@ -12,7 +12,8 @@
 //! - `params.rs`: the configuration ([`FullGpParams`] → [`ValidFullGpParams`]), learning and
 //!   conditioning;
 //! - `evidence.rs`: −log p(y|θ) and its gradient ([`FullGpEvidence`]);
-//! - `posterior.rs`: the conditioned model ([`FittedFullGp`]) and its predictions.
+//! - `posterior.rs`: the conditioned model ([`FittedFullGp`]) and its predictions;
+//! - `online.rs`: new samples added to a conditioned model ([`FittedFullGp::update`]).
 //!
 //! ```
 //! use ssgp::{data::sinc_data, metrics, FullGp};
@@ -29,6 +30,7 @@
 //! ```
 
 mod evidence;
+mod online;
 mod params;
 mod posterior;
 #[cfg(feature = "serde")]

@@ -267,6 +267,61 @@ impl Covariance<'_> {
         k
     }
 
+    /// K(z, z_*) and the slopes G(z, z_*) (n×n* each) between points `z` (n×D) and test inputs
+    /// `zt` (n*×D), both already shifted and scaled (z = (x − c) ⊘ ℓ for a common c): one set of
+    /// squared distances for both (G = K for the squared exponential).
+    pub fn cross_and_slopes_scaled(
+        &self,
+        z: &DMatrix<f64>,
+        zt: &DMatrix<f64>,
+        par: Par,
+    ) -> (DMatrix<f64>, DMatrix<f64>) {
+        let d2 = squared_distances(z, zt, par);
+        let k = d2.map(|v| self.of_squared_distance(v));
+        let g = if self.kernel == Kernel::SquaredExponential {
+            k.clone()
+        } else {
+            d2.map(|v| self.slope_of_squared_distance(v))
+        };
+        (k, g)
+    }
+
+    /// Adds `scale` · Σ_i C_ij ∂k(x_*j, x_i)/∂x_*j to row j of `out` (n*×D), for points `z` (n×D)
+    /// and test inputs `zt` (n*×D) shifted and scaled as in
+    /// [`Covariance::cross_and_slopes_scaled`], their slopes `slopes` = G (n×n*) and weights
+    /// `weights` = C (n×n*):
+    /// $$∂k(x_*, x_i)/∂x_{*d} = -G_i\,(z_{*d} - z_{id})/ℓ_d,$$
+    /// summed term by term (O(n·n*·D)), so a test input on a point x_i adds exactly nothing for
+    /// it even where G_i is large.
+    ///
+    /// Matérn ½ is not differentiable at r = 0: its slope is taken as 0 there, so a test input
+    /// on a point x_i drops that point's term — the limit of the central difference
+    /// (f(x + h) − f(x − h))/2h, the average of the one-sided slopes in one dimension.
+    pub fn add_input_gradient(
+        &self,
+        (z, zt): (&DMatrix<f64>, &DMatrix<f64>),
+        slopes: &DMatrix<f64>,
+        weights: &DMatrix<f64>,
+        scale: f64,
+        out: &mut DMatrix<f64>,
+    ) {
+        for d in 0..zt.ncols() {
+            let f = -scale / self.lengthscales[d];
+            let zd = z.column(d);
+            for j in 0..zt.nrows() {
+                let t = zt[(j, d)];
+                let sum: f64 = slopes
+                    .column(j)
+                    .iter()
+                    .zip(weights.column(j).iter())
+                    .zip(zd.iter())
+                    .map(|((g, c), zi)| g * c * (t - zi))
+                    .sum();
+                out[(j, d)] += f * sum;
+            }
+        }
+    }
+
     /// K(a, b) as [`Covariance::cross_about`], and the slopes G(a, b) (n×p) that weight the
     /// derivatives with respect to lengthscales and inputs — `None` for the squared exponential,
     /// where G = K.

@@ -111,7 +111,7 @@ fn solve_right_lower_transpose(mut x: MatMut<'_, f64>, l: MatRef<'_, f64>, par: 
 }
 
 /// X ← X L⁻¹ (i.e. solves B L = X) by recursive halving, last block first.
-fn solve_right_lower(mut x: MatMut<'_, f64>, l: MatRef<'_, f64>, par: Par) {
+pub(crate) fn solve_right_lower(mut x: MatMut<'_, f64>, l: MatRef<'_, f64>, par: Par) {
     let k = l.nrows();
     if k <= BLOCK {
         let par = invariant(par, x.nrows(), x.ncols());

@@ -120,6 +120,10 @@ pub(crate) struct FullGpRepr {
     /// The training targets (n).
     pub(crate) targets: Vec<f64>,
     pub(crate) training: SummaryRepr,
+    /// The target offset ȳ of a model updated with new samples (`FittedFullGp::update`), which
+    /// keeps the mean of the data it was fitted on; absent when ȳ is the mean of `targets`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) y_mean: Option<f64>,
 }
 
 #[cfg(test)]
@@ -135,6 +139,7 @@ impl FullGpRepr {
         all.extend(rows_mut(&mut self.inputs));
         all.extend(self.targets.iter_mut());
         all.extend(self.training.floats_mut());
+        all.extend(self.y_mean.iter_mut());
         all
     }
 }

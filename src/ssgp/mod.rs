@@ -11,6 +11,9 @@
 //! - `evidence.rs`: −log p(y|θ) and its gradient ([`SsgpEvidence`]), a pure function of
 //!   (data, θ), computed over row chunks (`chunks.rs`);
 //! - `posterior.rs`: the fitted model ([`FittedSsgp`]), its predictions and posterior samples;
+//! - [`multi`]: P outputs on shared spectral points (one factor of A), `multi_posterior.rs` the
+//!   fitted model ([`FittedMultiSsgp`]);
+//! - `online.rs`: online updates of the posterior ([`FittedSsgp::update`], Incremental SSGP);
 //! - `standardized.rs`: posterior samples of an SSGP behind a scaler ([`StandardizedSample`]).
 //!
 //! ```
@@ -30,6 +33,9 @@
 mod chunks;
 pub(crate) mod evidence;
 pub mod features;
+pub mod multi;
+mod multi_posterior;
+mod online;
 mod params;
 pub(crate) mod posterior;
 #[cfg(feature = "serde")]
@@ -40,6 +46,8 @@ mod trig;
 
 pub use chunks::{DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_ROWS};
 pub use evidence::SsgpEvidence;
+pub use multi::{MultiSsgpEvidence, MultiSsgpHyperparameters};
+pub use multi_posterior::FittedMultiSsgp;
 pub use params::{NoiseBound, SsgpParams, ValidSsgpParams};
 pub use posterior::{FittedSsgp, PosteriorSample};
 pub use standardized::StandardizedSample;

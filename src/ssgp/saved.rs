@@ -138,6 +138,8 @@ impl FittedSsgp {
                 (r.threads, None),
                 columns,
             ),
+            rhs: None,
+            updates: 0,
         };
         Ok((model, bounds))
     }

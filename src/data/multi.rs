@@ -1,0 +1,201 @@
+//! Data with several target columns (P outputs sharing the inputs), for the multi-output SSGP.
+
+use super::csv::{CsvOptions, Target};
+use super::{check_finite, Dataset};
+use crate::error::{Error, Result};
+use nalgebra::{DMatrix, DVector};
+use std::path::Path;
+
+/// A validated data set with P ≥ 1 target columns: inputs x (n×D), targets Y (n×P), all finite.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MultiDataset {
+    x: DMatrix<f64>,
+    y: DMatrix<f64>,
+}
+
+impl MultiDataset {
+    /// Builds a data set from inputs `x` (n×D) and targets `y` (n×P, one column per output).
+    ///
+    /// # Errors
+    /// [`Error::EmptyData`] for n = 0, D = 0 or P = 0; [`Error::LengthMismatch`] if `y` has not
+    /// n rows; [`Error::NonFinite`] for a NaN or infinity.
+    pub fn new(x: DMatrix<f64>, y: DMatrix<f64>) -> Result<Self> {
+        if y.ncols() == 0 {
+            return Err(Error::EmptyData {
+                what: "the targets have no columns",
+            });
+        }
+        // The checks of a single-output data set on the first column.
+        Dataset::new(x.clone(), y.column(0).into_owned())?;
+        check_finite("targets", &y)?;
+        Ok(Self { x, y })
+    }
+
+    /// From a list of input rows (each of D values) and of target rows (each of P values).
+    ///
+    /// # Errors
+    /// [`Error::RaggedRows`] for rows of different lengths; as [`MultiDataset::new`].
+    pub fn from_rows<R: AsRef<[f64]>, T: AsRef<[f64]>>(rows: &[R], targets: &[T]) -> Result<Self> {
+        Self::new(matrix_of_rows(rows)?, matrix_of_rows(targets)?)
+    }
+
+    /// From ndarray views of the inputs (n×D) and targets (n×P), any memory order.
+    ///
+    /// # Errors
+    /// As [`MultiDataset::new`].
+    #[cfg(feature = "ndarray")]
+    pub fn from_ndarray(
+        x: ndarray::ArrayView2<'_, f64>,
+        y: ndarray::ArrayView2<'_, f64>,
+    ) -> Result<Self> {
+        Self::new(super::matrix_from_ndarray(x), super::matrix_from_ndarray(y))
+    }
+
+    /// Loads a CSV file with `options` (delimiter, header, rows; its target is ignored) and the
+    /// target columns `targets` (by zero-based index, by name in the header, or the last
+    /// column), in that order; the other columns are the inputs, in file order.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for no targets, a target named twice, an index beyond the
+    /// columns or a name not in the first line; [`Error::Io`] and the CSV errors of
+    /// [`Dataset::from_csv_with`].
+    pub fn from_csv_with(
+        path: impl AsRef<Path>,
+        options: &CsvOptions,
+        targets: &[Target],
+    ) -> Result<Self> {
+        let path = path.as_ref();
+        let io = |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut first_line = String::new();
+        let mut reader = std::io::BufReader::new(std::fs::File::open(path).map_err(io)?);
+        while first_line.trim().is_empty() {
+            first_line.clear();
+            if std::io::BufRead::read_line(&mut reader, &mut first_line).map_err(io)? == 0 {
+                break;
+            }
+        }
+        let delimiter = char::from(options.delimiter_byte());
+        let fields: Vec<String> = first_line
+            .split(delimiter)
+            .map(|f| f.trim().trim_matches('"').to_string())
+            .collect();
+        let columns = fields.len();
+        let invalid = |reason: String| Error::InvalidParameter {
+            name: "targets",
+            reason,
+        };
+        if targets.is_empty() {
+            return Err(invalid("at least one target column is needed".into()));
+        }
+        let mut index = Vec::with_capacity(targets.len());
+        for t in targets {
+            let i = match t {
+                Target::Last => columns - 1,
+                Target::Column(i) if *i < columns => *i,
+                Target::Column(i) => {
+                    return Err(invalid(format!(
+                        "column {i} is beyond the {columns} columns"
+                    )))
+                }
+                Target::Named(name) => fields
+                    .iter()
+                    .position(|f| f == name)
+                    .ok_or_else(|| invalid(format!("no column named `{name}` in the header")))?,
+            };
+            if index.contains(&i) {
+                return Err(invalid(format!("column {i} is named twice")));
+            }
+            index.push(i);
+        }
+        let first = index[0];
+        let data = Dataset::from_csv_with(path, &options.clone().target(Target::Column(first)))?;
+        // Columns of data.x() are the file's without `first`.
+        let shifted: Vec<usize> = index[1..]
+            .iter()
+            .map(|&i| if i > first { i - 1 } else { i })
+            .collect();
+        let (n, c) = data.x().shape();
+        let inputs: Vec<usize> = (0..c).filter(|i| !shifted.contains(i)).collect();
+        let x = DMatrix::from_fn(n, inputs.len(), |r, j| data.x()[(r, inputs[j])]);
+        let y = DMatrix::from_fn(n, index.len(), |r, p| {
+            if p == 0 {
+                data.y()[r]
+            } else {
+                data.x()[(r, shifted[p - 1])]
+            }
+        });
+        Self::new(x, y)
+    }
+
+    /// Inputs, n×D.
+    pub fn x(&self) -> &DMatrix<f64> {
+        &self.x
+    }
+
+    /// Targets, n×P (one column per output).
+    pub fn y(&self) -> &DMatrix<f64> {
+        &self.y
+    }
+
+    /// The number of points n.
+    pub fn len(&self) -> usize {
+        self.x.nrows()
+    }
+
+    /// Always false: a data set has at least one point.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The input dimension D.
+    pub fn dim(&self) -> usize {
+        self.x.ncols()
+    }
+
+    /// The number of outputs P.
+    pub fn outputs(&self) -> usize {
+        self.y.ncols()
+    }
+
+    /// The mean of each target column (P).
+    pub fn y_means(&self) -> DVector<f64> {
+        DVector::from_iterator(self.outputs(), self.y.column_iter().map(|c| c.mean()))
+    }
+
+    /// Output `p` alone as a single-output [`Dataset`] (the inputs copied).
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] for p ≥ P.
+    pub fn output(&self, p: usize) -> Result<Dataset> {
+        if p >= self.outputs() {
+            return Err(Error::DimensionMismatch {
+                what: "output index (outputs, P)",
+                expected: self.outputs(),
+                found: p,
+            });
+        }
+        Dataset::new(self.x.clone(), self.y.column(p).into_owned())
+    }
+}
+
+/// The rows (all of the first one's length) as a matrix.
+fn matrix_of_rows<R: AsRef<[f64]>>(rows: &[R]) -> Result<DMatrix<f64>> {
+    let width = rows.first().map_or(0, |r| r.as_ref().len());
+    if let Some((row, r)) = rows
+        .iter()
+        .enumerate()
+        .find(|(_, r)| r.as_ref().len() != width)
+    {
+        return Err(Error::RaggedRows {
+            row,
+            expected: width,
+            found: r.as_ref().len(),
+        });
+    }
+    Ok(DMatrix::from_fn(rows.len(), width, |i, j| {
+        rows[i].as_ref()[j]
+    }))
+}

@@ -1,0 +1,100 @@
+//! Online updates of a fitted full GP: new samples extend the Cholesky factor of K + σn²I by
+//! rows, O(n²) per sample, at the same θ.
+
+use super::posterior::FittedFullGp;
+use crate::data::Dataset;
+use crate::error::Result;
+use crate::kernel;
+use crate::linalg::{self, view, view_mut};
+use nalgebra::{DMatrix, DVector};
+use std::sync::Arc;
+
+impl FittedFullGp {
+    /// Adds the samples (`x` k×D, `y` k) to the conditioning set without changing θ, by extending
+    /// the factor of K + σn²I (+ the fit's jitter) block-wise:
+    /// $$L' = \begin{pmatrix} L & 0 \\ B & C \end{pmatrix},\quad B^⊤ = L^{-1}K_{fn},\quad
+    ///   CC^⊤ = K_{nn} + (σ_n^2 + δ)I - BB^⊤,$$
+    /// n²k + O(nk² + k³) flops, then α = L'⁻ᵀL'⁻¹(y − ȳ) and −log p(y|θ) over all the data
+    /// (O((n + k)²)). ȳ and the inputs' centre stay the fit's, so the result is conditioning from
+    /// scratch on all the data at θ with that offset. The model keeps the data (it needs it to
+    /// predict): memory grows as 8(n + k)² bytes.
+    ///
+    /// # Errors
+    /// [`crate::error::Error::LengthMismatch`], [`crate::error::Error::DimensionMismatch`] or
+    /// [`crate::error::Error::NonFinite`] for bad samples; [`crate::error::Error::Allocation`] if
+    /// the larger factor cannot be allocated; [`crate::error::Error::NotPositiveDefinite`] if the
+    /// new block cannot be factorised (e.g. a sample repeated with σn² + δ ≈ 0). The model is
+    /// unchanged on an error.
+    pub fn update(&mut self, x: &DMatrix<f64>, y: &DVector<f64>) -> Result<()> {
+        let ym = DMatrix::from_column_slice(y.len(), 1, y.as_slice());
+        let xu = crate::data::check_new_samples(&self.record.columns, x, &ym, 1)?;
+        let (n, k) = (self.z.nrows(), xu.nrows());
+        if k == 0 {
+            return Ok(());
+        }
+        let h = &self.hyperparameters;
+        let zt = kernel::shift_and_scale(&xu, &self.input_means, &h.lengthscales);
+        let cov = self.covariance();
+        // Bᵀ = L⁻¹K_fn (n×k).
+        let mut bt = cov.cross_scaled(&self.z, &zt, self.par);
+        linalg::solve_lower(view(&self.factor), view_mut(&mut bt), self.par);
+        // C Cᵀ = K_nn + (σn² + δ)I − BBᵀ.
+        let mut c = DMatrix::zeros(k, k);
+        cov.lower_scaled(&zt, &mut c, self.par);
+        for i in 0..k {
+            c[(i, i)] += h.noise_variance + self.jitter;
+        }
+        linalg::gemm(
+            view_mut(&mut c),
+            true,
+            view(&bt).transpose(),
+            view(&bt),
+            -1.0,
+            self.par,
+        );
+        linalg::cholesky_in_place_lower(&mut c, "the new block of K + σn²I", self.par)?;
+        let total = n + k;
+        let mut factor = linalg::try_zeros(total, total, "the n×n Cholesky factor of K + σn²I")?;
+        for j in 0..n {
+            factor
+                .view_mut((j, j), (n - j, 1))
+                .copy_from(&self.factor.view((j, j), (n - j, 1)));
+            for i in 0..k {
+                factor[(n + i, j)] = bt[(j, i)];
+            }
+        }
+        for j in 0..k {
+            for i in j..k {
+                factor[(n + i, n + j)] = c[(i, j)];
+            }
+        }
+        let mut x_all = self.data.x().clone().insert_rows(n, k, 0.0);
+        x_all.rows_mut(n, k).copy_from(&xu);
+        let y_all = DVector::from_iterator(total, self.data.y().iter().chain(y.iter()).copied());
+        let data = Dataset::new(x_all, y_all)?;
+        let mut z = self.z.clone().insert_rows(n, k, 0.0);
+        z.rows_mut(n, k).copy_from(&zt);
+        self.factor = Arc::new(factor);
+        self.z = z;
+        self.data = Arc::new(data);
+        self.recentre_targets(self.record.y_mean);
+        Ok(())
+    }
+
+    /// Sets the target offset ȳ to `y_mean` and recomputes α = (K + σn²I)⁻¹(y − ȳ) and
+    /// −log p(y|θ) from the factor (O(n²)): after an update, and when loading an updated model.
+    pub(crate) fn recentre_targets(&mut self, y_mean: f64) {
+        let y = self.data.y().add_scalar(-y_mean);
+        let mut alpha = y.clone();
+        linalg::cholesky_solve_in_place(
+            &self.factor,
+            linalg::vector_view_mut(&mut alpha),
+            self.par,
+        );
+        self.record.neg_log_evidence = 0.5 * linalg::log_det_from_cholesky(&self.factor)
+            + 0.5 * y.dot(&alpha)
+            + 0.5 * y.len() as f64 * (2.0 * std::f64::consts::PI).ln();
+        self.alpha = alpha;
+        self.record.y_mean = y_mean;
+    }
+}

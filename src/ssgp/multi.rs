@@ -1,0 +1,559 @@
+//! SSGP with P outputs on shared spectral points (as Incremental SSGP learns the torques of all
+//! joints): one design matrix Φ, the lengthscales, the spectral points and the ratio
+//! ρ = σn²/σ0² shared — so λ = mρ and **one** factor of A = ΦᵀΦ + λI — with a signal variance
+//! σ0p² per output (outputs differ in size) and σnp² = ρσ0p².
+//!
+//! Each output has SSGP's evidence (eq. 8) with its own B column b_p = Φᵀy_p, v_p = L⁻¹b_p,
+//! α_p = L⁻ᵀv_p, and the evidence of the P outputs is their sum:
+//! $$-\log p(Y|θ) = \sum_p \Big[\frac{y_p^⊤y_p - \lVert v_p\rVert^2}{2σ_{np}^2} + \frac n2\log 2πσ_{np}^2\Big] + P\Big(\sum_i \log L_{ii} - m\log λ\Big).$$
+//! Its gradient with respect to the design matrix is ∂/∂Φ = PΦA⁻¹ − Σ_p r_pα_pᵀ with
+//! r_p = (y_p − Φα_p)/σnp², chained through cos/sin into Ω = W ⊘ ℓ as for one output
+//! ([`super::SsgpEvidence`]); σ0p and ρ enter through σnp² = ρσ0p² and λ = mρ. Cost per
+//! evaluation: n(2m)² for ΦᵀΦ, 2n(2m)² for ΦA⁻¹, O(nmP) for B, R and RαᵀP, O(nmD) for the phases,
+//! O(m³) for the factor: O(nm² + nmP), one factorisation whatever P.
+//!
+//! **Parameter layout**: θ = [log ℓ (D), log σ0_1 … log σ0_P, p_ρ, vec(W)] with
+//! ρ = floor + e^{2p_ρ} (the training settings' noise floor bounds the **ratio** σn²/σ0² here),
+//! W m×D column by column (left out with fixed spectral points). At the same θ the evidence and
+//! its gradient are the sums of the P single-output ones at θ_p = [log ℓ, log σ0p, log σnp, W]
+//! (mapped by the chain rule for σ0p and p_ρ; tested).
+
+use super::features::{centre_rows, design_matrix_into, scaled_frequencies};
+use super::multi_posterior::FittedMultiSsgp;
+use super::posterior::chain_through_features;
+use super::{SsgpParams, ValidSsgpParams};
+use crate::data::{Dataset, InputColumns, MultiDataset};
+use crate::error::{Error, Result};
+use crate::hyperparameters::NoiseParam;
+use crate::linalg::{self, view, view_mut};
+use crate::optim::Objective;
+use crate::params::ParamGuard;
+use crate::termination::TrainingSummary;
+use faer::Par;
+use nalgebra::{DMatrix, DVector};
+
+/// The multi-output SSGP's hyperparameters in natural units.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MultiSsgpHyperparameters {
+    /// Lengthscales ℓ (D), shared.
+    pub lengthscales: DVector<f64>,
+    /// Signal variances σ0p² (P), one per output.
+    pub signal_variances: DVector<f64>,
+    /// The ratio ρ = σnp²/σ0p², shared (λ = mρ).
+    pub noise_ratio: f64,
+    /// Unit frequencies W (m×D), shared; spectral points s_r = W_r ⊘ (2πℓ).
+    pub unit_frequencies: DMatrix<f64>,
+}
+
+impl MultiSsgpHyperparameters {
+    /// The noise variances σnp² = ρσ0p² (P).
+    pub fn noise_variances(&self) -> DVector<f64> {
+        &self.signal_variances * self.noise_ratio
+    }
+}
+
+/// What one evaluation leaves: the value, the per-output terms and the posterior.
+pub(crate) struct MultiPass {
+    pub(crate) value: f64,
+    /// Each output's −log p(y_p|θ_p) (P): they sum to `value`.
+    pub(crate) per_output: DVector<f64>,
+    pub(crate) hyper: MultiSsgpHyperparameters,
+    /// L (2m×2m, lower).
+    pub(crate) l: DMatrix<f64>,
+    /// α = A⁻¹B (2m×P).
+    pub(crate) alpha: DMatrix<f64>,
+    /// B = Φᵀ(Y − 1ȳᵀ) (2m×P).
+    pub(crate) rhs: DMatrix<f64>,
+    pub(crate) omega: DMatrix<f64>,
+    /// q_p = y_pᵀy_p − ‖v_p‖² (P).
+    q: DVector<f64>,
+    /// dρ/dp_ρ.
+    ratio_derivative: f64,
+}
+
+/// The multi-output evidence θ ↦ (−log p(Y|θ), ∇θ) on a data set (see the [module docs](self)).
+pub struct MultiSsgpEvidence<'a> {
+    x: &'a DMatrix<f64>,
+    /// Y centred by its column means (n×P).
+    y: DMatrix<f64>,
+    centre: DVector<f64>,
+    m: usize,
+    fixed: Option<DMatrix<f64>>,
+    noise: NoiseParam,
+    chunk_rows: usize,
+    par: Par,
+}
+
+impl<'a> MultiSsgpEvidence<'a> {
+    /// The evidence on inputs `x` (n×D, the used columns) and targets `y` (n×P): both centred
+    /// on their column means; `fixed` holds W when the spectral points are not learned.
+    pub(crate) fn new(
+        x: &'a DMatrix<f64>,
+        y: &DMatrix<f64>,
+        params: &ValidSsgpParams,
+        fixed: Option<DMatrix<f64>>,
+    ) -> Self {
+        let means: Vec<f64> = y.column_iter().map(|c| c.mean()).collect();
+        let y = DMatrix::from_fn(y.nrows(), y.ncols(), |i, p| y[(i, p)] - means[p]);
+        Self {
+            x,
+            y,
+            centre: super::evidence::input_means(x),
+            m: params.m,
+            fixed,
+            noise: params.training.noise(),
+            chunk_rows: params.chunk_rows,
+            par: linalg::par(params.training.threads),
+        }
+    }
+
+    fn outputs(&self) -> usize {
+        self.y.ncols()
+    }
+
+    /// The inputs' centre c (D).
+    pub(crate) fn centre(&self) -> &DVector<f64> {
+        &self.centre
+    }
+
+    /// Packs natural hyperparameters into θ.
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] for wrong shapes, [`Error::InvalidParameter`] for a
+    /// non-positive lengthscale or variance or a ratio at or below the floor.
+    pub fn pack(&self, h: &MultiSsgpHyperparameters) -> Result<DVector<f64>> {
+        let (d, p) = (self.x.ncols(), self.outputs());
+        for (what, expected, found) in [
+            ("lengthscales", d, h.lengthscales.len()),
+            (
+                "signal variances (one per output)",
+                p,
+                h.signal_variances.len(),
+            ),
+        ] {
+            if expected != found {
+                return Err(Error::DimensionMismatch {
+                    what,
+                    expected,
+                    found,
+                });
+            }
+        }
+        if h.lengthscales
+            .iter()
+            .chain(h.signal_variances.iter())
+            .any(|v| !(*v > 0.0 && v.is_finite()))
+            || !(h.noise_ratio > self.noise.floor && h.noise_ratio.is_finite())
+        {
+            return Err(Error::InvalidParameter {
+                name: "hyperparameters",
+                reason: "lengthscales and variances must be positive and finite, the noise ratio above its floor".into(),
+            });
+        }
+        let block = self.fixed.is_none().then_some(&h.unit_frequencies);
+        if let Some(w) = block {
+            if w.shape() != (self.m, d) {
+                return Err(Error::DimensionMismatch {
+                    what: "unit frequencies (m×D entries)",
+                    expected: self.m * d,
+                    found: w.len(),
+                });
+            }
+        }
+        let mut theta = DVector::zeros(self.num_params());
+        for i in 0..d {
+            theta[i] = h.lengthscales[i].ln();
+        }
+        for q in 0..p {
+            theta[d + q] = 0.5 * h.signal_variances[q].ln();
+        }
+        theta[d + p] = self.noise.param(h.noise_ratio);
+        if let Some(w) = block {
+            theta
+                .rows_mut(d + p + 1, self.m * d)
+                .copy_from_slice(w.as_slice());
+        }
+        Ok(theta)
+    }
+
+    /// Unpacks θ: the hyperparameters and dρ/dp_ρ.
+    fn unpack(&self, theta: &DVector<f64>) -> Result<(MultiSsgpHyperparameters, f64)> {
+        if theta.len() != self.num_params() {
+            return Err(Error::DimensionMismatch {
+                what: "multi-output SSGP parameter vector",
+                expected: self.num_params(),
+                found: theta.len(),
+            });
+        }
+        crate::data::check_finite_vector("multi-output SSGP parameter vector", theta)?;
+        let (d, p, m) = (self.x.ncols(), self.outputs(), self.m);
+        let lengthscales = DVector::from_fn(d, |i, _| theta[i].exp());
+        let signal_variances = DVector::from_fn(p, |q, _| (2.0 * theta[d + q]).exp());
+        let noise_ratio = self.noise.variance(theta[d + p]);
+        let ratio_derivative = self.noise.variance_derivative(theta[d + p]);
+        let unit_frequencies = match &self.fixed {
+            Some(w) => w.clone(),
+            None => DMatrix::from_column_slice(m, d, &theta.as_slice()[d + p + 1..]),
+        };
+        let h = MultiSsgpHyperparameters {
+            lengthscales,
+            signal_variances,
+            noise_ratio,
+            unit_frequencies,
+        };
+        if h.lengthscales
+            .iter()
+            .chain(h.signal_variances.iter())
+            .any(|v| !(*v > 0.0 && v.is_finite()))
+            || !(noise_ratio > 0.0 && noise_ratio.is_finite())
+        {
+            return Err(Error::InvalidParameter {
+                name: "parameters",
+                reason: "a lengthscale or variance under- or overflows".into(),
+            });
+        }
+        Ok((h, ratio_derivative))
+    }
+
+    /// The design matrix of rows `start .. start + len` into `phi` (len×2m), their centred inputs
+    /// into `centred`.
+    fn rows(
+        &self,
+        omega: &DMatrix<f64>,
+        (start, len): (usize, usize),
+        phi: &mut DMatrix<f64>,
+        centred: &mut DMatrix<f64>,
+    ) {
+        design_matrix_into(
+            linalg::rows_view(self.x, start, len),
+            &self.centre,
+            omega,
+            phi,
+            centred,
+            Par::Seq,
+        );
+    }
+
+    /// The chunks of rows: (start, len).
+    fn chunks(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let n = self.x.nrows();
+        let step = self.chunk_rows.max(1);
+        (0..n).step_by(step).map(move |s| (s, step.min(n - s)))
+    }
+
+    /// Pass 1: A = ΦᵀΦ + λI = LLᵀ, B = ΦᵀY, v, α and the value.
+    pub(crate) fn first_pass(&self, theta: &DVector<f64>) -> Result<MultiPass> {
+        let (hyper, ratio_derivative) = self.unpack(theta)?;
+        let (m, k, p, n) = (self.m, 2 * self.m, self.outputs(), self.x.nrows());
+        let omega = scaled_frequencies(&hyper.unit_frequencies, &hyper.lengthscales);
+        let mut a = DMatrix::zeros(k, k);
+        let mut b = DMatrix::zeros(k, p);
+        let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
+        for (start, len) in self.chunks() {
+            self.rows(&omega, (start, len), &mut phi, &mut centred);
+            linalg::syrk_lower(view_mut(&mut a), true, view(&phi), self.par);
+            linalg::gemm(
+                view_mut(&mut b),
+                true,
+                view(&phi).transpose(),
+                view(&self.y).subrows(start, len),
+                1.0,
+                self.par,
+            );
+        }
+        let lambda = m as f64 * hyper.noise_ratio;
+        for i in 0..k {
+            a[(i, i)] += lambda;
+        }
+        linalg::cholesky_in_place_lower(&mut a, "A = ΦᵀΦ + (mσn²/σ0²)I", self.par)?;
+        let l = a;
+        let mut v = b.clone();
+        linalg::solve_lower(view(&l), view_mut(&mut v), self.par);
+        let log_det_half: f64 = (0..k).map(|i| l[(i, i)].ln()).sum();
+        let shared = log_det_half - m as f64 * lambda.ln();
+        let sn2 = hyper.noise_variances();
+        let q = DVector::from_fn(p, |j, _| {
+            self.y.column(j).norm_squared() - v.column(j).norm_squared()
+        });
+        let per_output = DVector::from_fn(p, |j, _| {
+            q[j] / (2.0 * sn2[j])
+                + 0.5 * n as f64 * (2.0 * std::f64::consts::PI * sn2[j]).ln()
+                + shared
+        });
+        let value = per_output.sum();
+        if !value.is_finite() {
+            return Err(Error::NonFiniteObjective {
+                what: format!("−log p(Y|θ) = {value}"),
+            });
+        }
+        let mut alpha = v;
+        linalg::solve_lower_transpose(view(&l), view_mut(&mut alpha), self.par);
+        Ok(MultiPass {
+            value,
+            per_output,
+            hyper,
+            l,
+            alpha,
+            rhs: b,
+            omega,
+            q,
+            ratio_derivative,
+        })
+    }
+
+    /// Pass 2: ∇θ (see the [module docs](self)).
+    fn gradient(&self, first: &MultiPass) -> DVector<f64> {
+        let (m, k, p, n, d) = (
+            self.m,
+            2 * self.m,
+            self.outputs(),
+            self.x.nrows(),
+            self.x.ncols(),
+        );
+        let h = &first.hyper;
+        let sn2 = h.noise_variances();
+        let mut d_omega = DMatrix::zeros(m, d);
+        let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
+        let mut g = DMatrix::zeros(0, 0);
+        for (start, len) in self.chunks() {
+            self.rows(&first.omega, (start, len), &mut phi, &mut centred);
+            centre_rows(
+                linalg::rows_view(self.x, start, len),
+                &self.centre,
+                &mut centred,
+            );
+            // G = PΦA⁻¹ − RAᵀ with R = (Y − ΦA)/σn² column by column (A = α here).
+            let mut big_g = phi.clone();
+            linalg::right_solve_cholesky(&mut big_g, &first.l, self.par);
+            big_g *= p as f64;
+            let mut r = self.y.rows(start, len).into_owned();
+            linalg::gemm(
+                view_mut(&mut r),
+                true,
+                view(&phi),
+                view(&first.alpha),
+                -1.0,
+                self.par,
+            );
+            for j in 0..p {
+                r.column_mut(j).scale_mut(1.0 / sn2[j]);
+            }
+            linalg::gemm(
+                view_mut(&mut big_g),
+                true,
+                view(&r),
+                view(&first.alpha).transpose(),
+                -1.0,
+                self.par,
+            );
+            if g.shape() != (len, m) {
+                g = DMatrix::zeros(len, m);
+            }
+            chain_through_features(&phi, m, |i, c| (big_g[(i, c)], big_g[(i, m + c)]), &mut g);
+            linalg::gemm(
+                view_mut(&mut d_omega),
+                true,
+                view(&g).transpose(),
+                view(&centred),
+                1.0,
+                self.par,
+            );
+        }
+        let lambda = m as f64 * h.noise_ratio;
+        let trace_a_inv = linalg::invert_lower(&first.l, self.par).norm_squared();
+        let d_lambda = (0..p)
+            .map(|j| first.alpha.column(j).norm_squared() / (2.0 * sn2[j]))
+            .sum::<f64>()
+            + p as f64 * (0.5 * trace_a_inv - m as f64 / lambda);
+        let d_sn2 = DVector::from_fn(p, |j, _| {
+            -first.q[j] / (2.0 * sn2[j] * sn2[j]) + n as f64 / (2.0 * sn2[j])
+        });
+        let _ = k;
+        let mut grad = DVector::zeros(self.num_params());
+        for dd in 0..d {
+            grad[dd] = -first.omega.column(dd).dot(&d_omega.column(dd));
+            if self.fixed.is_none() {
+                for rr in 0..m {
+                    grad[d + p + 1 + rr + dd * m] = d_omega[(rr, dd)] / h.lengthscales[dd];
+                }
+            }
+        }
+        for j in 0..p {
+            grad[d + j] = 2.0 * sn2[j] * d_sn2[j];
+        }
+        let d_ratio = (0..p)
+            .map(|j| d_sn2[j] * h.signal_variances[j])
+            .sum::<f64>()
+            + m as f64 * d_lambda;
+        grad[d + p] = first.ratio_derivative * d_ratio;
+        grad
+    }
+}
+
+impl Objective for MultiSsgpEvidence<'_> {
+    fn num_params(&self) -> usize {
+        let block = if self.fixed.is_some() {
+            0
+        } else {
+            self.m * self.x.ncols()
+        };
+        self.x.ncols() + self.outputs() + 1 + block
+    }
+
+    /// nP, the number of targets.
+    fn value_scale(&self) -> f64 {
+        (self.x.nrows() * self.outputs()) as f64
+    }
+
+    /// 1 for the hyperparameters, 10·√m for the unit frequencies W (as for one output).
+    fn parameter_scales(&self) -> Option<DVector<f64>> {
+        let head = self.x.ncols() + self.outputs() + 1;
+        let scale = 10.0 * (self.m as f64).sqrt();
+        Some(DVector::from_fn(self.num_params(), |i, _| {
+            if i < head {
+                1.0
+            } else {
+                scale
+            }
+        }))
+    }
+
+    fn value_and_gradient(&self, theta: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
+        let first = self.first_pass(theta)?;
+        let gradient = self.gradient(&first);
+        Ok((first.value, gradient))
+    }
+}
+
+impl SsgpParams {
+    /// Validates the settings and trains SSGP on the P outputs of `data` with shared spectral
+    /// points ([`ValidSsgpParams::fit_multi`]).
+    ///
+    /// # Errors
+    /// As [`ParamGuard::check`] and [`ValidSsgpParams::fit_multi`].
+    pub fn fit_multi(&self, data: &MultiDataset) -> Result<FittedMultiSsgp> {
+        self.check_ref()?.fit_multi(data)
+    }
+}
+
+impl ValidSsgpParams {
+    /// The multi-output evidence of these settings on `data` (all input columns), with W fixed
+    /// at `w` when the spectral points are fixed.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for fixed spectral points without `w`.
+    pub fn multi_evidence<'a>(
+        &self,
+        x: &'a DMatrix<f64>,
+        y: &DMatrix<f64>,
+        w: Option<&DMatrix<f64>>,
+    ) -> Result<MultiSsgpEvidence<'a>> {
+        let fixed = match (self.fixed_spectral_points, w) {
+            (false, _) => None,
+            (true, Some(w)) => Some(w.clone()),
+            (true, None) => {
+                return Err(Error::InvalidParameter {
+                    name: "fixed_spectral_points",
+                    reason: "fixed spectral points need their unit frequencies".into(),
+                })
+            }
+        };
+        Ok(MultiSsgpEvidence::new(x, y, self, fixed))
+    }
+
+    /// Trains SSGP on the P outputs of `data` (see [`super::multi`](self) for the model): inputs
+    /// constant on `data` left out; start values ℓ by the lengthscale strategy (on the first
+    /// output), σ0p² = var y_p, ρ = 1/4; the best of the initial draws of spectral points by
+    /// the summed evidence; then nonlinear CG on the summed evidence. A noise bound
+    /// ([`super::NoiseBound`]) is not supported here.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a noise bound; [`Error::ConstantInput`] if every input is
+    /// constant; [`Error::ConstantTargets`] for a constant output; [`Error::NotPositiveDefinite`]
+    /// if A cannot be factored at the start; [`Error::TrainingFailed`] if training failed (unless
+    /// best effort was asked for).
+    pub fn fit_multi(&self, data: &MultiDataset) -> Result<FittedMultiSsgp> {
+        if self.noise_bound != super::NoiseBound::None {
+            return Err(Error::InvalidParameter {
+                name: "noise_bound",
+                reason: "the multi-output SSGP has no noise bound".into(),
+            });
+        }
+        let first = data.output(0)?;
+        let columns = InputColumns::varying(&first)?;
+        let x = columns.select(data.x())?.into_owned();
+        let start =
+            crate::full_gp::start(&Dataset::new(x.clone(), first.y().clone())?, &self.training)?;
+        let n = data.len() as f64;
+        let means = data.y_means();
+        let signal_variances = DVector::from_fn(data.outputs(), |p, _| {
+            data.y()
+                .column(p)
+                .iter()
+                .map(|v| (v - means[p]).powi(2))
+                .sum::<f64>()
+                / n
+        });
+        if let Some(p) = signal_variances
+            .iter()
+            .position(|v| v.is_nan() || *v <= 0.0)
+        {
+            return Err(Error::ConstantTargets { value: means[p] });
+        }
+        let noise_ratio = (self.training.noise_floor + 0.25).max(self.training.noise_floor * 1.001);
+        let hyper_at = |w: &DMatrix<f64>| MultiSsgpHyperparameters {
+            lengthscales: start.lengthscales.clone(),
+            signal_variances: signal_variances.clone(),
+            noise_ratio,
+            unit_frequencies: w.clone(),
+        };
+        let w0 = crate::init::unit_frequencies(
+            self.initial_unit_frequencies.as_ref(),
+            self.density().as_ref(),
+            (self.m, x.ncols()),
+            (self.initial_draws, self.training.seed),
+            self.training.optim.observer.as_ref(),
+            |w| {
+                let evidence = self.multi_evidence(&x, data.y(), Some(w))?;
+                Ok(evidence.first_pass(&evidence.pack(&hyper_at(w))?)?.value)
+            },
+        )?;
+        let evidence = self.multi_evidence(&x, data.y(), Some(&w0))?;
+        let theta0 = evidence.pack(&hyper_at(&w0))?;
+        let report = self.training.minimize(&evidence, theta0)?;
+        let training = TrainingSummary::new(&report, &columns);
+        let pass = evidence.first_pass(&report.theta)?;
+        Ok(FittedMultiSsgp::new(
+            self,
+            pass,
+            evidence.centre().clone(),
+            (report.theta, means, training, columns),
+        ))
+    }
+
+    /// A fitted multi-output model at given hyperparameters (for all D inputs), without training.
+    ///
+    /// # Errors
+    /// As [`MultiSsgpEvidence::pack`]; [`Error::NotPositiveDefinite`] if A cannot be factored.
+    pub fn condition_multi(
+        &self,
+        data: &MultiDataset,
+        hyper: &MultiSsgpHyperparameters,
+    ) -> Result<FittedMultiSsgp> {
+        let evidence = self.multi_evidence(data.x(), data.y(), Some(&hyper.unit_frequencies))?;
+        let theta = evidence.pack(hyper)?;
+        let pass = evidence.first_pass(&theta)?;
+        let training = TrainingSummary::untrained(pass.value);
+        Ok(FittedMultiSsgp::new(
+            self,
+            pass,
+            evidence.centre().clone(),
+            (
+                theta,
+                data.y_means(),
+                training,
+                InputColumns::all(data.dim()),
+            ),
+        ))
+    }
+}

@@ -1,0 +1,335 @@
+//! A trained multi-output SSGP ([`FittedMultiSsgp`]): one factor L of A shared by the P outputs,
+//! a weight vector per output, predictions and gradients per output, online updates of all
+//! outputs at once, and each output as a stand-alone [`FittedSsgp`] (samples, persistence).
+
+use super::multi::{MultiPass, MultiSsgpHyperparameters};
+use super::online::{absorb, check_forgetting, solve_weights};
+use super::posterior::{FittedSsgp, OutputView, WeightPosterior};
+use super::{features, SsgpHyperparameters, ValidSsgpParams};
+use crate::data::InputColumns;
+use crate::data::Inputs;
+use crate::error::{Error, Result};
+use crate::hyperparameters::{self, Hyperparameters, NoiseParam};
+use crate::linalg::{self, view};
+use crate::model::FitRecord;
+use crate::prediction_loop::{gradients_in_chunks, predict_in_chunks, Rows};
+use crate::predictive::{Predictive, PredictiveGradients};
+use crate::termination::TrainingSummary;
+use faer::Par;
+use nalgebra::{DMatrix, DVector};
+
+/// A trained SSGP with P outputs on shared spectral points ([`super::multi`]): the posterior of
+/// output p is N(α_p, σnp²A⁻¹) with one A = LLᵀ for all outputs.
+#[derive(Debug, Clone)]
+pub struct FittedMultiSsgp {
+    hyper: MultiSsgpHyperparameters,
+    /// L (2m×2m, lower), shared.
+    l: DMatrix<f64>,
+    /// α (2m×P).
+    alpha: DMatrix<f64>,
+    /// B = Φᵀ(Y − 1ȳᵀ) (2m×P), kept for updates.
+    rhs: DMatrix<f64>,
+    omega: DMatrix<f64>,
+    centre: DVector<f64>,
+    /// ȳ_p (P), added back to each output's predictions.
+    y_means: DVector<f64>,
+    theta: DVector<f64>,
+    neg_log_evidence: f64,
+    per_output: DVector<f64>,
+    training: TrainingSummary,
+    columns: InputColumns,
+    fixed: bool,
+    chunk_rows: usize,
+    threads: usize,
+    updates: usize,
+}
+
+impl FittedMultiSsgp {
+    pub(crate) fn new(
+        params: &ValidSsgpParams,
+        pass: MultiPass,
+        centre: DVector<f64>,
+        (theta, y_means, training, columns): (
+            DVector<f64>,
+            DVector<f64>,
+            TrainingSummary,
+            InputColumns,
+        ),
+    ) -> Self {
+        Self {
+            hyper: pass.hyper,
+            l: pass.l,
+            alpha: pass.alpha,
+            rhs: pass.rhs,
+            omega: pass.omega,
+            centre,
+            y_means,
+            theta,
+            neg_log_evidence: pass.value,
+            per_output: pass.per_output,
+            training,
+            columns,
+            fixed: params.fixed_spectral_points,
+            chunk_rows: params.chunk_rows,
+            threads: params.training.threads,
+            updates: 0,
+        }
+    }
+
+    /// The number of outputs P.
+    pub fn outputs(&self) -> usize {
+        self.alpha.ncols()
+    }
+
+    /// The number of spectral points m.
+    pub fn num_spectral_points(&self) -> usize {
+        self.omega.nrows()
+    }
+
+    /// The hyperparameters in natural units, for the used input columns.
+    pub fn hyperparameters(&self) -> &MultiSsgpHyperparameters {
+        &self.hyper
+    }
+
+    /// θ in the multi-output layout ([`super::multi`]), for the used input columns.
+    pub fn parameters(&self) -> &DVector<f64> {
+        &self.theta
+    }
+
+    /// The noise variances σnp² = ρσ0p² (P).
+    pub fn noise_variances(&self) -> DVector<f64> {
+        self.hyper.noise_variances()
+    }
+
+    /// The training targets' means ȳ_p (P).
+    pub fn y_means(&self) -> &DVector<f64> {
+        &self.y_means
+    }
+
+    /// −log p(Y|θ), summed over the outputs, at the fitted θ.
+    pub fn neg_log_evidence(&self) -> f64 {
+        self.neg_log_evidence
+    }
+
+    /// How training went.
+    pub fn training(&self) -> &TrainingSummary {
+        &self.training
+    }
+
+    /// The input columns the model uses.
+    pub fn input_columns(&self) -> &InputColumns {
+        &self.columns
+    }
+
+    /// Spectral points s_r (m×D); 0 in the ignored input columns.
+    pub fn spectral_points(&self) -> DMatrix<f64> {
+        self.columns
+            .expand_columns(&features::spectral_points(&self.omega), 0.0)
+    }
+
+    fn check_output(&self, p: usize) -> Result<()> {
+        if p < self.outputs() {
+            Ok(())
+        } else {
+            Err(Error::DimensionMismatch {
+                what: "output index (outputs, P)",
+                expected: self.outputs(),
+                found: p,
+            })
+        }
+    }
+
+    fn view(&self, p: usize) -> OutputView<'_> {
+        let k = self.l.nrows();
+        OutputView {
+            l: &self.l,
+            alpha: &self.alpha.as_slice()[p * k..(p + 1) * k],
+            omega: &self.omega,
+            centre: &self.centre,
+            noise_variance: self.hyper.signal_variances[p] * self.hyper.noise_ratio,
+            par: linalg::par(self.threads),
+        }
+    }
+
+    /// Output p's predictive at `x` (n*×D), eq. 7: φ(x*)ᵀα_p + ȳ_p and σnp²(1 + ‖L⁻¹φ(x*)‖²),
+    /// as [`FittedSsgp::predict`].
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] for p ≥ P; as [`FittedSsgp::predict`].
+    pub fn predict_output<X: Inputs + ?Sized>(&self, x: &X, p: usize) -> Result<Predictive> {
+        let x = &*x.to_matrix()?;
+        self.check_output(p)?;
+        let v = self.view(p);
+        let rows = Rows {
+            columns: &self.columns,
+            y_mean: self.y_means[p],
+            observer: None,
+        };
+        predict_in_chunks(
+            x,
+            rows,
+            self.chunk_rows,
+            (self.hyper.signal_variances[p], v.noise_variance),
+            v.chunk(),
+        )
+    }
+
+    /// Every output's predictive at `x` (n*×D), one [`Predictive`] per output (each builds the
+    /// test design matrix: P times the work of one output).
+    ///
+    /// # Errors
+    /// As [`FittedSsgp::predict`].
+    pub fn predict<X: Inputs + ?Sized>(&self, x: &X) -> Result<Vec<Predictive>> {
+        let x = &*x.to_matrix()?;
+        (0..self.outputs())
+            .map(|p| self.predict_output(x, p))
+            .collect()
+    }
+
+    /// Output p's predictive with its gradients with respect to the test inputs, as
+    /// [`FittedSsgp::predict_gradients`].
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] for p ≥ P; as [`FittedSsgp::predict`].
+    pub fn predict_gradients_output(
+        &self,
+        x: &DMatrix<f64>,
+        p: usize,
+    ) -> Result<PredictiveGradients> {
+        self.check_output(p)?;
+        let v = self.view(p);
+        gradients_in_chunks(
+            x,
+            &self.columns,
+            self.chunk_rows.min(super::posterior::GRADIENT_CHUNK_ROWS),
+            (
+                self.y_means[p],
+                self.hyper.signal_variances[p],
+                v.noise_variance,
+            ),
+            v.gradient_chunk(),
+        )
+    }
+
+    /// Every output's predictive with its gradients (one per output): row j of output p's
+    /// `mean` is row p of the Jacobian ∂μ_*/∂x_* at test point j.
+    ///
+    /// # Errors
+    /// As [`FittedSsgp::predict`].
+    pub fn predict_gradients<X: Inputs + ?Sized>(&self, x: &X) -> Result<Vec<PredictiveGradients>> {
+        let x = &*x.to_matrix()?;
+        (0..self.outputs())
+            .map(|p| self.predict_gradients_output(x, p))
+            .collect()
+    }
+
+    /// Output p as a stand-alone single-output [`FittedSsgp`] with the same posterior (a copy of
+    /// the factor, O(m²)): for joint samples, posterior function samples, `FittedRegressor`, and
+    /// saving (feature `serde`) one output. Its θ is the single-output layout
+    /// [log ℓ, log σ0p, log σnp, W] (noise floor 0), its evidence output p's term.
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] for p ≥ P; [`Error::InvalidParameter`] if a variance under-
+    /// or overflows in the single-output layout.
+    pub fn output(&self, p: usize) -> Result<FittedSsgp> {
+        self.check_output(p)?;
+        let h = &self.hyper;
+        let noise = NoiseParam { floor: 0.0 };
+        let single = Hyperparameters {
+            lengthscales: h.lengthscales.clone(),
+            signal_variance: h.signal_variances[p],
+            noise_variance: h.signal_variances[p] * h.noise_ratio,
+        };
+        let block = (!self.fixed).then_some(&h.unit_frequencies);
+        let theta = hyperparameters::pack(&single, noise, block);
+        let decoded = hyperparameters::unpack(
+            &theta,
+            h.lengthscales.len(),
+            self.num_spectral_points(),
+            noise,
+            self.fixed.then_some(&h.unit_frequencies),
+            "SSGP parameter vector",
+        )?;
+        let k = self.l.nrows();
+        Ok(FittedSsgp {
+            hyper: SsgpHyperparameters {
+                hyper: decoded.hyper,
+                unit_frequencies: h.unit_frequencies.clone(),
+            },
+            posterior: WeightPosterior {
+                l: self.l.clone(),
+                alpha: self.alpha.column(p).into_owned(),
+                omega: self.omega.clone(),
+                centre: self.centre.clone(),
+            },
+            fixed: self.fixed,
+            chunk_rows: self.chunk_rows,
+            record: FitRecord {
+                theta,
+                y_mean: self.y_means[p],
+                neg_log_evidence: self.per_output[p],
+                training: self.training.clone(),
+                noise_floor: 0.0,
+                threads: self.threads,
+                columns: self.columns.clone(),
+                observer: None,
+            },
+            rhs: Some(DMatrix::from_column_slice(
+                k,
+                1,
+                self.rhs.column(p).as_slice(),
+            )),
+            updates: self.updates,
+        })
+    }
+
+    /// Adds the samples (`x` n×D, `y` n×P) to every output's posterior without changing θ: one
+    /// rank-one update of the shared factor per sample (O(m²)) and B += φ(y − ȳ)ᵀ (O(mP)), then
+    /// α = A⁻¹B once per call (see [`FittedSsgp::update`]; the model keeps no data).
+    ///
+    /// # Errors
+    /// As [`Self::update_forgetting`].
+    pub fn update(&mut self, x: &DMatrix<f64>, y: &DMatrix<f64>) -> Result<()> {
+        self.update_forgetting(x, y, 1.0)
+    }
+
+    /// [`Self::update`] with a forgetting factor γ ∈ (0, 1] ([`FittedSsgp::update_forgetting`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for γ outside (0, 1]; [`Error::LengthMismatch`],
+    /// [`Error::DimensionMismatch`] or [`Error::NonFinite`] for bad samples (the model is then
+    /// unchanged); [`Error::NonFinite`] naming the weights if they overflowed.
+    pub fn update_forgetting(
+        &mut self,
+        x: &DMatrix<f64>,
+        y: &DMatrix<f64>,
+        forgetting: f64,
+    ) -> Result<()> {
+        check_forgetting(forgetting)?;
+        let xu = crate::data::check_new_samples(&self.columns, x, y, self.outputs())?;
+        if xu.nrows() == 0 {
+            return Ok(());
+        }
+        let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
+        features::design_matrix_into(
+            view(&xu),
+            &self.centre,
+            &self.omega,
+            &mut phi,
+            &mut centred,
+            Par::Seq,
+        );
+        crate::data::check_finite("features of the new samples", &phi)?;
+        let means = &self.y_means;
+        let yc = DMatrix::from_fn(y.nrows(), y.ncols(), |i, p| y[(i, p)] - means[p]);
+        absorb(&mut self.l, &mut self.rhs, &phi, &yc, forgetting);
+        self.alpha = solve_weights(&self.l, &self.rhs);
+        self.updates += xu.nrows();
+        crate::data::check_finite("weights after the update", &self.alpha)
+    }
+
+    /// The number of samples added by [`Self::update`] since the fit.
+    pub fn num_updates(&self) -> usize {
+        self.updates
+    }
+}

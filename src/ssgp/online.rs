@@ -1,0 +1,148 @@
+//! Online updates of a fitted SSGP (Incremental SSGP, Gijsberts and Metta, Neural Networks 41,
+//! 2013): the hyperparameters stay, the posterior over the weights absorbs new samples.
+//!
+//! The posterior N(α, σn²A⁻¹) depends on the data only through the **sufficient statistics**
+//! A = ΦᵀΦ + λI = LLᵀ (λ = mσn²/σ0²) and B = Φᵀ(Y − 1ȳᵀ) (2m×P, one column per output). A new
+//! sample (x, y) with features φ = φ(x − c) adds φφᵀ to A — a rank-one update of L, O(m²) — and
+//! φ(y − ȳ)ᵀ to B; α = L⁻ᵀL⁻¹B then costs two triangular solves, once per call. With a forgetting
+//! factor γ ∈ (0, 1] every sample first discounts what came before, A ← γA, B ← γB (L ← √γL):
+//! the prior term λI decays with the data, A_k = γ^k A_0 + Σ_j γ^{k−j} φ_jφ_jᵀ, as in I-SSGP.
+//!
+//! The offset ȳ and the centre c of the inputs stay those of the batch the model was fitted on,
+//! so after any number of updates the model equals conditioning on all the data at the same θ
+//! with that offset. The statistics are O(m² + mP) whatever the number of samples: the model
+//! keeps no data — whoever wants to re-learn the hyperparameters on the data seen so far keeps
+//! it and fits again (`Ssgp::params(m).fit(&all)`, one call, warm-started by
+//! `.initial_unit_frequencies(fitted.unit_frequencies())` if wanted).
+
+use super::features::design_matrix_into;
+use super::posterior::FittedSsgp;
+use crate::error::{Error, Result};
+use crate::linalg::{self, view, view_mut};
+use faer::Par;
+use nalgebra::{DMatrix, DVector};
+
+/// Absorbs the rows of `phi` (len×2m design matrix) with centred targets `y` (len×P) into the
+/// factor `l` (2m×2m) and the right-hand sides `rhs` (2m×P), one sample at a time: with γ =
+/// `forgetting`, L ← √γL and B ← γB (skipped for γ = 1), then the rank-one update of L by φ_i and
+/// B += φ_i y_iᵀ. O(m² + mP) per sample.
+pub(crate) fn absorb(
+    l: &mut DMatrix<f64>,
+    rhs: &mut DMatrix<f64>,
+    phi: &DMatrix<f64>,
+    y: &DMatrix<f64>,
+    forgetting: f64,
+) {
+    let mut work = vec![0.0; phi.ncols()];
+    let root = forgetting.sqrt();
+    for i in 0..phi.nrows() {
+        if forgetting != 1.0 {
+            linalg::scale_lower(l, root);
+            *rhs *= forgetting;
+        }
+        for (w, v) in work.iter_mut().zip(phi.row(i).iter()) {
+            *w = *v;
+        }
+        for p in 0..rhs.ncols() {
+            let yp = y[(i, p)];
+            for (b, v) in rhs.column_mut(p).iter_mut().zip(work.iter()) {
+                *b += v * yp;
+            }
+        }
+        linalg::rank_one_update(l, &mut work);
+    }
+}
+
+/// α = A⁻¹B = L⁻ᵀL⁻¹B (2m×P) by two triangular solves.
+pub(crate) fn solve_weights(l: &DMatrix<f64>, rhs: &DMatrix<f64>) -> DMatrix<f64> {
+    let mut alpha = rhs.clone();
+    linalg::cholesky_solve_in_place(l, view_mut(&mut alpha), Par::Seq);
+    alpha
+}
+
+/// B = Aα = L(Lᵀα) (2m×P): the right-hand sides of a model that does not keep them (fitted or
+/// loaded), recovered from its factor and weights in O(m²P).
+pub(crate) fn recover_rhs(l: &DMatrix<f64>, alpha: &DMatrix<f64>) -> DMatrix<f64> {
+    let lower = l.lower_triangle();
+    &lower * (lower.tr_mul(alpha))
+}
+
+/// Checks a forgetting factor γ ∈ (0, 1].
+///
+/// # Errors
+/// [`Error::InvalidParameter`] otherwise.
+pub(crate) fn check_forgetting(forgetting: f64) -> Result<()> {
+    if forgetting > 0.0 && forgetting <= 1.0 {
+        Ok(())
+    } else {
+        Err(Error::InvalidParameter {
+            name: "forgetting",
+            reason: format!("{forgetting} is not in (0, 1]"),
+        })
+    }
+}
+
+impl FittedSsgp {
+    /// Adds the samples (`x` n×D, `y` n) to the posterior without changing θ: per sample one
+    /// rank-one update of the factor of A = ΦᵀΦ + (mσn²/σ0²)I and of b = Φᵀ(y − ȳ) (O(m²)),
+    /// then α = A⁻¹b once per call (Incremental SSGP, Gijsberts and Metta 2013). ȳ and the inputs' centre stay
+    /// the fit's; [`Self::neg_log_evidence`] stays the fit's. The model keeps no data.
+    ///
+    /// # Errors
+    /// As [`Self::update_forgetting`].
+    pub fn update(&mut self, x: &DMatrix<f64>, y: &DVector<f64>) -> Result<()> {
+        self.update_forgetting(x, y, 1.0)
+    }
+
+    /// [`Self::update`] with a forgetting factor γ ∈ (0, 1]: before each sample, A ← γA and
+    /// b ← γb (the prior term λI decays with the data, as in I-SSGP), so a sample k updates ago
+    /// weighs γ^k.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for γ outside (0, 1]; [`Error::LengthMismatch`] when `x` and
+    /// `y` disagree on n; [`Error::DimensionMismatch`] for a wrong D; [`Error::NonFinite`] for a
+    /// NaN or infinity in the samples (the model is then unchanged); [`Error::NonFinite`] naming
+    /// the weights if they overflowed after absorbing the samples (the model is then unusable).
+    pub fn update_forgetting(
+        &mut self,
+        x: &DMatrix<f64>,
+        y: &DVector<f64>,
+        forgetting: f64,
+    ) -> Result<()> {
+        check_forgetting(forgetting)?;
+        let y = DMatrix::from_column_slice(y.len(), 1, y.as_slice());
+        let xu = crate::data::check_new_samples(&self.record.columns, x, &y, 1)?;
+        if xu.nrows() == 0 {
+            return Ok(());
+        }
+        let post = &self.posterior;
+        let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
+        design_matrix_into(
+            view(&xu),
+            &post.centre,
+            &post.omega,
+            &mut phi,
+            &mut centred,
+            Par::Seq,
+        );
+        crate::data::check_finite("features of the new samples", &phi)?;
+        let alpha = DMatrix::from_column_slice(post.alpha.len(), 1, post.alpha.as_slice());
+        let mut rhs = match self.rhs.take() {
+            Some(b) => b,
+            None => recover_rhs(&post.l, &alpha),
+        };
+        let yc = y.add_scalar(-self.record.y_mean);
+        absorb(&mut self.posterior.l, &mut rhs, &phi, &yc, forgetting);
+        let alpha = solve_weights(&self.posterior.l, &rhs);
+        self.posterior.alpha.copy_from_slice(alpha.as_slice());
+        self.rhs = Some(rhs);
+        self.updates += xu.nrows();
+        crate::data::check_finite_vector("weights after the update", &self.posterior.alpha)
+    }
+
+    /// The number of samples added by [`Self::update`] since the fit (0 for a fitted or loaded
+    /// model that was not updated; a loaded model counts from its load).
+    pub fn num_updates(&self) -> usize {
+        self.updates
+    }
+}

@@ -1,0 +1,215 @@
+//! The multi-output SSGP: at the same θ its evidence and gradient are the sums of the P
+//! single-output ones; its predictions are each output's; updates, CSV, rows.
+
+use crate::common::check_gradient;
+use approx::assert_relative_eq;
+use nalgebra::{DMatrix, DVector};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use ssgp::data::{CsvOptions, MultiDataset, Target};
+use ssgp::optim::Objective;
+use ssgp::ssgp::{MultiSsgpHyperparameters, Ssgp};
+use ssgp::{Dataset, ParamGuard};
+
+fn problem(n: usize, dim: usize, outputs: usize, rng: &mut StdRng) -> MultiDataset {
+    let x = DMatrix::from_fn(n, dim, |_, _| rng.random_range(-2.0..2.0));
+    let y = DMatrix::from_fn(n, outputs, |i, p| {
+        let s: f64 = (0..dim).map(|d| x[(i, d)] * (d + p + 1) as f64 * 0.5).sum();
+        (p as f64 + 1.0) * 10.0 * s.sin() + p as f64 + 0.2 * rng.random_range(-1.0..1.0)
+    });
+    MultiDataset::new(x, y).unwrap()
+}
+
+#[test]
+fn evidence_and_gradient_are_sums_of_the_single_output_ones() {
+    let mut rng = StdRng::seed_from_u64(71);
+    let (n, dim, m, outputs) = (45, 3, 6, 3);
+    let data = problem(n, dim, outputs, &mut rng);
+    let params = Ssgp::params(m).threads(1).chunk_rows(7).check().unwrap();
+    let evidence = params.multi_evidence(data.x(), data.y(), None).unwrap();
+    let hyper = MultiSsgpHyperparameters {
+        lengthscales: DVector::from_fn(dim, |_, _| rng.random_range(0.7..2.0)),
+        signal_variances: DVector::from_vec(vec![2.0, 30.0, 0.5]),
+        noise_ratio: 0.03,
+        unit_frequencies: DMatrix::from_fn(m, dim, |_, _| rng.random_range(-2.0..2.0)),
+    };
+    let theta = evidence.pack(&hyper).unwrap();
+    let (value, grad) = evidence.value_and_gradient(&theta).unwrap();
+    let p_rho = theta[dim + outputs];
+    let (mut sum, mut grad_shared) = (0.0, DVector::zeros(dim + m * dim));
+    let mut d_rho = 0.0;
+    for p in 0..outputs {
+        let single_data = data.output(p).unwrap();
+        let single = params.evidence(&single_data).unwrap();
+        let mut theta_p = DVector::zeros(dim + 2 + m * dim);
+        theta_p.rows_mut(0, dim).copy_from(&theta.rows(0, dim));
+        theta_p[dim] = theta[dim + p];
+        theta_p[dim + 1] = theta[dim + p] + p_rho;
+        theta_p
+            .rows_mut(dim + 2, m * dim)
+            .copy_from(&theta.rows(dim + outputs + 1, m * dim));
+        let (v, g) = single.value_and_gradient(&theta_p).unwrap();
+        sum += v;
+        for i in 0..dim {
+            grad_shared[i] += g[i];
+        }
+        for i in 0..m * dim {
+            grad_shared[dim + i] += g[dim + 2 + i];
+        }
+        // σ0p moves σnp with it (ρ fixed); p_ρ moves every σnp.
+        assert_relative_eq!(
+            grad[dim + p],
+            g[dim] + g[dim + 1],
+            max_relative = 1e-9,
+            epsilon = 1e-9
+        );
+        d_rho += g[dim + 1];
+    }
+    assert_relative_eq!(value, sum, max_relative = 1e-12);
+    assert_relative_eq!(
+        grad[dim + outputs],
+        d_rho,
+        max_relative = 1e-9,
+        epsilon = 1e-9
+    );
+    for i in 0..dim {
+        assert_relative_eq!(grad[i], grad_shared[i], max_relative = 1e-9, epsilon = 1e-9);
+    }
+    for i in 0..m * dim {
+        assert_relative_eq!(
+            grad[dim + outputs + 1 + i],
+            grad_shared[dim + i],
+            max_relative = 1e-9,
+            epsilon = 1e-9
+        );
+    }
+    check_gradient(&evidence, &theta, "multi-output SSGP");
+}
+
+#[test]
+fn predictions_updates_and_outputs_agree_with_single_output_models() {
+    let mut rng = StdRng::seed_from_u64(72);
+    let (dim, m, outputs) = (2, 8, 2);
+    let data = problem(50, dim, outputs, &mut rng);
+    let params = Ssgp::params(m).threads(1).check().unwrap();
+    let hyper = MultiSsgpHyperparameters {
+        lengthscales: DVector::from_vec(vec![1.1, 0.9]),
+        signal_variances: DVector::from_vec(vec![50.0, 300.0]),
+        noise_ratio: 0.01,
+        unit_frequencies: DMatrix::from_fn(m, dim, |_, _| rng.random_range(-2.0..2.0)),
+    };
+    let mut fitted = params.condition_multi(&data, &hyper).unwrap();
+    let xt = DMatrix::from_fn(6, dim, |_, _| rng.random_range(-2.5..2.5));
+    let preds = fitted.predict(&xt).unwrap();
+    let grads = fitted.predict_gradients(&xt).unwrap();
+    for p in 0..outputs {
+        let single = fitted.output(p).unwrap();
+        let q = single.predict(&xt).unwrap();
+        assert_eq!(q.mean, preds[p].mean);
+        assert_relative_eq!(q.f_variance, preds[p].f_variance, max_relative = 1e-13);
+        assert_eq!(single.predict_gradients(&xt).unwrap().mean, grads[p].mean);
+        // Conditioning a single-output SSGP at output p's θ gives the same posterior.
+        let alone = params
+            .condition(&data.output(p).unwrap(), single.hyperparameters())
+            .unwrap();
+        let r = alone.predict(&xt).unwrap();
+        assert_relative_eq!(r.mean, q.mean, max_relative = 1e-10);
+        assert_relative_eq!(r.f_variance, q.f_variance, max_relative = 1e-10);
+    }
+    // Updating all outputs at once equals updating each output's model.
+    let more = problem(20, dim, outputs, &mut rng);
+    let mut singles: Vec<_> = (0..outputs).map(|p| fitted.output(p).unwrap()).collect();
+    fitted.update(more.x(), more.y()).unwrap();
+    assert_eq!(fitted.num_updates(), 20);
+    for (p, s) in singles.iter_mut().enumerate() {
+        s.update(more.x(), &more.y().column(p).into_owned())
+            .unwrap();
+        let (a, b) = (
+            fitted.predict_output(&xt, p).unwrap(),
+            s.predict(&xt).unwrap(),
+        );
+        assert_relative_eq!(a.mean, b.mean, max_relative = 1e-10);
+        assert_relative_eq!(a.f_variance, b.f_variance, max_relative = 1e-10);
+    }
+    assert!(fitted.update(more.x(), &DMatrix::zeros(20, 3)).is_err());
+    assert!(fitted.predict_output(&xt, 2).is_err());
+}
+
+#[test]
+fn a_short_fit_learns_both_outputs() {
+    let mut rng = StdRng::seed_from_u64(73);
+    let data = problem(200, 2, 2, &mut rng);
+    let test = problem(100, 2, 2, &mut rng);
+    let fitted = Ssgp::params(15)
+        .seed(2)
+        .initial_draws(5)
+        .max_evaluations(150)
+        .threads(1)
+        .fit_multi(&data)
+        .unwrap();
+    assert_eq!(fitted.outputs(), 2);
+    let preds = fitted.predict(test.x()).unwrap();
+    for (p, pred) in preds.iter().enumerate() {
+        let y = test.y().column(p).into_owned();
+        let nmse = ssgp::metrics::nmse(&y, pred, data.y_means()[p]).unwrap();
+        assert!(nmse < 0.05, "output {p}: NMSE {nmse}");
+    }
+    assert!(fitted.noise_variances()[1] > fitted.noise_variances()[0]);
+}
+
+#[test]
+fn several_target_columns_load_from_csv_by_index_or_name_and_from_rows() {
+    let dir = std::env::temp_dir().join(format!("ssgp-multi-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("multi.csv");
+    std::fs::write(&path, "a,t1,b,t2\n1,10,2,20\n3,30,4,40\n5,50,6,60\n").unwrap();
+    let by_name = MultiDataset::from_csv_with(
+        &path,
+        &CsvOptions::new(),
+        &[Target::named("t1"), Target::named("t2")],
+    )
+    .unwrap();
+    let by_index = MultiDataset::from_csv_with(
+        &path,
+        &CsvOptions::new(),
+        &[Target::Column(1), Target::Last],
+    )
+    .unwrap();
+    let rows = MultiDataset::from_rows(
+        &[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]],
+        &[[10.0, 20.0], [30.0, 40.0], [50.0, 60.0]],
+    )
+    .unwrap();
+    assert_eq!(by_name, rows);
+    assert_eq!(by_index, rows);
+    // The other order of targets swaps the columns of Y.
+    let swapped = MultiDataset::from_csv_with(
+        &path,
+        &CsvOptions::new(),
+        &[Target::Last, Target::Column(1)],
+    )
+    .unwrap();
+    assert_eq!(swapped.y().column(0), rows.y().column(1));
+    assert!(
+        MultiDataset::from_csv_with(&path, &CsvOptions::new(), &[Target::named("nope")]).is_err()
+    );
+    assert!(MultiDataset::from_csv_with(
+        &path,
+        &CsvOptions::new(),
+        &[Target::Last, Target::Column(3)]
+    )
+    .is_err());
+    let single: Dataset = rows.output(1).unwrap();
+    assert_eq!(single.y().as_slice(), &[20.0, 40.0, 60.0]);
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    #[cfg(feature = "ndarray")]
+    {
+        let x = ndarray::array![[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]];
+        let y = ndarray::array![[10.0, 20.0], [30.0, 40.0], [50.0, 60.0]];
+        assert_eq!(
+            MultiDataset::from_ndarray(x.view(), y.view()).unwrap(),
+            rows
+        );
+    }
+}

@@ -1,0 +1,293 @@
+//! Online updates: after k updates, SSGP and the full GP equal conditioning from scratch on all
+//! the data at the same θ (the batch's target offset kept), by dense formulas; updated models
+//! save and load.
+
+use crate::common::se_ard_by_definition;
+use approx::assert_relative_eq;
+use nalgebra::{DMatrix, DVector};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use ssgp::hyperparameters::Hyperparameters;
+use ssgp::ssgp::{Ssgp, SsgpHyperparameters};
+use ssgp::{Dataset, FittedSsgp, FullGp, ParamGuard};
+
+fn samples(n: usize, dim: usize, shift: f64, rng: &mut StdRng) -> (DMatrix<f64>, DVector<f64>) {
+    let x = DMatrix::from_fn(n, dim, |_, _| rng.random_range(-2.0..2.0) + shift);
+    let y = DVector::from_fn(n, |i, _| {
+        (0..dim).map(|d| x[(i, d)]).sum::<f64>().sin() * 3.0
+            + 5.0
+            + 0.1 * rng.random_range(-1.0..1.0)
+    });
+    (x, y)
+}
+
+/// The SSGP posterior from scratch by dense formulas, at the model's θ with target offset
+/// `y_mean`: rows of the design matrix [cos 2πSx, sin 2πSx] (no centring), A weighted by
+/// `weights` (per row) and `prior` (the weight of λI), b = Σ w_i φ_i (y_i − ȳ).
+fn dense_ssgp(
+    model: &FittedSsgp,
+    x: &DMatrix<f64>,
+    y: &DVector<f64>,
+    (weights, prior): (&[f64], f64),
+    xt: &DMatrix<f64>,
+) -> (DVector<f64>, DVector<f64>) {
+    let s = model.spectral_points();
+    let m = s.nrows();
+    let two_pi = 2.0 * std::f64::consts::PI;
+    let features = |x: &DMatrix<f64>| {
+        DMatrix::from_fn(x.nrows(), 2 * m, |i, c| {
+            let r = c % m;
+            let ph: f64 = two_pi * (0..x.ncols()).map(|d| s[(r, d)] * x[(i, d)]).sum::<f64>();
+            if c < m {
+                ph.cos()
+            } else {
+                ph.sin()
+            }
+        })
+    };
+    let phi = features(x);
+    let lambda = m as f64 * model.noise_variance() / model.signal_variance();
+    let mut a = DMatrix::identity(2 * m, 2 * m) * (lambda * prior);
+    let mut b = DVector::zeros(2 * m);
+    for i in 0..x.nrows() {
+        let row = phi.row(i).transpose();
+        a += &row * row.transpose() * weights[i];
+        b += &row * (weights[i] * (y[i] - model.y_mean()));
+    }
+    let chol = a.cholesky().unwrap();
+    let alpha = chol.solve(&b);
+    let pt = features(xt);
+    let mean = (&pt * alpha).add_scalar(model.y_mean());
+    let var = DVector::from_fn(xt.nrows(), |j, _| {
+        let row = pt.row(j).transpose();
+        model.noise_variance() * row.dot(&chol.solve(&row))
+    });
+    (mean, var)
+}
+
+fn ssgp_model(batch: &Dataset, m: usize, rng: &mut StdRng) -> FittedSsgp {
+    let dim = batch.dim();
+    let hyper = SsgpHyperparameters {
+        hyper: Hyperparameters {
+            lengthscales: DVector::from_fn(dim, |_, _| rng.random_range(0.8..2.0)),
+            signal_variance: 2.0,
+            noise_variance: 0.05,
+        },
+        unit_frequencies: DMatrix::from_fn(m, dim, |_, _| rng.random_range(-2.0..2.0)),
+    };
+    Ssgp::params(m)
+        .threads(1)
+        .check()
+        .unwrap()
+        .condition(batch, &hyper)
+        .unwrap()
+}
+
+fn assert_close(a: &DVector<f64>, b: &DVector<f64>, rel: f64, what: &str) {
+    for i in 0..a.len() {
+        assert!(
+            (a[i] - b[i]).abs() <= rel * b[i].abs().max(1e-300),
+            "{what}[{i}]: {} vs {} (relative {:e})",
+            a[i],
+            b[i],
+            (a[i] - b[i]).abs() / b[i].abs()
+        );
+    }
+}
+
+#[test]
+fn ssgp_updates_equal_conditioning_from_scratch() {
+    let mut rng = StdRng::seed_from_u64(61);
+    let (dim, m) = (3, 12);
+    let (xb, yb) = samples(50, dim, 0.0, &mut rng);
+    let batch = Dataset::new(xb.clone(), yb.clone()).unwrap();
+    let mut model = ssgp_model(&batch, m, &mut rng);
+    // The stream drifts beyond the batch's range: one sample at a time, then a batch of 30.
+    let (xs, ys) = samples(60, dim, 1.5, &mut rng);
+    for i in 0..30 {
+        model
+            .update(
+                &xs.rows(i, 1).into_owned(),
+                &DVector::from_element(1, ys[i]),
+            )
+            .unwrap();
+    }
+    model
+        .update(&xs.rows(30, 30).into_owned(), &ys.rows(30, 30).into_owned())
+        .unwrap();
+    assert_eq!(model.num_updates(), 60);
+    let x_all = DMatrix::from_fn(
+        110,
+        dim,
+        |i, d| if i < 50 { xb[(i, d)] } else { xs[(i - 50, d)] },
+    );
+    let y_all = DVector::from_fn(110, |i, _| if i < 50 { yb[i] } else { ys[i - 50] });
+    let xt = samples(9, dim, 0.8, &mut rng).0;
+    let (mean, var) = dense_ssgp(&model, &x_all, &y_all, (&[1.0; 110], 1.0), &xt);
+    let p = model.predict(&xt).unwrap();
+    assert_close(&p.mean, &mean, 1e-10, "mean");
+    assert_close(&p.f_variance, &var, 1e-10, "latent variance");
+    // Gradients and samples of the updated model come from the same posterior.
+    let g = model.predict_gradients(&xt).unwrap();
+    assert_close(&g.predictive.mean, &mean, 1e-10, "gradients' mean");
+}
+
+#[test]
+fn ssgp_forgetting_discounts_old_samples_and_the_prior() {
+    let mut rng = StdRng::seed_from_u64(62);
+    let (dim, m, gamma) = (2, 8, 0.97);
+    let (xb, yb) = samples(40, dim, 0.0, &mut rng);
+    let batch = Dataset::new(xb.clone(), yb.clone()).unwrap();
+    let mut model = ssgp_model(&batch, m, &mut rng);
+    let (xs, ys) = samples(25, dim, 0.5, &mut rng);
+    model.update_forgetting(&xs, &ys, gamma).unwrap();
+    // A_k = γ^k (Φ0ᵀΦ0 + λI) + Σ_j γ^{k−j} φ_jφ_jᵀ.
+    let k = 25;
+    let weights: Vec<f64> = (0..40 + k)
+        .map(|i| {
+            if i < 40 {
+                gamma.powi(k as i32)
+            } else {
+                gamma.powi((k - (i - 40) - 1) as i32)
+            }
+        })
+        .collect();
+    let x_all = DMatrix::from_fn(40 + k, dim, |i, d| {
+        if i < 40 {
+            xb[(i, d)]
+        } else {
+            xs[(i - 40, d)]
+        }
+    });
+    let y_all = DVector::from_fn(40 + k, |i, _| if i < 40 { yb[i] } else { ys[i - 40] });
+    let xt = samples(7, dim, 0.3, &mut rng).0;
+    let (mean, var) = dense_ssgp(
+        &model,
+        &x_all,
+        &y_all,
+        (&weights, gamma.powi(k as i32)),
+        &xt,
+    );
+    let p = model.predict(&xt).unwrap();
+    assert_close(&p.mean, &mean, 1e-10, "mean");
+    assert_close(&p.f_variance, &var, 1e-10, "latent variance");
+    assert!(model.update_forgetting(&xs, &ys, 0.0).is_err());
+    assert!(model.update_forgetting(&xs, &ys, 1.5).is_err());
+}
+
+#[test]
+fn ssgp_update_rejects_bad_samples_and_leaves_the_model() {
+    let mut rng = StdRng::seed_from_u64(63);
+    let (xb, yb) = samples(30, 2, 0.0, &mut rng);
+    let mut model = ssgp_model(&Dataset::new(xb, yb).unwrap(), 5, &mut rng);
+    let xt = samples(4, 2, 0.0, &mut rng).0;
+    let before = model.predict(&xt).unwrap();
+    let x = DMatrix::from_element(2, 2, 0.5);
+    assert!(model.update(&x, &DVector::from_element(3, 1.0)).is_err());
+    assert!(model
+        .update(
+            &DMatrix::from_element(2, 3, 0.5),
+            &DVector::from_element(2, 1.0)
+        )
+        .is_err());
+    assert!(model
+        .update(&x, &DVector::from_vec(vec![1.0, f64::NAN]))
+        .is_err());
+    assert_eq!(model.predict(&xt).unwrap(), before);
+    assert_eq!(model.num_updates(), 0);
+}
+
+#[cfg(feature = "serde")]
+#[test]
+fn updated_ssgp_saves_loads_and_keeps_updating() {
+    use ssgp::persist::{from_json, to_json};
+    let mut rng = StdRng::seed_from_u64(64);
+    let (xb, yb) = samples(40, 2, 0.0, &mut rng);
+    let mut model = ssgp_model(&Dataset::new(xb, yb).unwrap(), 9, &mut rng);
+    let (xs, ys) = samples(30, 2, 1.0, &mut rng);
+    model
+        .update(&xs.rows(0, 15).into_owned(), &ys.rows(0, 15).into_owned())
+        .unwrap();
+    let xt = samples(6, 2, 0.5, &mut rng).0;
+    let mut loaded: FittedSsgp = from_json(&to_json(&model).unwrap()).unwrap();
+    assert_eq!(loaded.predict(&xt).unwrap(), model.predict(&xt).unwrap());
+    // The loaded model recovers b = Aα and goes on as the original does.
+    model
+        .update(&xs.rows(15, 15).into_owned(), &ys.rows(15, 15).into_owned())
+        .unwrap();
+    loaded
+        .update(&xs.rows(15, 15).into_owned(), &ys.rows(15, 15).into_owned())
+        .unwrap();
+    let (a, b) = (loaded.predict(&xt).unwrap(), model.predict(&xt).unwrap());
+    assert_close(&a.mean, &b.mean, 1e-10, "mean after load and update");
+    assert_close(
+        &a.f_variance,
+        &b.f_variance,
+        1e-10,
+        "variance after load and update",
+    );
+}
+
+#[test]
+fn full_gp_updates_equal_conditioning_from_scratch() {
+    let mut rng = StdRng::seed_from_u64(65);
+    let dim = 2;
+    let (xb, yb) = samples(30, dim, 0.0, &mut rng);
+    let batch = Dataset::new(xb.clone(), yb.clone()).unwrap();
+    let theta = DVector::from_vec(vec![0.2, 0.4, 0.3, -1.2]);
+    let mut model = FullGp::params()
+        .threads(1)
+        .check()
+        .unwrap()
+        .condition(&batch, &theta)
+        .unwrap();
+    let (xs, ys) = samples(20, dim, 1.0, &mut rng);
+    for i in 0..10 {
+        model
+            .update(
+                &xs.rows(i, 1).into_owned(),
+                &DVector::from_element(1, ys[i]),
+            )
+            .unwrap();
+    }
+    model
+        .update(&xs.rows(10, 10).into_owned(), &ys.rows(10, 10).into_owned())
+        .unwrap();
+    assert_eq!(model.len(), 50);
+    let x_all = DMatrix::from_fn(
+        50,
+        dim,
+        |i, d| if i < 30 { xb[(i, d)] } else { xs[(i - 30, d)] },
+    );
+    let y_all = DVector::from_fn(50, |i, _| if i < 30 { yb[i] } else { ys[i - 30] });
+    let ell = [0.2f64.exp(), 0.4f64.exp()];
+    let (sf2, sn2) = ((0.6f64).exp(), (-2.4f64).exp());
+    let yc = y_all.add_scalar(-yb.mean());
+    let k = se_ard_by_definition(&x_all, &x_all, &ell, sf2) + DMatrix::identity(50, 50) * sn2;
+    let chol = k.clone().cholesky().unwrap();
+    let xt = samples(8, dim, 0.5, &mut rng).0;
+    let ks = se_ard_by_definition(&xt, &x_all, &ell, sf2);
+    let mean = (&ks * chol.solve(&yc)).add_scalar(yb.mean());
+    let var = DVector::from_fn(8, |j, _| {
+        let kj = ks.row(j).transpose();
+        sf2 - kj.dot(&chol.solve(&kj))
+    });
+    let p = model.predict(&xt).unwrap();
+    assert_close(&p.mean, &mean, 1e-10, "mean");
+    assert_close(&p.f_variance, &var, 1e-10, "latent variance");
+    assert_relative_eq!(
+        model.neg_log_evidence(),
+        crate::common::dense_neg_log_evidence(k, &yc),
+        max_relative = 1e-10
+    );
+
+    #[cfg(feature = "serde")]
+    {
+        use ssgp::persist::{from_json, to_json};
+        let loaded: ssgp::FittedFullGp = from_json(&to_json(&model).unwrap()).unwrap();
+        let q = loaded.predict(&xt).unwrap();
+        assert_close(&q.mean, &p.mean, 1e-12, "mean after load");
+        assert_close(&q.f_variance, &p.f_variance, 1e-12, "variance after load");
+        assert_eq!(loaded.len(), 50);
+    }
+}
