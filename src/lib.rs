@@ -74,6 +74,7 @@ pub mod fitc;
 pub mod full_gp;
 pub mod guide;
 pub mod hyperparameters;
+mod inducing;
 pub mod init;
 pub mod kernel;
 pub mod linalg;

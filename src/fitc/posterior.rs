@@ -1,10 +1,11 @@
 //! A FITC model conditioned on its training data at fixed parameters, and its predictions.
 
-use super::evidence::{centred_rows, Factors};
+use super::evidence::Factors;
 use crate::data::InputColumns;
 use crate::error::Result;
-use crate::kernel::{self, Covariance, Kernel};
-use crate::linalg::{self, par};
+use crate::inducing::{self, Posterior};
+use crate::kernel::{Covariance, Kernel};
+use crate::linalg::par;
 use crate::model::TrainingSummary;
 use crate::predict::{impl_fitted_regressor, mean_in_chunks, predict_in_chunks, Chunk};
 use crate::predictive::{check_joint_size, JointPredictive, JointSamples, Predictive};
@@ -51,11 +52,7 @@ pub struct FittedFitc {
 
 /// The prediction weights β = L_u^{-⊤}L_A^{-⊤}(By) (m) from the factors at θ.
 pub(crate) fn weights(f: &Factors, threads: usize) -> DVector<f64> {
-    let p = par(threads);
-    let mut weights = DMatrix::from_column_slice(f.by.len(), 1, f.by.as_slice());
-    linalg::solve_lower_transpose(linalg::view(&f.l_a), linalg::view_mut(&mut weights), p);
-    linalg::solve_lower_transpose(linalg::view(&f.l_u), linalg::view_mut(&mut weights), p);
-    weights.column(0).into_owned()
+    inducing::weights(f, par(threads))
 }
 
 impl FittedFitc {
@@ -84,37 +81,27 @@ impl FittedFitc {
         mean_in_chunks(x, &self.columns, PREDICT_BLOCK, self.y_mean, self.chunk())
     }
 
-    fn covariance(&self) -> Covariance<'_> {
-        Covariance {
-            kernel: self.kernel,
-            lengthscales: &self.lengthscales,
-            signal_variance: self.signal_variance,
+    /// The posterior shared with VFE ([`crate::inducing::Posterior`]).
+    fn posterior(&self) -> Posterior<'_> {
+        Posterior {
+            kernel: Covariance {
+                kernel: self.kernel,
+                lengthscales: &self.lengthscales,
+                signal_variance: self.signal_variance,
+            },
+            pseudo: &self.pseudo,
+            centre: &self.centre,
+            l_u: &self.l_u,
+            l_a: &self.l_a,
+            weights: &self.weights,
+            par: par(self.threads),
         }
     }
 
     /// The work of one block of test rows for [`predict_in_chunks`]: K_u* (m×len), the means
     /// K_u*ᵀβ and, when wanted, the latent variances σ0² − ‖L_u⁻¹k_*‖² + ‖L_A⁻¹L_u⁻¹k_*‖².
     fn chunk(&self) -> impl Chunk + '_ {
-        let p = par(self.threads);
-        move |x: &DMatrix<f64>,
-              start: usize,
-              len: usize,
-              mean: &mut [f64],
-              latent: Option<&mut [f64]>| {
-            let xs = centred_rows(&x.rows(start, len).into_owned(), &self.centre);
-            // Centred on the pseudo-inputs, so a far test point leaves the others exact.
-            let mut v = self.covariance().cross(&xs, &self.pseudo, p).transpose();
-            mean.copy_from_slice(v.tr_mul(&self.weights).as_slice());
-            if let Some(latent) = latent {
-                linalg::solve_lower(linalg::view(&self.l_u), linalg::view_mut(&mut v), p);
-                let q: Vec<f64> = v.column_iter().map(|c| c.norm_squared()).collect();
-                linalg::solve_lower(linalg::view(&self.l_a), linalg::view_mut(&mut v), p);
-                for (i, col) in v.column_iter().enumerate() {
-                    latent[i] = self.signal_variance - q[i] + col.norm_squared();
-                }
-            }
-            Ok(())
-        }
+        self.posterior().chunk()
     }
 
     /// The joint predictive at `x` (n*×D, n* ≤
@@ -135,32 +122,8 @@ impl FittedFitc {
     pub fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
         check_joint_size(x.nrows())?;
         let pred = self.predict(x)?;
-        let n = pred.len();
-        let p = par(self.threads);
         let xs = self.columns.select(x)?;
-        let xs = centred_rows(&xs, &self.centre);
-        let mut cov = linalg::try_zeros(n, n, "joint predictive covariance")?;
-        self.covariance()
-            .lower_scaled(&kernel::scale_inputs(&xs, &self.lengthscales), &mut cov, p);
-        let mut v = self.covariance().cross(&xs, &self.pseudo, p).transpose();
-        linalg::solve_lower(linalg::view(&self.l_u), linalg::view_mut(&mut v), p);
-        linalg::gemm(
-            linalg::view_mut(&mut cov),
-            true,
-            linalg::view(&v).transpose(),
-            linalg::view(&v),
-            -1.0,
-            p,
-        );
-        linalg::solve_lower(linalg::view(&self.l_a), linalg::view_mut(&mut v), p);
-        linalg::gemm(
-            linalg::view_mut(&mut cov),
-            true,
-            linalg::view(&v).transpose(),
-            linalg::view(&v),
-            1.0,
-            p,
-        );
+        let cov = self.posterior().latent_covariance(&xs)?;
         JointPredictive::assemble(pred, cov, self.noise_variance)
     }
 
