@@ -2,19 +2,19 @@
 //!
 //! # The model
 //! With training inputs X (n×D), pseudo-inputs X̄ (m×D) and a stationary ARD covariance
-//! ([`Kernel`]; by default the SE-ARD $k(x, x') = σ_0^2 \exp(-\tfrac12 \sum_d (x_d - x'_d)^2/ℓ_d^2)$),
+//! ([`crate::kernel::Kernel`]; by default the SE-ARD $k(x, x') = σ_0^2 \exp(-\tfrac12 \sum_d (x_d - x'_d)^2/ℓ_d^2)$),
 //! $$C = Q_{ff} + Λ, \quad Q_{ff} = K_{fu} K_{uu}^{-1} K_{uf}, \quad
 //!   Λ = \mathrm{diag}(K_{ff} - Q_{ff}) + σ_n^2 I,$$
 //! where $K_{uf} = k(X̄, X)$ is m×n, $K_{ff}$ has the constant diagonal σ0², and
 //! $K_{uu} = k(X̄, X̄) + δ I$ carries the jitter δ (and nothing else does; by default δ = 1e-6,
-//! absolute, as in Snelson's `spgp_lik.m`, see [`Jitter`]). The objective is
+//! absolute, as in Snelson's `spgp_lik.m`, see [`crate::linalg::Jitter`]). The objective is
 //! $$-\log p(y \mid θ) = \tfrac12 y^⊤ C^{-1} y + \tfrac12 \log|C| + \tfrac n2 \log 2π$$
 //! for centred targets y.
 //!
 //! # Parameter layout
 //! θ = `[log ℓ_1 … log ℓ_D, log σ0, p_noise, vec(X̄ − 1cᵀ)]`, length D + 2 + mD (the shared layout
 //! of [`crate::hyperparameters`]), where σ0 is a standard deviation (σ0² = e^{2θ_D}),
-//! σn² = [`NoiseParam::variance`]`(θ_{D+1})` (= e^{2θ_{D+1}} without a floor), and vec(X̄ − 1cᵀ)
+//! σn² = [`crate::hyperparameters::NoiseParam::variance`]`(θ_{D+1})` (= e^{2θ_{D+1}} without a floor), and vec(X̄ − 1cᵀ)
 //! is the m×D pseudo-input matrix relative to the training inputs' column means c, stored column
 //! by column: entry (j, d) at index D + 2 + j + d·m (zero-based). Relative to c, the pseudo-inputs
 //! keep all their digits when the inputs sit far from the origin. With fixed pseudo-inputs θ is
@@ -38,13 +38,11 @@
 use super::ValidFitcParams;
 use crate::data::Dataset;
 use crate::error::Result;
-use crate::hyperparameters::{self, Decoded, NoiseParam};
+use crate::hyperparameters::Decoded;
 #[cfg(feature = "serde")]
 pub(crate) use crate::inducing::pseudo_factor;
-use crate::inducing::{factorize, gradient, Approximation};
+use crate::inducing::{Approximation, InducingObjective};
 pub(crate) use crate::inducing::{centred_rows, Factors};
-use crate::kernel::{self, Kernel};
-use crate::linalg::{par, Jitter};
 use crate::optim::Objective;
 use nalgebra::{DMatrix, DVector};
 
@@ -57,24 +55,7 @@ use nalgebra::{DMatrix, DVector};
 /// θ holds only the D + 2 hyperparameters. See the [module docs](self) for the equations and the
 /// parameter layout.
 #[derive(Debug, Clone)]
-pub struct FitcEvidence {
-    /// X − 1cᵀ (n×D).
-    x: DMatrix<f64>,
-    /// The column medians of `x`, the centre of K_uf's distances (computed once).
-    x_medians: DVector<f64>,
-    /// The training inputs' column means c (D).
-    centre: DVector<f64>,
-    /// The standard deviation (1/n) of each input column: the optimiser's scale for the
-    /// pseudo-inputs in that column.
-    input_scales: DVector<f64>,
-    y: DVector<f64>,
-    m: usize,
-    kernel: Kernel,
-    jitter: Jitter,
-    noise: NoiseParam,
-    fixed: Option<DMatrix<f64>>,
-    threads: usize,
-}
+pub struct FitcEvidence(InducingObjective);
 
 impl FitcEvidence {
     /// The evidence of validated settings on `data`, with the pseudo-inputs held at `fixed` (m×D,
@@ -84,38 +65,23 @@ impl FitcEvidence {
         params: &ValidFitcParams,
         fixed: Option<DMatrix<f64>>,
     ) -> Self {
-        let input_scales = DVector::from_iterator(
-            data.dim(),
-            data.x()
-                .column_iter()
-                .map(|c| c.variance().sqrt())
-                .map(|s| if s > 0.0 { s } else { 1.0 }),
-        );
-        let (x, centre) = kernel::centre_columns(data.x());
-        let fixed = fixed.map(|p| centred_rows(&p, &centre));
-        Self {
-            x_medians: kernel::column_medians(&x),
-            x,
-            centre,
-            input_scales,
-            y: data.y().add_scalar(-data.y_mean()),
-            m: params.m,
-            kernel: params.training.kernel,
-            jitter: params.jitter,
-            noise: params.training.noise(),
+        Self(InducingObjective::new(
+            data,
+            (params.m, &params.training, params.jitter),
             fixed,
-            threads: params.training.threads,
-        }
+            Approximation::Fitc,
+            "FITC parameter vector",
+        ))
     }
 
     /// The input dimension D.
     pub fn dim(&self) -> usize {
-        self.x.ncols()
+        self.0.dim()
     }
 
     /// The training inputs' column means c: θ holds the pseudo-inputs as X̄ − 1cᵀ.
     pub fn centre(&self) -> &DVector<f64> {
-        &self.centre
+        self.0.centre()
     }
 
     /// −log p(y|θ) alone (no gradient; about half the work).
@@ -123,54 +89,24 @@ impl FitcEvidence {
     /// # Errors
     /// As [`Objective::value_and_gradient`].
     pub fn value(&self, theta: &DVector<f64>) -> Result<f64> {
-        let decoded = self.decode(theta)?;
-        factorize(
-            (&self.x, &self.x_medians),
-            &self.y,
-            &decoded,
-            (self.kernel, &self.jitter),
-            Approximation::Fitc,
-            par(self.threads),
-        )
-        .map(|f| f.neg_log_evidence)
-    }
-
-    /// Decodes θ in this evidence's layout.
-    pub(crate) fn decode(&self, theta: &DVector<f64>) -> Result<Decoded<'_>> {
-        hyperparameters::unpack(
-            theta,
-            self.dim(),
-            self.m,
-            self.noise,
-            self.fixed.as_ref(),
-            "FITC parameter vector",
-        )
+        self.0.factors(theta).map(|(_, f)| f.neg_log_evidence)
     }
 
     /// Factorises at θ (what prediction needs).
     pub(crate) fn factors(&self, theta: &DVector<f64>) -> Result<(Decoded<'_>, Factors)> {
-        let decoded = self.decode(theta)?;
-        let f = factorize(
-            (&self.x, &self.x_medians),
-            &self.y,
-            &decoded,
-            (self.kernel, &self.jitter),
-            Approximation::Fitc,
-            par(self.threads),
-        )?;
-        Ok((decoded, f))
+        self.0.factors(theta)
     }
 }
 
 impl Objective for FitcEvidence {
     /// D + 2, plus mD when the pseudo-inputs are free.
     fn num_params(&self) -> usize {
-        hyperparameters::theta_len(self.dim(), if self.fixed.is_some() { 0 } else { self.m })
+        self.0.num_params()
     }
 
     /// n, the number of data points.
     fn value_scale(&self) -> f64 {
-        self.x.nrows() as f64
+        self.0.len() as f64
     }
 
     /// 1 for the hyperparameters; for the pseudo-inputs, √m times the standard deviation of their
@@ -180,44 +116,17 @@ impl Objective for FitcEvidence {
     /// (m = 100): factors 3–10 reach lower −log p(y|θ) in 1000 evaluations than 1, and √m keeps
     /// the fits on rescaled inputs within 1% of each other.
     fn parameter_scales(&self) -> Option<DVector<f64>> {
-        let (dim, m) = (self.dim(), self.m);
-        let block_scale = (m as f64).sqrt();
-        Some(DVector::from_fn(self.num_params(), |i, _| {
-            if i < dim + 2 {
-                1.0
-            } else {
-                block_scale * self.input_scales[(i - dim - 2) / m]
-            }
-        }))
+        Some(self.0.parameter_scales())
     }
 
     /// −log p(y|θ) and its gradient in one pass.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`] for a θ of the wrong length, [`Error::NonFinite`] for a NaN or
-    /// infinite θ, [`Error::InvalidParameter`] for an overflowing lengthscale or variance,
-    /// [`Error::NotPositiveDefinite`] if $K_{uu}$ (jitter included) or the Woodbury matrix fails
+    /// [`crate::Error::DimensionMismatch`] for a θ of the wrong length,
+    /// [`crate::Error::NonFinite`] for a NaN or infinite θ, [`crate::Error::InvalidParameter`] for
+    /// an overflowing lengthscale or variance, [`crate::Error::NotPositiveDefinite`] if $K_{uu}$ (jitter included) or the Woodbury matrix fails
     /// to factor, or some λ_i ≤ 0.
     fn value_and_gradient(&self, theta: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
-        let decoded = self.decode(theta)?;
-        let par = par(self.threads);
-        let f = factorize(
-            (&self.x, &self.x_medians),
-            &self.y,
-            &decoded,
-            (self.kernel, &self.jitter),
-            Approximation::Fitc,
-            par,
-        )?;
-        let value = f.neg_log_evidence;
-        let g = gradient(
-            &self.x,
-            &decoded,
-            f,
-            Approximation::Fitc,
-            self.fixed.is_none(),
-            par,
-        );
-        Ok((value, g))
+        self.0.value_and_gradient(theta)
     }
 }

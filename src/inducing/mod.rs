@@ -38,6 +38,10 @@
 //! Cost: about 7nm² flops in faer gemms and triangular solves, plus O(nmD) for the kernel and its
 //! derivatives; memory O(nm).
 
+mod objective;
+
+pub(crate) use objective::InducingObjective;
+
 use crate::error::{Error, Result};
 use crate::hyperparameters::Decoded;
 use crate::kernel::{self, Covariance, Kernel};
