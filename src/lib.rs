@@ -45,6 +45,7 @@
 //! | [`ssgp`] | spectral points, design matrix, evidence and gradient, training, prediction, posterior samples |
 //! | `distributed` | feature `mpi`: SSGP across the ranks of an MPI job — each rank's sums all-reduced, rank 0 leads the optimiser, the same model on every rank |
 //! | [`fitc`] | FITC (Snelson & Ghahramani 2006): pseudo-inputs, evidence and gradient, prediction |
+//! | [`vfe`] | VFE (Titsias 2009; GPflow's and GPyTorch's SGPR): the collapsed variational bound, its gradient, the optimal variational posterior; its factorisation and gradient shared with FITC |
 //! | [`full_gp`] | the exact GP (eq. 2–4): evidence and gradient, subset training, prediction |
 //! | [`optim`] | argmin's nonlinear CG over any [`optim::Objective`], with budgets, a convergence test and best-θ keeping |
 //! | [`linalg`] | Cholesky with the one [`linalg::Jitter`] policy, triangular solves, BLAS-3 kernels on faer |
@@ -61,7 +62,8 @@
 //! Each model is a configuration (`Ssgp::params(m)`, a builder) that [`ParamGuard::check`]
 //! validates once and that then [`fit`](ssgp::ValidSsgpParams::fit)s a [`Dataset`] into a fitted
 //! model that predicts. The evidence and its gradient are pure functions of (data, θ) —
-//! [`ssgp::SsgpEvidence`], [`fitc::FitcEvidence`], [`full_gp::FullGpEvidence`] — kept apart from
+//! [`ssgp::SsgpEvidence`], [`fitc::FitcEvidence`], [`vfe::VfeEvidence`] (a bound),
+//! [`full_gp::FullGpEvidence`] — kept apart from
 //! the optimiser loop. Positive parameters live in log space; every failure is an [`Error`].
 #![deny(missing_docs)]
 
@@ -90,6 +92,7 @@ mod predict;
 pub mod predictive;
 pub mod ssgp;
 pub mod standardize;
+pub mod vfe;
 
 /// linfa (feature `linfa`), re-exported for its traits and `DatasetBase`: the models implement
 /// `Fit` and `PredictInplace` ([`linfa_traits`]).
@@ -121,6 +124,7 @@ pub use optim::{OptimConfig, Progress, Termination};
 pub use params::ParamGuard;
 pub use predictive::{JointPredictive, JointSamples, Predictive};
 pub use ssgp::{FittedSsgp, Ssgp, SsgpParams};
+pub use vfe::{FittedVfe, Vfe, VfeParams};
 
 /// The README's code, compiled and run as a doctest.
 #[cfg(doctest)]

@@ -28,7 +28,10 @@
 use crate::data::{matrix_from_ndarray, Dataset};
 use crate::error::Error;
 use crate::predictive::Predictive;
-use crate::{FitcParams, FittedFitc, FittedFullGp, FittedSsgp, FullGpParams, SsgpParams};
+use crate::{
+    FitcParams, FittedFitc, FittedFullGp, FittedSsgp, FittedVfe, FullGpParams, SsgpParams,
+    VfeParams,
+};
 use linfa::dataset::{AsSingleTargets, DatasetBase};
 use linfa::traits::{Fit, PredictInplace};
 use nalgebra::DVector;
@@ -102,3 +105,4 @@ macro_rules! impl_linfa {
 impl_linfa!(SsgpParams, FittedSsgp);
 impl_linfa!(FitcParams, FittedFitc);
 impl_linfa!(FullGpParams, FittedFullGp);
+impl_linfa!(VfeParams, FittedVfe);

@@ -18,3 +18,4 @@ mod ssgp_model;
 mod standardize;
 mod threads;
 mod training;
+mod vfe;
