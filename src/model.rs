@@ -13,7 +13,8 @@ use crate::optim::{OptimReport, Termination};
 use crate::predictive::{JointPredictive, JointSamples, Predictive};
 use nalgebra::{DMatrix, DVector};
 
-/// How a training run went.
+/// How a training run went. For VFE the objective is −F, the negated variational bound
+/// (≥ −log p(y|θ)), and its two `neg_log_evidence` fields hold −F.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TrainingSummary {

@@ -41,8 +41,8 @@ use crate::error::Result;
 use crate::hyperparameters::Decoded;
 #[cfg(feature = "serde")]
 pub(crate) use crate::inducing::pseudo_factor;
-use crate::inducing::{Approximation, InducingObjective};
 pub(crate) use crate::inducing::{centred_rows, Factors};
+use crate::inducing::{Approximation, InducingObjective};
 use crate::optim::Objective;
 use nalgebra::{DMatrix, DVector};
 

@@ -38,8 +38,10 @@
 //! Cost: about 7nm² flops in faer gemms and triangular solves, plus O(nmD) for the kernel and its
 //! derivatives; memory O(nm).
 
+mod kmeans;
 mod objective;
 
+pub(crate) use kmeans::kmeans;
 pub(crate) use objective::InducingObjective;
 
 use crate::error::{Error, Result};

@@ -153,14 +153,7 @@ impl InducingObjective {
             par,
         )?;
         let value = f.neg_log_evidence;
-        let g = gradient(
-            &self.x,
-            &decoded,
-            f,
-            self.approx,
-            self.fixed.is_none(),
-            par,
-        );
+        let g = gradient(&self.x, &decoded, f, self.approx, self.fixed.is_none(), par);
         Ok((value, g))
     }
 }

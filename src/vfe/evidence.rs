@@ -4,8 +4,8 @@
 //! With training inputs X (n×D), inducing inputs X̄ (m×D) and a stationary ARD covariance
 //! ([`crate::kernel::Kernel`]), $K_{uf} = k(X̄, X)$ (m×n), $K_{uu} = k(X̄, X̄) + δI$ (m×m, the jitter
 //! δ relative to σ0² by default, [`crate::linalg::Jitter`]) and $Q_{ff} = K_{fu}K_{uu}^{-1}K_{uf}$,
-//! $$-F = \tfrac12 y^⊤C^{-1}y + \tfrac12\log|C| + \tfrac n2\log 2π
-//!   + \frac{\mathrm{tr}(K_{ff} - Q_{ff})}{2σ_n^2}, \qquad C = Q_{ff} + σ_n^2 I,$$
+//! $$-F = \tfrac12 y^⊤C^{-1}y + \tfrac12\log|C| + \tfrac n2\log 2π +
+//!   \frac{\mathrm{tr}(K_{ff} - Q_{ff})}{2σ_n^2}, \qquad C = Q_{ff} + σ_n^2 I,$$
 //! for centred targets y. F ≤ log p(y|θ) of the exact GP at the same θ (Titsias 2009, eq. 9): the
 //! optimiser minimises −F, an upper bound on −log p(y|θ).
 //!

@@ -39,7 +39,7 @@ mod posterior;
 mod saved;
 
 pub use evidence::VfeEvidence;
-pub use params::{ValidVfeParams, VfeParams, DEFAULT_JITTER};
+pub use params::{InducingStart, ValidVfeParams, VfeParams, DEFAULT_JITTER};
 pub use posterior::FittedVfe;
 #[cfg(feature = "serde")]
 pub(crate) use saved::VfeRepr;

@@ -15,6 +15,18 @@ use nalgebra::{DMatrix, DVector};
 /// The default jitter on $K_{uu}$: δ = 1e-6, relative to σ0² (FITC's default too).
 pub const DEFAULT_JITTER: f64 = 1e-6;
 
+/// Where the inducing inputs start when none are given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InducingStart {
+    /// m distinct training inputs drawn at random with the seed (FITC's start).
+    #[default]
+    Subset,
+    /// Lloyd's k-means centres of the training inputs (in inputs scaled by their standard
+    /// deviations) after at most this many rounds, started from [`InducingStart::Subset`]:
+    /// O(nmD) per round.
+    KMeans(usize),
+}
+
 /// Validated VFE settings (from [`VfeParams`] by [`ParamGuard::check`](crate::ParamGuard::check)).
 ///
 /// Defaults: seed 0, [`crate::OptimConfig::default`], all cores, no noise floor, jitter
@@ -28,6 +40,7 @@ pub struct ValidVfeParams {
     pub(crate) jitter: Jitter,
     pub(crate) inducing_inputs: Option<DMatrix<f64>>,
     pub(crate) fixed_inducing_inputs: bool,
+    pub(crate) start: InducingStart,
 }
 
 /// A VFE configuration (Titsias' collapsed variational bound, GPflow's `SGPR`), built by
@@ -47,6 +60,7 @@ impl VfeParams {
             jitter: Jitter::relative(DEFAULT_JITTER),
             inducing_inputs: None,
             fixed_inducing_inputs: false,
+            start: InducingStart::default(),
         })
     }
 
@@ -66,6 +80,13 @@ impl VfeParams {
     /// inputs.
     pub fn inducing_inputs(mut self, inducing_inputs: DMatrix<f64>) -> Self {
         self.0.inducing_inputs = Some(inducing_inputs);
+        self
+    }
+
+    /// Where the inducing inputs start when none are given (default
+    /// [`InducingStart::Subset`]).
+    pub fn inducing_start(mut self, start: InducingStart) -> Self {
+        self.0.start = start;
         self
     }
 
@@ -150,7 +171,8 @@ impl ValidVfeParams {
     }
 
     /// The starting inducing inputs for `data` restricted to the used `columns`: the given ones
-    /// (checked against D, then restricted), or drawn by [`init::pseudo_inputs`].
+    /// (checked against D, then restricted), or drawn by [`init::pseudo_inputs`] (and moved by
+    /// k-means when so set).
     fn initial_inducing_inputs(
         &self,
         data: &Dataset,
@@ -166,7 +188,13 @@ impl ValidVfeParams {
                 )?;
                 Ok(columns.select(given)?.into_owned())
             }
-            None => init::pseudo_inputs(data, self.m, self.training.seed),
+            None => {
+                let subset = init::pseudo_inputs(data, self.m, self.training.seed)?;
+                Ok(match self.start {
+                    InducingStart::Subset => subset,
+                    InducingStart::KMeans(rounds) => inducing::kmeans(data.x(), subset, rounds),
+                })
+            }
         }
     }
 

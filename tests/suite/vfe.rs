@@ -10,6 +10,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use ssgp::kernel::Kernel;
 use ssgp::optim::Objective;
+use ssgp::vfe::InducingStart;
 use ssgp::{Dataset, Error, FittedRegressor, ParamGuard, Vfe};
 
 /// k(a_i, b_j) = σ0² shape(r²) with r² = Σ_d (a_id − b_jd)²/ℓ_d², by its definition.
@@ -122,7 +123,10 @@ fn fast_bound_matches_the_dense_formula_for_every_kernel() {
             let expected = dense_neg_bound(&dn, &y);
             let rel = (fast - expected).abs() / expected.abs();
             worst = worst.max(rel);
-            assert!(rel <= 1e-10, "{kernel:?} ({n},{m},{dim}): relative error {rel:e}");
+            assert!(
+                rel <= 1e-10,
+                "{kernel:?} ({n},{m},{dim}): relative error {rel:e}"
+            );
             let dense_trace = (&dn.k_ff - &dn.q_ff).trace();
             assert!(
                 (trace - dense_trace).abs() <= 1e-10 * n as f64 * dn.p.sf2,
@@ -145,7 +149,11 @@ fn gradient_matches_central_differences_for_every_kernel() {
             let floor = if trial == 2 { 0.05 } else { 0.0 };
             // The default relative jitter moves with σ0; an absolute one does not.
             let params = Vfe::params(m).kernel(kernel).noise_floor(floor).threads(1);
-            let params = if trial == 1 { params.jitter(1e-4) } else { params };
+            let params = if trial == 1 {
+                params.jitter(1e-4)
+            } else {
+                params
+            };
             let free = params.clone().check().unwrap().evidence(&data).unwrap();
             worst = worst.max(check_gradient(
                 &free,
@@ -192,7 +200,10 @@ fn the_bound_is_below_the_exact_evidence_and_meets_it_at_the_training_inputs() {
             .evidence(&data)
             .unwrap();
         let neg_bound = obj.value(&theta).unwrap();
-        assert!(neg_bound >= exact, "{kernel:?}: −F {neg_bound} < −log p {exact}");
+        assert!(
+            neg_bound >= exact,
+            "{kernel:?}: −F {neg_bound} < −log p {exact}"
+        );
 
         // X̄ = X with no jitter (K_uu = K_ff, Q_ff = K_ff): F = log p(y|θ) to 1e-8 relative.
         let mut at_x = DVector::zeros(dim + 2 + n * dim);
@@ -215,7 +226,11 @@ fn the_bound_is_below_the_exact_evidence_and_meets_it_at_the_training_inputs() {
         // Matérn ½ is not smooth at r = 0: the round-off ε in a coincident pair's squared
         // distance (‖a‖² + ‖b‖² − 2aᵀb) becomes √ε in k(r) = σ0² e^{−r}, in K_uf but not on
         // K_uu's exact diagonal, so Q_ff misses K_ff by ~1e-8·σ0² per point there.
-        let tolerance = if kernel == Kernel::Matern12 { 1e-6 } else { 1e-8 };
+        let tolerance = if kernel == Kernel::Matern12 {
+            1e-6
+        } else {
+            1e-8
+        };
         assert!(
             rel <= tolerance,
             "{kernel:?}: −F {at_data} vs −log p {exact} at X̄ = X (relative {rel:e}, trace {trace:e})"
@@ -281,9 +296,7 @@ fn predictions_and_joint_covariance_match_the_dense_optimal_posterior() {
         let samples = fitted.sample_joint(&xs, 3, 5).unwrap();
         assert_eq!(samples.values.shape(), (9, 3));
         assert!(fitted.trace() >= 0.0);
-        assert!(
-            (fitted.trace() - (&dn.k_ff - &dn.q_ff).trace()).abs() <= 1e-10 * n as f64 * p.sf2
-        );
+        assert!((fitted.trace() - (&dn.k_ff - &dn.q_ff).trace()).abs() <= 1e-10 * n as f64 * p.sf2);
         assert_eq!(fitted.bound(), -fitted.neg_log_evidence());
     }
 }
@@ -313,6 +326,27 @@ fn sinc_end_to_end_and_summary_reports_the_bound() {
         .fit(&train)
         .unwrap();
     assert!((fixed.inducing_inputs() - z).amax() < 1e-14);
+    // A k-means start moves the seeded subset; zero rounds keep it.
+    let subset = Vfe::params(6)
+        .seed(3)
+        .max_iterations(0)
+        .fit(&train)
+        .unwrap();
+    let none = Vfe::params(6)
+        .seed(3)
+        .inducing_start(InducingStart::KMeans(0))
+        .max_iterations(0)
+        .fit(&train)
+        .unwrap();
+    let kmeans = Vfe::params(6)
+        .seed(3)
+        .inducing_start(InducingStart::KMeans(20))
+        .max_iterations(0)
+        .fit(&train)
+        .unwrap();
+    assert_eq!(subset.parameters(), none.parameters());
+    assert_ne!(subset.parameters(), kmeans.parameters());
+    assert!(kmeans.bound().is_finite());
 }
 
 #[cfg(feature = "serde")]
@@ -340,7 +374,10 @@ fn persistence_round_trips_bit_for_bit() {
             (&a.y_variance, &b.y_variance),
             (&a.f_variance, &b.f_variance),
         ] {
-            assert!(u.iter().zip(v.iter()).all(|(p, q)| p.to_bits() == q.to_bits()));
+            assert!(u
+                .iter()
+                .zip(v.iter())
+                .all(|(p, q)| p.to_bits() == q.to_bits()));
         }
         let (ja, jb) = (
             fitted.predict_covariance(&xs).unwrap(),
@@ -357,7 +394,9 @@ fn persistence_round_trips_bit_for_bit() {
         assert_eq!(loaded.parameters(), fitted.parameters());
         assert_eq!(persist::to_json(&loaded).unwrap(), json);
         assert_eq!(
-            persist::from_json::<ssgp::FittedFitc>(&json).err().map(|e| e.to_string()),
+            persist::from_json::<ssgp::FittedFitc>(&json)
+                .err()
+                .map(|e| e.to_string()),
             Some(
                 Error::WrongModelKind {
                     expected: "fitc",
@@ -397,7 +436,9 @@ fn bad_inputs_are_typed_errors() {
         Err(Error::NonFinite { .. })
     ));
     assert!(matches!(
-        Vfe::params(3).inducing_inputs(DMatrix::zeros(3, 2)).fit(&train),
+        Vfe::params(3)
+            .inducing_inputs(DMatrix::zeros(3, 2))
+            .fit(&train),
         Err(Error::DimensionMismatch { .. })
     ));
     assert!(Vfe::params(31).fit(&train).is_err());
