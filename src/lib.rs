@@ -1,6 +1,6 @@
 //! Gaussian-process regression with the **Sparse Spectrum Gaussian Process** (SSGP) of
 //! Lázaro-Gredilla, Quiñonero-Candela, Rasmussen and Figueiras-Vidal (JMLR 11, 2010), with the
-//! exact GP and FITC as baselines.
+//! exact GP, FITC and VFE as baselines.
 //!
 //! SSGP approximates a stationary GP by a sparse set of m **spectral points**: the function is a
 //! Bayesian linear model on m cosine/sine pairs (eq. 5), whose frequencies, lengthscales, signal
