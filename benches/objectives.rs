@@ -9,10 +9,12 @@
 //!   for ΦA⁻¹ that the gradient needs (trig, the phases and O(m³) terms not counted);
 //! - FITC: 7·n·m², the count of its gemms and triangular solves (V = L_u⁻¹K_uf, the Woodbury
 //!   product VΛ⁻¹Vᵀ, and the solves and product of the gradient; kernels and O(nmD) terms not
-//!   counted), see `src/fitc/evidence.rs`;
+//!   counted), see `src/inducing/mod.rs`;
+//! - VFE: 7·n·m², FITC's count: the same factorisation and gradient with Λ = σn²I (the trace
+//!   term is the O(nm) column norms of V, not counted);
 //! - full GP: n³ (Cholesky n³/3, triangular inverse n³/3, L⁻ᵀL⁻¹ n³/3: the leading terms);
 //! - `gemm_gflops`: faer's f64 matrix product — the one the crate uses — with the same thread
-//!   count, at shape (2m×n)·(n×2m) for SSGP, (m×n)·(n×m) for FITC, and (n×n)·(n×512) for the
+//!   count, at shape (2m×n)·(n×2m) for SSGP, (m×n)·(n×m) for FITC and VFE, and (n×n)·(n×512) for the
 //!   full GP (its kernels are square).
 
 use nalgebra::{DMatrix, DVector};
@@ -20,7 +22,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use ssgp::optim::Objective;
 use ssgp::ssgp::{Ssgp, SsgpHyperparameters};
-use ssgp::{Dataset, Fitc, FullGp, Hyperparameters, ParamGuard};
+use ssgp::{Dataset, Fitc, FullGp, Hyperparameters, ParamGuard, Vfe};
 use std::time::Instant;
 
 fn median_seconds(reps: usize, mut f: impl FnMut()) -> f64 {
@@ -137,6 +139,29 @@ fn main() {
         let gemm = gemm_gflops(n, m, m, threads, reps);
         emit(
             "fitc",
+            n,
+            m,
+            d,
+            threads,
+            secs,
+            7.0 * n as f64 * (m * m) as f64,
+            gemm,
+        );
+    }
+    for m in [50, 100, 250, 375] {
+        let params = Vfe::params(m).threads(threads).check().expect("valid");
+        let objective = params.evidence(&data).expect("valid");
+        let mut theta = DVector::zeros(d + 2 + m * d);
+        theta[d + 1] = 0.5 * 0.1f64.ln();
+        for (j, v) in theta.rows_mut(d + 2, m * d).iter_mut().enumerate() {
+            *v = data.x()[((j % m) * 37 % n, j / m)];
+        }
+        let secs = median_seconds(reps, || {
+            objective.value_and_gradient(&theta).expect("evaluates");
+        });
+        let gemm = gemm_gflops(n, m, m, threads, reps);
+        emit(
+            "vfe",
             n,
             m,
             d,

@@ -1,6 +1,6 @@
 //! Gaussian-process regression with the **Sparse Spectrum Gaussian Process** (SSGP) of
 //! Lázaro-Gredilla, Quiñonero-Candela, Rasmussen and Figueiras-Vidal (JMLR 11, 2010), with the
-//! exact GP and FITC as baselines.
+//! exact GP, FITC and VFE as baselines.
 //!
 //! SSGP approximates a stationary GP by a sparse set of m **spectral points**: the function is a
 //! Bayesian linear model on m cosine/sine pairs (eq. 5), whose frequencies, lengthscales, signal
@@ -49,10 +49,12 @@
 //! | [`predictive`] | [`Predictive`]: means and variances of y* (`y_variance`) and f* (`f_variance`); [`JointPredictive`]: the joint covariance at up to [`predictive::MAX_JOINT_POINTS`] points and seeded joint samples ([`JointSamples`]) |
 //! | [`init`] | start values from the data: lengthscale strategies ([`LengthscaleInit`]), σ0², σn², spectral points, pseudo-inputs |
 //! | [`metrics`] | NMSE and MNLP (eq. 13), calibration |
+//! | `inducing` | (private) what FITC and VFE share: K_uf, K_uu's factor with its jitter, the Woodbury factorisation and gradient, the posterior's solves, the k-means start |
 //! | [`params`] | validated settings ([`ParamGuard`]), the training settings every model shares, [`params::Reseed`] |
 //! | [`model`] | the [`Fit`], [`Regressor`] and [`FittedRegressor`] traits |
 //! | [`full_gp`] | the exact GP (eq. 2–4): evidence and gradient, subset training, prediction; the §5.2 start [`full_gp::lengthscales_from_subset`] |
 //! | [`fitc`] | FITC (Snelson & Ghahramani 2006): pseudo-inputs, evidence and gradient, prediction |
+//! | [`vfe`] | VFE (Titsias 2009; GPflow's and GPyTorch's SGPR): the collapsed variational bound, its gradient, the optimal variational posterior; its factorisation and gradient shared with FITC |
 //! | [`ssgp`] | spectral points, design matrix, evidence and gradient, training, prediction, posterior samples |
 //! | [`standardize`] | centring and scaling of inputs and targets around any model, undone in predictions |
 //! | [`ensemble`] | restarts of any seeded builder kept as the best fit or combined as a mixture, and their spread (§5.4) |
@@ -64,7 +66,8 @@
 //! Each model is a configuration (`Ssgp::params(m)`, a builder) that [`ParamGuard::check`]
 //! validates once and that then [`fit`](ssgp::ValidSsgpParams::fit)s a [`Dataset`] into a fitted
 //! model that predicts. The evidence and its gradient are pure functions of (data, θ) —
-//! [`ssgp::SsgpEvidence`], [`fitc::FitcEvidence`], [`full_gp::FullGpEvidence`] — kept apart from
+//! [`ssgp::SsgpEvidence`], [`fitc::FitcEvidence`], [`vfe::VfeEvidence`] (a bound),
+//! [`full_gp::FullGpEvidence`] — kept apart from
 //! the optimiser loop. Positive parameters live in log space; every failure is an [`Error`].
 //! Maths in the docs is KaTeX (`$…$`), rendered on docs.rs.
 #![deny(missing_docs)]
@@ -78,6 +81,7 @@ pub mod fitc;
 pub mod full_gp;
 pub mod guide;
 pub mod hyperparameters;
+mod inducing;
 pub mod init;
 pub mod kernel;
 pub mod linalg;
@@ -97,6 +101,7 @@ mod schema;
 pub mod ssgp;
 pub mod standardize;
 pub mod termination;
+pub mod vfe;
 
 /// linfa (feature `linfa`), re-exported for its traits and `DatasetBase`: the models implement
 /// `Fit` and `PredictInplace` ([`linfa_traits`]).
@@ -129,6 +134,7 @@ pub use params::ParamGuard;
 pub use predictive::{JointPredictive, JointSamples, Predictive, PredictiveGradients};
 pub use ssgp::{FittedSsgp, Ssgp, SsgpParams};
 pub use termination::{Termination, TrainingSummary};
+pub use vfe::{FittedVfe, Vfe, VfeParams};
 
 /// The README's code, compiled and run as a doctest.
 #[cfg(doctest)]

@@ -154,9 +154,9 @@ pub trait FittedRegressor: Send + Sync {
     /// Predictive distribution at test inputs `x` (n*×D).
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if `x` has not D columns, [`Error::NonFinite`](crate::error::Error::NonFinite)
+    /// [`Error::DimensionMismatch`] if `x` has not D columns, [`Error::NonFinite`]
     /// for a NaN or infinity in `x` or a prediction that overflows there (never a NaN or ∞ in
-    /// the result), [`Error::EmptyData`](crate::error::Error::EmptyData) for no rows.
+    /// the result), [`Error::EmptyData`] for no rows.
     fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive>;
 
     /// The predictive means alone at `x` (n*×D): `predict(x)?.mean` bit for bit, without the
@@ -174,9 +174,9 @@ pub trait FittedRegressor: Send + Sync {
     /// Σ_f + σn²I ([`JointPredictive::y_covariance`]) is the covariance of the noisy targets.
     ///
     /// # Errors
-    /// As [`FittedRegressor::predict`]; [`Error::InvalidParameter`](crate::error::Error::InvalidParameter) (naming `x`) for more
-    /// than [`crate::predictive::MAX_JOINT_POINTS`] test points; [`Error::Allocation`](crate::error::Error::Allocation) if
-    /// the covariance cannot be allocated; [`Error::Numerical`](crate::error::Error::Numerical) for a non-finite entry.
+    /// As [`FittedRegressor::predict`]; [`Error::InvalidParameter`] (naming `x`) for more
+    /// than [`crate::predictive::MAX_JOINT_POINTS`] test points; [`Error::Allocation`] if
+    /// the covariance cannot be allocated; [`Error::Numerical`] for a non-finite entry.
     fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive>;
 
     /// `draws` joint posterior samples of the latent values f_* at `x` (n*×D), seeded: draws of
@@ -198,8 +198,8 @@ pub trait FittedRegressor: Send + Sync {
     /// chain rule. The default (models implemented outside the crate) is an error.
     ///
     /// # Errors
-    /// As [`FittedRegressor::predict`]; [`Error::Numerical`](crate::error::Error::Numerical) for a non-finite gradient;
-    /// [`Error::NotDifferentiable`](crate::error::Error::NotDifferentiable) from the default.
+    /// As [`FittedRegressor::predict`]; [`Error::Numerical`] for a non-finite gradient;
+    /// [`Error::NotDifferentiable`] from the default.
     fn predict_gradients(&self, x: &DMatrix<f64>) -> Result<PredictiveGradients> {
         let _ = x;
         Err(crate::error::Error::NotDifferentiable { name: self.name() })
@@ -220,7 +220,7 @@ pub trait FittedRegressor: Send + Sync {
     /// does).
     ///
     /// # Errors
-    /// [`Error::NotPersistable`](crate::error::Error::NotPersistable) for a model implemented outside the crate (the default).
+    /// [`Error::NotPersistable`] for a model implemented outside the crate (the default).
     #[cfg(feature = "serde")]
     fn saved_form(&self) -> Result<crate::schema::SavedForm> {
         Err(crate::error::Error::NotPersistable { name: self.name() })

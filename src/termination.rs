@@ -102,7 +102,8 @@ impl fmt::Display for FailedTraining {
     }
 }
 
-/// How a training run went.
+/// How a training run went. For VFE the objective is −F, the negated variational bound
+/// (≥ −log p(y|θ)), and its two `neg_log_evidence` fields hold −F.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TrainingSummary {

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --release --example benchmark -- [--train FILE --test FILE | --data DIR]
-//!     [--methods ssgp,ssgp-fixed,fitc,full,ssgp-mix,ssgp-best] [--basis 50,100,200] [--reps N]
+//!     [--methods ssgp,ssgp-fixed,fitc,full,ssgp-mix,ssgp-best,vfe] [--basis 50,100,200] [--reps N]
 //!     [--seed S] [--iters K] [--evals E] [--noise-floor V] [--full-subset N]
 //!     [--init half|full:N|default] [--restarts K] [--standardize] [--best-effort] [--threads T]
 //!     [--kernel se|matern12|matern32|matern52]
@@ -16,14 +16,15 @@
 //! - `--methods`: `ssgp` (learned spectral points), `ssgp-fixed` (fixed ones), `fitc`, `full`
 //!   (default: these four, the paper's), `ssgp-mix` and `ssgp-best` (`--restarts` SSGP fits with
 //!   seeds S, S+1, … combined as an equal-weight predictive mixture, or the one with the best
-//!   evidence kept; default 4 restarts).
+//!   evidence kept; default 4 restarts), `vfe` (Titsias' collapsed variational bound, GPflow's
+//!   SGPR; its `nlml` is −F, the negated bound, not −log p).
 //! - `--basis` counts basis functions: basis/2 spectral points for SSGP, basis pseudo-inputs for
-//!   FITC; ignored by the full GP, which learns its hyperparameters on `--full-subset` points
+//!   FITC and basis inducing inputs for VFE; ignored by the full GP, which learns its hyperparameters on `--full-subset` points
 //!   (default min(2000, n)) and conditions on all.
 //! - `--reps N` repeats every fit with seeds S, S+1, … (`--seed`, default 1).
 //! - `--iters` and `--evals` are the optimiser's budget (default: no iteration cap, 1000
 //!   evaluations); `--noise-floor` a lower bound on σn²; `--threads` 0 for all cores.
-//! - `--init` is SSGP's and FITC's lengthscale start: half the input ranges, a full GP on N
+//! - `--init` is SSGP's, FITC's and VFE's lengthscale start: half the input ranges, a full GP on N
 //!   points (`full:1024`), or the crate's default.
 //! - `--kernel` is every model's covariance (SSGP: its spectral density); default `se`.
 //! - `--standardize` wraps every model in `Standardized` (inputs and targets standardised,
@@ -80,9 +81,10 @@ Usage: benchmark [OPTIONS]
 Options:
   --train FILE --test FILE   the data (default Kin-40k); or
   --data DIR                 DIR/train.csv and DIR/test.csv
-  --methods M,…              of ssgp, ssgp-fixed, fitc, full, ssgp-mix, ssgp-best
+  --methods M,…              of ssgp, ssgp-fixed, fitc, full, ssgp-mix, ssgp-best, vfe
                              (default ssgp,ssgp-fixed,fitc,full)
-  --basis B,…                basis functions (default 50,100,200)
+  --basis B,…                basis functions (default 50,100,200); inducing inputs for
+                             FITC and VFE
   --reps N                   repetitions, seeds S, S+1, … (default 1)
   --seed S                   first seed (default 1)
   --iters K                  optimiser iterations per fit

@@ -63,8 +63,15 @@ pub fn plot(
     let root = SVGBackend::new(path, (640, 480)).into_drawing_area();
     root.fill(&WHITE)?;
     // One colour per method of METHODS, in its order.
-    let colors: [RGBColor; METHODS.len()] =
-        [BLUE, RED, GREEN, BLACK, MAGENTA, RGBColor(230, 140, 0)];
+    let colors: [RGBColor; METHODS.len()] = [
+        BLUE,
+        RED,
+        GREEN,
+        BLACK,
+        MAGENTA,
+        RGBColor(230, 140, 0),
+        CYAN,
+    ];
     let x_range = (bx_lo..bx_hi).log_scale();
     if log_y {
         let y_range = (lo.max(1e-12) / 1.3..hi * 1.3).log_scale();

@@ -1,16 +1,15 @@
 //! A FITC model conditioned on its training data at fixed parameters, and its predictions.
 
-use super::evidence::{centred_rows, Factors};
+use super::evidence::Factors;
 use crate::data::InputColumns;
 use crate::data::Inputs;
 use crate::error::Result;
-use crate::kernel::{self, Covariance, Kernel};
-use crate::linalg::{self, par};
+use crate::inducing::{self, Posterior};
+use crate::kernel::{Covariance, Kernel};
+use crate::linalg::par;
 use crate::model::fitted_regressor;
 use crate::model::FitRecord;
-use crate::prediction_loop::{
-    gradients_in_chunks, mean_in_chunks, predict_in_chunks, Chunk, ChunkGradients,
-};
+use crate::prediction_loop::{mean_in_chunks, predict_in_chunks, Chunk};
 use crate::predictive::{
     check_joint_size, JointPredictive, JointSamples, Predictive, PredictiveGradients,
 };
@@ -52,11 +51,7 @@ pub struct FittedFitc {
 
 /// The prediction weights β = L_u^{-⊤}L_A^{-⊤}(By) (m) from the factors at θ.
 pub(crate) fn weights(f: &Factors, threads: usize) -> DVector<f64> {
-    let p = par(threads);
-    let mut weights = DMatrix::from_column_slice(f.by.len(), 1, f.by.as_slice());
-    linalg::solve_lower_transpose(linalg::view(&f.l_a), linalg::view_mut(&mut weights), p);
-    linalg::solve_lower_transpose(linalg::view(&f.l_u), linalg::view_mut(&mut weights), p);
-    weights.column(0).into_owned()
+    inducing::weights(f, par(threads))
 }
 
 impl FittedFitc {
@@ -87,37 +82,27 @@ impl FittedFitc {
         mean_in_chunks(x, &self.record, PREDICT_BLOCK, self.chunk())
     }
 
-    fn covariance(&self) -> Covariance<'_> {
-        Covariance {
-            kernel: self.kernel,
-            lengthscales: &self.lengthscales,
-            signal_variance: self.signal_variance,
+    /// The posterior shared with VFE ([`crate::inducing::Posterior`]).
+    fn posterior(&self) -> Posterior<'_> {
+        Posterior {
+            kernel: Covariance {
+                kernel: self.kernel,
+                lengthscales: &self.lengthscales,
+                signal_variance: self.signal_variance,
+            },
+            pseudo: &self.pseudo,
+            centre: &self.centre,
+            l_u: &self.l_u,
+            l_a: &self.l_a,
+            weights: &self.weights,
+            par: par(self.record.threads),
         }
     }
 
     /// The work of one block of test rows for [`predict_in_chunks`]: K_u* (m×len), the means
     /// K_u*ᵀβ and, when wanted, the latent variances σ0² − ‖L_u⁻¹k_*‖² + ‖L_A⁻¹L_u⁻¹k_*‖².
     fn chunk(&self) -> impl Chunk + '_ {
-        let p = par(self.record.threads);
-        move |x: &DMatrix<f64>,
-              start: usize,
-              len: usize,
-              mean: &mut [f64],
-              latent: Option<&mut [f64]>| {
-            let xs = centred_rows(&x.rows(start, len).into_owned(), &self.centre);
-            // Centred on the pseudo-inputs, so a far test point leaves the others exact.
-            let mut v = self.covariance().cross(&xs, &self.pseudo, p).transpose();
-            mean.copy_from_slice(v.tr_mul(&self.weights).as_slice());
-            if let Some(latent) = latent {
-                linalg::solve_lower(linalg::view(&self.l_u), linalg::view_mut(&mut v), p);
-                let q: Vec<f64> = v.column_iter().map(|c| c.norm_squared()).collect();
-                linalg::solve_lower(linalg::view(&self.l_a), linalg::view_mut(&mut v), p);
-                for (i, col) in v.column_iter().enumerate() {
-                    latent[i] = self.signal_variance - q[i] + col.norm_squared();
-                }
-            }
-            Ok(())
-        }
+        self.posterior().chunk()
     }
 
     /// The predictive at `x` (n*×D) with its gradients with respect to the test inputs, through
@@ -132,40 +117,11 @@ impl FittedFitc {
     /// As [`Self::predict`].
     pub fn predict_gradients<X: Inputs + ?Sized>(&self, x: &X) -> Result<PredictiveGradients> {
         let x = &*x.to_matrix()?;
-        let p = par(self.record.threads);
-        let centre = kernel::column_medians(&self.pseudo);
-        let zu = kernel::shift_and_scale(&self.pseudo, &centre, &self.lengthscales);
-        let m = self.pseudo.nrows();
-        gradients_in_chunks(
+        self.posterior().gradients(
             x,
             &self.record.columns,
             PREDICT_BLOCK,
-            (
-                self.record.y_mean,
-                self.signal_variance,
-                self.noise_variance,
-            ),
-            |x: &DMatrix<f64>, start: usize, len: usize, out: ChunkGradients<'_>| {
-                let xs = centred_rows(&x.rows(start, len).into_owned(), &self.centre);
-                let zt = kernel::shift_and_scale(&xs, &centre, &self.lengthscales);
-                let cov = self.covariance();
-                let (mut v, slopes) = cov.cross_and_slopes_scaled(&zu, &zt, p);
-                out.mean.copy_from_slice(v.tr_mul(&self.weights).as_slice());
-                let beta = DMatrix::from_fn(m, len, |u, _| self.weights[u]);
-                cov.add_input_gradient((&zu, &zt), &slopes, &beta, 1.0, out.d_mean);
-                linalg::solve_lower(linalg::view(&self.l_u), linalg::view_mut(&mut v), p);
-                let mut w = v.clone();
-                linalg::solve_lower(linalg::view(&self.l_a), linalg::view_mut(&mut w), p);
-                for (j, latent) in out.latent.iter_mut().enumerate() {
-                    *latent = self.signal_variance - v.column(j).norm_squared()
-                        + w.column(j).norm_squared();
-                }
-                linalg::solve_lower_transpose(linalg::view(&self.l_a), linalg::view_mut(&mut w), p);
-                v -= &w;
-                linalg::solve_lower_transpose(linalg::view(&self.l_u), linalg::view_mut(&mut v), p);
-                cov.add_input_gradient((&zu, &zt), &slopes, &v, -2.0, out.d_variance);
-                Ok(())
-            },
+            (self.record.y_mean, self.noise_variance),
         )
     }
 
@@ -188,18 +144,8 @@ impl FittedFitc {
         let x = &*x.to_matrix()?;
         check_joint_size(x.nrows())?;
         let pred = self.predict(x)?;
-        let n = pred.len();
-        let p = par(self.record.threads);
         let xs = self.record.columns.select(x)?;
-        let xs = centred_rows(&xs, &self.centre);
-        let mut cov = linalg::try_zeros(n, n, "joint predictive covariance")?;
-        self.covariance()
-            .lower_scaled(&kernel::scale_inputs(&xs, &self.lengthscales), &mut cov, p);
-        let mut v = self.covariance().cross(&xs, &self.pseudo, p).transpose();
-        linalg::solve_lower(linalg::view(&self.l_u), linalg::view_mut(&mut v), p);
-        linalg::add_gram(&mut cov, &v, -1.0, p);
-        linalg::solve_lower(linalg::view(&self.l_a), linalg::view_mut(&mut v), p);
-        linalg::add_gram(&mut cov, &v, 1.0, p);
+        let cov = self.posterior().latent_covariance(&xs)?;
         JointPredictive::assemble(pred, cov, self.noise_variance)
     }
 

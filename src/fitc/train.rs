@@ -20,8 +20,8 @@ impl ValidFitcParams {
     /// pseudo-inputs they are the given ones, or the seed's random subset of the training inputs.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if given pseudo-inputs do not have D columns;
-    /// [`Error::InvalidParameter`](crate::error::Error::InvalidParameter) if m > n and none are given.
+    /// [`Error::DimensionMismatch`] if given pseudo-inputs do not have D columns;
+    /// [`Error::InvalidParameter`] if m > n and none are given.
     pub fn evidence(&self, data: &Dataset) -> Result<FitcEvidence> {
         let this = &self.resolved_for(data.y_variance());
         let fixed = if this.fixed_pseudo_inputs {
@@ -63,10 +63,10 @@ impl ValidFitcParams {
     /// columns (given pseudo-inputs have all D columns).
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the given pseudo-inputs or lengthscales do not have D
-    /// columns (used entries); [`Error::ConstantInput`](crate::error::Error::ConstantInput) if every input column is constant,
-    /// [`Error::ConstantTargets`](crate::error::Error::ConstantTargets); [`Error::NotPositiveDefinite`](crate::error::Error::NotPositiveDefinite) if the initial θ cannot be
-    /// factored; [`Error::TrainingFailed`](crate::error::Error::TrainingFailed) if training failed (unless best effort was asked for).
+    /// [`Error::DimensionMismatch`] if the given pseudo-inputs or lengthscales do not have D
+    /// columns (used entries); [`Error::ConstantInput`] if every input column is constant,
+    /// [`Error::ConstantTargets`]; [`Error::NotPositiveDefinite`] if the initial θ cannot be
+    /// factored; [`Error::TrainingFailed`] if training failed (unless best effort was asked for).
     pub fn fit(&self, data: &Dataset) -> Result<FittedFitc> {
         let columns = InputColumns::varying(data)?;
         let used = columns.select_data(data)?;
@@ -113,8 +113,8 @@ impl ValidFitcParams {
     /// [`TrainingSummary::untrained`].
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) for a θ of the wrong length, [`Error::NonFinite`](crate::error::Error::NonFinite) for a NaN or
-    /// infinity in θ, [`Error::NotPositiveDefinite`](crate::error::Error::NotPositiveDefinite) if θ cannot be factored.
+    /// [`Error::DimensionMismatch`] for a θ of the wrong length, [`Error::NonFinite`] for a NaN or
+    /// infinity in θ, [`Error::NotPositiveDefinite`] if θ cannot be factored.
     pub fn condition(&self, data: &Dataset, theta: &DVector<f64>) -> Result<FittedFitc> {
         self.resolved_for(data.y_variance()).build(
             data,

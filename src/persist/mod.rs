@@ -1,5 +1,5 @@
 //! Saving and loading fitted models (feature `serde`): every model of the crate — SSGP (learned
-//! or fixed spectral points), FITC, the full GP, standardised models and ensembles of any of
+//! or fixed spectral points), FITC, VFE, the full GP, standardised models and ensembles of any of
 //! them — as one JSON format, read back with **bit-identical** predictions and checked on the
 //! way in as thoroughly as a constructor checks its arguments.
 //!
@@ -23,7 +23,7 @@
 //! # The format
 //!
 //! A saved model is `{"format_version": 2, "model": {"<kind>": {...}}}` with kind `ssgp`,
-//! `fitc`, `full_gp`, `standardized` (a scaler and its `model`) or `ensemble` (`combine` and
+//! `fitc`, `vfe`, `full_gp`, `standardized` (a scaler and its `model`) or `ensemble` (`combine` and
 //! `members`, each a model). Matrices are lists of rows. What is saved is what the model cannot
 //! recompute: θ (ℓ, σ0², σn² and SSGP's frequencies or FITC's pseudo-inputs are decoded from it
 //! by the code that decoded them when fitting), the posterior's factors, and the settings
@@ -81,6 +81,7 @@ use crate::model::FittedRegressor;
 use crate::schema::{check_version, Bounds, Envelope, ModelRepr};
 use crate::ssgp::FittedSsgp;
 use crate::standardize::FittedStandardized;
+use crate::vfe::FittedVfe;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::path::Path;
 
@@ -96,6 +97,8 @@ pub enum SavedModel {
     Ssgp(FittedSsgp),
     /// A FITC model.
     Fitc(FittedFitc),
+    /// A VFE model.
+    Vfe(FittedVfe),
     /// A full GP.
     FullGp(FittedFullGp),
     /// A model behind a scaler.
@@ -105,12 +108,13 @@ pub enum SavedModel {
 }
 
 impl SavedModel {
-    /// The kind, as the format names it: `ssgp`, `fitc`, `full_gp`, `standardized` or
+    /// The kind, as the format names it: `ssgp`, `fitc`, `vfe`, `full_gp`, `standardized` or
     /// `ensemble`.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Ssgp(_) => "ssgp",
             Self::Fitc(_) => "fitc",
+            Self::Vfe(_) => "vfe",
             Self::FullGp(_) => "full_gp",
             Self::Standardized(_) => "standardized",
             Self::Ensemble(_) => "ensemble",
@@ -122,6 +126,7 @@ impl SavedModel {
         match self {
             Self::Ssgp(m) => m.dim(),
             Self::Fitc(m) => m.dim(),
+            Self::Vfe(m) => m.dim(),
             Self::FullGp(m) => m.dim(),
             Self::Standardized(m) => m.scaler().x_mean.len(),
             Self::Ensemble(m) => m.members().first().map_or(0, SavedModel::dim),
@@ -134,6 +139,7 @@ impl SavedModel {
         match self {
             Self::Ssgp(m) => Box::new(m),
             Self::Fitc(m) => Box::new(m),
+            Self::Vfe(m) => Box::new(m),
             Self::FullGp(m) => Box::new(m),
             Self::Standardized(m) => m,
             Self::Ensemble(m) => Box::new(m),
@@ -145,6 +151,7 @@ impl SavedModel {
         match self {
             Self::Ssgp(m) => m,
             Self::Fitc(m) => m,
+            Self::Vfe(m) => m,
             Self::FullGp(m) => m,
             Self::Standardized(m) => m.as_ref(),
             Self::Ensemble(m) => m,
@@ -174,6 +181,10 @@ impl SavedModel {
             ModelRepr::Fitc(r) => {
                 let (m, b) = FittedFitc::from_repr(r)?;
                 (Self::Fitc(m), b)
+            }
+            ModelRepr::Vfe(r) => {
+                let (m, b) = FittedVfe::from_repr(r)?;
+                (Self::Vfe(m), b)
             }
             ModelRepr::FullGp(r) => {
                 let (m, b) = FittedFullGp::from_repr(r)?;
@@ -257,6 +268,7 @@ macro_rules! concrete_kind {
 concrete_kind! {
     FittedSsgp => Ssgp, "ssgp";
     FittedFitc => Fitc, "fitc";
+    FittedVfe => Vfe, "vfe";
     FittedFullGp => FullGp, "full_gp";
 }
 
@@ -430,6 +442,7 @@ mod tests {
     use crate::full_gp::FullGp;
     use crate::ssgp::Ssgp;
     use crate::standardize::Standardized;
+    use crate::vfe::Vfe;
     use rand::rngs::StdRng;
     use rand::SeedableRng;
 
@@ -444,6 +457,7 @@ mod tests {
             fitted(&ssgp),
             fitted(&ssgp.clone().fixed_spectral_points(true)),
             fitted(&Fitc::params(3).seed(1).max_evaluations(30)),
+            fitted(&Vfe::params(3).seed(1).max_evaluations(30)),
             fitted(&FullGp::params().max_evaluations(30)),
             fitted(&Standardized::new(ssgp.clone())),
             fitted(&Ensemble::new(

@@ -15,7 +15,7 @@ pub(crate) use checks::{
 };
 pub(crate) use models::{
     CombineRepr, EnsembleRepr, FitcRepr, FullGpRepr, ModelRepr, ScalerRepr, SsgpRepr,
-    StandardizedRepr,
+    StandardizedRepr, VfeRepr,
 };
 
 use crate::error::{Error, Result};

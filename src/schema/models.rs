@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 pub(crate) enum ModelRepr {
     Ssgp(SsgpRepr),
     Fitc(FitcRepr),
+    Vfe(VfeRepr),
     FullGp(FullGpRepr),
     Standardized(Box<StandardizedRepr>),
     Ensemble(EnsembleRepr),
@@ -215,9 +216,55 @@ impl ModelRepr {
         match self {
             Self::Ssgp(r) => r.floats_mut(),
             Self::Fitc(r) => r.floats_mut(),
+            Self::Vfe(r) => r.floats_mut(),
             Self::FullGp(r) => r.floats_mut(),
             Self::Standardized(r) => r.floats_mut(),
             Self::Ensemble(r) => r.floats_mut(),
         }
+    }
+}
+
+/// The saved form of a VFE model (`FittedVfe`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct VfeRepr {
+    pub(crate) input_columns: ColumnsRepr,
+    pub(crate) kernel: Kernel,
+    pub(crate) num_inducing_inputs: usize,
+    pub(crate) noise_floor: f64,
+    /// θ = [log ℓ, log σ0, p_n, vec(X̄ − 1cᵀ)], the full layout.
+    pub(crate) parameters: Vec<f64>,
+    pub(crate) centre: Vec<f64>,
+    /// δ ≥ 0, K_uu = k(X̄, X̄) + δI = L_uL_uᵀ.
+    pub(crate) jitter: f64,
+    /// L_A (m×m), A = I + VVᵀ/σn² = L_AL_Aᵀ.
+    pub(crate) factor_a: Rows,
+    pub(crate) weights: Vec<f64>,
+    pub(crate) y_mean: f64,
+    /// −F at θ.
+    pub(crate) neg_bound: f64,
+    /// tr(K_ff − Q_ff) at θ.
+    pub(crate) trace: f64,
+    pub(crate) training: SummaryRepr,
+    pub(crate) threads: usize,
+}
+
+#[cfg(test)]
+impl VfeRepr {
+    /// Every float slot (for the NaN and infinity tests).
+    pub(crate) fn floats_mut(&mut self) -> Vec<&mut f64> {
+        let mut all = vec![
+            &mut self.noise_floor,
+            &mut self.jitter,
+            &mut self.y_mean,
+            &mut self.neg_bound,
+            &mut self.trace,
+        ];
+        all.extend(self.parameters.iter_mut());
+        all.extend(self.centre.iter_mut());
+        all.extend(rows_mut(&mut self.factor_a));
+        all.extend(self.weights.iter_mut());
+        all.extend(self.training.floats_mut());
+        all
     }
 }

@@ -21,7 +21,7 @@ impl ValidSsgpParams {
     /// points W is the given one, or the first draw of the seed.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if given initial frequencies do not have D columns.
+    /// [`Error::DimensionMismatch`] if given initial frequencies do not have D columns.
     pub fn evidence<'a>(&self, data: &'a Dataset) -> Result<SsgpEvidence<'a>> {
         let this = &self.resolved_for(data.y_variance());
         let fixed = match (this.fixed_spectral_points, &this.initial_unit_frequencies) {
@@ -69,10 +69,10 @@ impl ValidSsgpParams {
     /// remaining columns.
     ///
     /// # Errors
-    /// [`Error::ConstantInput`](crate::error::Error::ConstantInput) if every input column is constant, [`Error::ConstantTargets`](crate::error::Error::ConstantTargets);
-    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if given initial lengthscales or frequencies do not have one
-    /// entry/column per used input; [`Error::NotPositiveDefinite`](crate::error::Error::NotPositiveDefinite) if A cannot be factored at the
-    /// start; [`Error::TrainingFailed`](crate::error::Error::TrainingFailed) if training failed (unless best effort was asked for).
+    /// [`Error::ConstantInput`] if every input column is constant, [`Error::ConstantTargets`];
+    /// [`Error::DimensionMismatch`] if given initial lengthscales or frequencies do not have one
+    /// entry/column per used input; [`Error::NotPositiveDefinite`] if A cannot be factored at the
+    /// start; [`Error::TrainingFailed`] if training failed (unless best effort was asked for).
     pub fn fit(&self, data: &Dataset) -> Result<FittedSsgp> {
         let columns = InputColumns::varying(data)?;
         let used = columns.select_data(data)?;
@@ -128,7 +128,7 @@ impl ValidSsgpParams {
     /// training: a warm start, or values from elsewhere. The evidence is evaluated at them.
     ///
     /// # Errors
-    /// As [`SsgpEvidence::pack`]; [`Error::NotPositiveDefinite`](crate::error::Error::NotPositiveDefinite) if A cannot be factored.
+    /// As [`SsgpEvidence::pack`]; [`Error::NotPositiveDefinite`] if A cannot be factored.
     pub fn condition(&self, data: &Dataset, hyper: &SsgpHyperparameters) -> Result<FittedSsgp> {
         let this = self.resolved_for(data.y_variance());
         let evidence = this.evidence_with(data, Some(&hyper.unit_frequencies))?;

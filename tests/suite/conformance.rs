@@ -10,7 +10,7 @@ use ssgp::ensemble::{Combine, Ensemble};
 use ssgp::metrics::nmse;
 use ssgp::ssgp::Ssgp;
 use ssgp::standardize::Standardized;
-use ssgp::{Dataset, Error, Fitc, FullGp, Regressor};
+use ssgp::{Dataset, Error, Fitc, FullGp, Regressor, Vfe};
 
 fn models() -> Vec<Box<dyn Regressor>> {
     let small = Ssgp::params(6)
@@ -26,6 +26,7 @@ fn models() -> Vec<Box<dyn Regressor>> {
                 .fixed_spectral_points(true),
         ),
         Box::new(Fitc::params(10).seed(2).max_evaluations(150)),
+        Box::new(Vfe::params(10).seed(2).max_evaluations(150)),
         Box::new(FullGp::params().max_evaluations(150)),
         Box::new(Ensemble::restarts(&small, 3, Combine::Mixture)),
         Box::new(Ensemble::restarts(&small, 3, Combine::Best)),

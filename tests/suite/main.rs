@@ -25,3 +25,4 @@ mod ssgp_model;
 mod standardize;
 mod threads;
 mod training;
+mod vfe;

@@ -25,7 +25,12 @@ fn evidence_and_gradient_are_sums_of_the_single_output_ones() {
     let mut rng = StdRng::seed_from_u64(71);
     let (n, dim, m, outputs) = (45, 3, 6, 3);
     let data = problem(n, dim, outputs, &mut rng);
-    let params = Ssgp::params(m).threads(1).chunk_rows(7).check().unwrap();
+    let params = Ssgp::params(m)
+        .threads(1)
+        .chunk_rows(7)
+        .relative_noise_floor(0.0)
+        .check()
+        .unwrap();
     let evidence = params.multi_evidence(data.x(), data.y(), None).unwrap();
     let hyper = MultiSsgpHyperparameters {
         lengthscales: DVector::from_fn(dim, |_, _| rng.random_range(0.7..2.0)),

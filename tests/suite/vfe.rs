@@ -1,0 +1,455 @@
+//! VFE (Titsias' collapsed bound): the fast bound against its dense n×n formula, gradients by
+//! central differences for every kernel, F ≤ log p(y|θ) with equality at X̄ = X (jitter 0: to
+//! 1e-8 relative, 1e-6 for Matérn ½, whose k is not smooth at r = 0), predictions and
+//! the joint covariance against the dense formulas of the optimal q(u), the trace diagnostic,
+//! persistence bit for bit, the sinc toy end to end and errors on bad input.
+
+use crate::common::{check_gradient, dense_neg_log_evidence};
+use nalgebra::{DMatrix, DVector};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use ssgp::kernel::Kernel;
+use ssgp::optim::Objective;
+use ssgp::vfe::InducingStart;
+use ssgp::{Dataset, Error, FittedRegressor, ParamGuard, Vfe};
+
+/// k(a_i, b_j) = σ0² shape(r²) with r² = Σ_d (a_id − b_jd)²/ℓ_d², by its definition.
+fn gram(a: &DMatrix<f64>, b: &DMatrix<f64>, kernel: Kernel, ell: &[f64], sf2: f64) -> DMatrix<f64> {
+    DMatrix::from_fn(a.nrows(), b.nrows(), |i, j| {
+        let r2: f64 = (0..a.ncols())
+            .map(|d| ((a[(i, d)] - b[(j, d)]) / ell[d]).powi(2))
+            .sum();
+        sf2 * kernel.shape(r2)
+    })
+}
+
+/// θ = [log ℓ, log σ0, p, vec(X̄ − 1cᵀ)] decoded, the inducing inputs back in the inputs'
+/// coordinates (c the column means of `x`).
+struct Decoded {
+    ell: Vec<f64>,
+    sf2: f64,
+    sn2: f64,
+    z: DMatrix<f64>,
+}
+
+fn decode(theta: &DVector<f64>, x: &DMatrix<f64>, m: usize, floor: f64) -> Decoded {
+    let dim = x.ncols();
+    let mut z = DMatrix::from_column_slice(m, dim, &theta.as_slice()[dim + 2..]);
+    for d in 0..dim {
+        let mean = x.column(d).mean();
+        z.column_mut(d).add_scalar_mut(mean);
+    }
+    Decoded {
+        ell: (0..dim).map(|d| theta[d].exp()).collect(),
+        sf2: (2.0 * theta[dim]).exp(),
+        sn2: floor + (2.0 * theta[dim + 1]).exp(),
+        z,
+    }
+}
+
+/// The dense pieces at θ: K_ff, K_fu, K_uu + δI (δ absolute) and Q_ff.
+struct Dense {
+    p: Decoded,
+    k_ff: DMatrix<f64>,
+    k_fu: DMatrix<f64>,
+    k_uu: DMatrix<f64>,
+    q_ff: DMatrix<f64>,
+}
+
+fn dense(x: &DMatrix<f64>, theta: &DVector<f64>, m: usize, kernel: Kernel, jitter: f64) -> Dense {
+    let p = decode(theta, x, m, 0.0);
+    let k_ff = gram(x, x, kernel, &p.ell, p.sf2);
+    let k_fu = gram(x, &p.z, kernel, &p.ell, p.sf2);
+    let k_uu = gram(&p.z, &p.z, kernel, &p.ell, p.sf2) + DMatrix::identity(m, m) * jitter;
+    let q_ff = &k_fu * k_uu.clone().cholesky().unwrap().solve(&k_fu.transpose());
+    Dense {
+        p,
+        k_ff,
+        k_fu,
+        k_uu,
+        q_ff,
+    }
+}
+
+/// −F = −log N(y | 0, Q_ff + σn²I) + tr(K_ff − Q_ff)/(2σn²) with n×n matrices.
+fn dense_neg_bound(dn: &Dense, y: &DVector<f64>) -> f64 {
+    let n = y.len();
+    let c = &dn.q_ff + DMatrix::identity(n, n) * dn.p.sn2;
+    dense_neg_log_evidence(c, y) + (&dn.k_ff - &dn.q_ff).trace() / (2.0 * dn.p.sn2)
+}
+
+/// Random data (targets centred), inducing inputs and hyperparameters in a well-conditioned
+/// range.
+fn random_problem(
+    n: usize,
+    m: usize,
+    dim: usize,
+    rng: &mut StdRng,
+) -> (DMatrix<f64>, DVector<f64>, DVector<f64>) {
+    let x = DMatrix::from_fn(n, dim, |_, _| rng.random_range(-2.0..2.0));
+    let y = DVector::from_fn(n, |i, _| {
+        (0..dim).map(|d| x[(i, d)]).sum::<f64>().sin() + 0.3 * rng.random_range(-1.0..1.0)
+    });
+    let y = y.add_scalar(-y.mean());
+    let mut theta = DVector::zeros(dim + 2 + m * dim);
+    for d in 0..dim {
+        theta[d] = rng.random_range(-0.3..0.7);
+    }
+    theta[dim] = rng.random_range(-0.5..0.5);
+    theta[dim + 1] = rng.random_range(-1.5..-0.5);
+    for i in dim + 2..theta.len() {
+        theta[i] = rng.random_range(-2.0..2.0);
+    }
+    (x, y, theta)
+}
+
+#[test]
+fn fast_bound_matches_the_dense_formula_for_every_kernel() {
+    let mut rng = StdRng::seed_from_u64(31);
+    let mut worst = 0.0f64;
+    for kernel in Kernel::ALL {
+        for &(n, m, dim, jitter) in &[(30, 5, 1, 1e-6), (50, 8, 3, 1e-6), (35, 10, 2, 1e-3)] {
+            let (x, y, theta) = random_problem(n, m, dim, &mut rng);
+            let data = Dataset::new(x.clone(), y.clone()).unwrap();
+            let params = Vfe::params(m)
+                .kernel(kernel)
+                .jitter(jitter)
+                .check()
+                .unwrap();
+            let obj = params.evidence(&data).unwrap();
+            let (fast, trace) = obj.value_and_trace(&theta).unwrap();
+            assert_eq!(fast, obj.value_and_gradient(&theta).unwrap().0);
+            let dn = dense(&x, &theta, m, kernel, jitter);
+            let expected = dense_neg_bound(&dn, &y);
+            let rel = (fast - expected).abs() / expected.abs();
+            worst = worst.max(rel);
+            assert!(
+                rel <= 1e-10,
+                "{kernel:?} ({n},{m},{dim}): relative error {rel:e}"
+            );
+            let dense_trace = (&dn.k_ff - &dn.q_ff).trace();
+            assert!(
+                (trace - dense_trace).abs() <= 1e-10 * n as f64 * dn.p.sf2,
+                "{kernel:?}: trace {trace} vs {dense_trace}"
+            );
+            assert!(trace >= 0.0);
+        }
+    }
+    println!("fast vs dense VFE bound: largest relative error {worst:.1e}");
+}
+
+#[test]
+fn gradient_matches_central_differences_for_every_kernel() {
+    let mut rng = StdRng::seed_from_u64(32);
+    let mut worst = 0.0f64;
+    for kernel in Kernel::ALL {
+        for (trial, &(n, m, dim)) in [(30, 5, 1), (40, 7, 3), (25, 4, 2)].iter().enumerate() {
+            let (x, y, theta) = random_problem(n, m, dim, &mut rng);
+            let data = Dataset::new(x, y).unwrap();
+            let floor = if trial == 2 { 0.05 } else { 0.0 };
+            // The default relative jitter moves with σ0; an absolute one does not.
+            let params = Vfe::params(m).kernel(kernel).noise_floor(floor).threads(1);
+            let params = if trial == 1 {
+                params.jitter(1e-4)
+            } else {
+                params
+            };
+            let free = params.clone().check().unwrap().evidence(&data).unwrap();
+            worst = worst.max(check_gradient(
+                &free,
+                &theta,
+                &format!("{kernel:?} free ({n},{m},{dim})"),
+            ));
+            let z = DMatrix::from_fn(m, dim, |j, d| {
+                theta[dim + 2 + j + d * m] + data.x().column(d).mean()
+            });
+            let fixed = params
+                .inducing_inputs(z)
+                .fixed_inducing_inputs(true)
+                .check()
+                .unwrap()
+                .evidence(&data)
+                .unwrap();
+            assert_eq!(fixed.num_params(), dim + 2);
+            let head = theta.rows(0, dim + 2).into_owned();
+            worst = worst.max(check_gradient(
+                &fixed,
+                &head,
+                &format!("{kernel:?} fixed ({n},{m},{dim})"),
+            ));
+        }
+    }
+    println!("VFE gradient: worst |Δ|/tolerance {worst:.2}");
+}
+
+#[test]
+fn the_bound_is_below_the_exact_evidence_and_meets_it_at_the_training_inputs() {
+    let mut rng = StdRng::seed_from_u64(33);
+    for kernel in Kernel::ALL {
+        let (n, m, dim) = (40, 6, 2);
+        let (x, y, theta) = random_problem(n, m, dim, &mut rng);
+        let data = Dataset::new(x.clone(), y.clone()).unwrap();
+        let p = decode(&theta, &x, m, 0.0);
+        let k = gram(&x, &x, kernel, &p.ell, p.sf2) + DMatrix::identity(n, n) * p.sn2;
+        let exact = dense_neg_log_evidence(k, &y);
+        // Random inducing inputs, default (relative) jitter: −F ≥ −log p.
+        let obj = Vfe::params(m)
+            .kernel(kernel)
+            .check()
+            .unwrap()
+            .evidence(&data)
+            .unwrap();
+        let neg_bound = obj.value(&theta).unwrap();
+        assert!(
+            neg_bound >= exact,
+            "{kernel:?}: −F {neg_bound} < −log p {exact}"
+        );
+
+        // X̄ = X with no jitter (K_uu = K_ff, Q_ff = K_ff): F = log p(y|θ) to 1e-8 relative.
+        let mut at_x = DVector::zeros(dim + 2 + n * dim);
+        at_x.rows_mut(0, dim + 2).copy_from(&theta.rows(0, dim + 2));
+        for d in 0..dim {
+            let mean = x.column(d).mean();
+            for i in 0..n {
+                at_x[dim + 2 + i + d * n] = x[(i, d)] - mean;
+            }
+        }
+        let obj = Vfe::params(n)
+            .kernel(kernel)
+            .jitter(0.0)
+            .check()
+            .unwrap()
+            .evidence(&data)
+            .unwrap();
+        let (at_data, trace) = obj.value_and_trace(&at_x).unwrap();
+        let rel = (at_data - exact).abs() / exact.abs();
+        // Matérn ½ is not smooth at r = 0: the round-off ε in a coincident pair's squared
+        // distance (‖a‖² + ‖b‖² − 2aᵀb) becomes √ε in k(r) = σ0² e^{−r}, in K_uf but not on
+        // K_uu's exact diagonal, so Q_ff misses K_ff by ~1e-8·σ0² per point there.
+        let tolerance = if kernel == Kernel::Matern12 {
+            1e-6
+        } else {
+            1e-8
+        };
+        assert!(
+            rel <= tolerance,
+            "{kernel:?}: −F {at_data} vs −log p {exact} at X̄ = X (relative {rel:e}, trace {trace:e})"
+        );
+        assert!(
+            trace.abs() <= tolerance * n as f64 * p.sf2,
+            "{kernel:?}: trace {trace:e}"
+        );
+    }
+}
+
+#[test]
+fn predictions_and_joint_covariance_match_the_dense_optimal_posterior() {
+    let mut rng = StdRng::seed_from_u64(34);
+    for kernel in Kernel::ALL {
+        let (n, m, dim) = (45, 7, 2);
+        let (x, y, theta) = random_problem(n, m, dim, &mut rng);
+        let y_shift = 0.7;
+        let data = Dataset::new(x.clone(), y.add_scalar(y_shift)).unwrap();
+        let jitter = 1e-6;
+        let fitted = Vfe::params(m)
+            .kernel(kernel)
+            .jitter(jitter)
+            .check()
+            .unwrap()
+            .condition(&data, &theta)
+            .unwrap();
+        let xs = DMatrix::from_fn(9, dim, |_, _| rng.random_range(-3.0..3.0));
+        let dn = dense(&x, &theta, m, kernel, jitter);
+        let p = &dn.p;
+        // Σ = (K_uu + K_uf K_fu/σn²)⁻¹; μ* = ȳ + K*u Σ K_uf y/σn²;
+        // Σ_f = K** − Q** + K*u Σ K_u*.
+        let sigma_inv = &dn.k_uu + dn.k_fu.transpose() * &dn.k_fu / p.sn2;
+        let chol = sigma_inv.cholesky().unwrap();
+        let k_su = gram(&xs, &p.z, kernel, &p.ell, p.sf2);
+        let k_ss = gram(&xs, &xs, kernel, &p.ell, p.sf2);
+        let mean = (&k_su * chol.solve(&(dn.k_fu.transpose() * &y))) / p.sn2;
+        let k_uu_chol = dn.k_uu.clone().cholesky().unwrap();
+        let q_ss = &k_su * k_uu_chol.solve(&k_su.transpose());
+        let cov = &k_ss - q_ss + &k_su * chol.solve(&k_su.transpose());
+
+        let pred = fitted.predict(&xs).unwrap();
+        let joint = fitted.predict_covariance(&xs).unwrap();
+        for i in 0..xs.nrows() {
+            assert!(
+                (pred.mean[i] - y_shift - mean[i]).abs() <= 1e-9 * (1.0 + mean[i].abs()),
+                "{kernel:?}: mean {i}"
+            );
+            assert!(
+                (pred.f_variance[i] - cov[(i, i)]).abs() <= 1e-9 * p.sf2,
+                "{kernel:?}: f variance {i}: {} vs {}",
+                pred.f_variance[i],
+                cov[(i, i)]
+            );
+            assert!((pred.y_variance[i] - cov[(i, i)] - p.sn2).abs() <= 1e-9 * p.sf2);
+            for j in 0..xs.nrows() {
+                assert!(
+                    (joint.f_covariance[(i, j)] - cov[(i, j)]).abs() <= 1e-9 * p.sf2,
+                    "{kernel:?}: covariance ({i},{j})"
+                );
+            }
+        }
+        let samples = fitted.sample_joint(&xs, 3, 5).unwrap();
+        assert_eq!(samples.values.shape(), (9, 3));
+        assert!(fitted.trace() >= 0.0);
+        assert!((fitted.trace() - (&dn.k_ff - &dn.q_ff).trace()).abs() <= 1e-10 * n as f64 * p.sf2);
+        assert_eq!(fitted.bound(), -fitted.neg_log_evidence());
+    }
+}
+
+#[test]
+fn sinc_end_to_end_and_summary_reports_the_bound() {
+    let mut rng = StdRng::seed_from_u64(35);
+    let train = ssgp::data::sinc_data(120, false, 0.05, &mut rng).unwrap();
+    let test = ssgp::data::sinc_data(300, true, 0.05, &mut rng).unwrap();
+    let fitted = Vfe::params(12).seed(1).fit(&train).unwrap();
+    let pred = fitted.predict(test.x()).unwrap();
+    let nmse = ssgp::metrics::nmse(test.y(), &pred, train.y_mean()).unwrap();
+    assert!(nmse < 0.05, "NMSE {nmse}");
+    let t = fitted.training();
+    assert_eq!(t.neg_log_evidence, fitted.neg_log_evidence());
+    assert!(t.neg_log_evidence <= t.initial_neg_log_evidence);
+    assert!(fitted.trace() >= 0.0 && fitted.trace_term() >= 0.0);
+    assert_eq!(fitted.num_inducing_inputs(), 12);
+    assert_eq!(fitted.inducing_inputs().shape(), (12, 1));
+    assert_eq!(FittedRegressor::name(&fitted), "vfe");
+    // Fixed inducing inputs stay where they were put.
+    let z = DMatrix::from_fn(6, 1, |j, _| -1.0 + j as f64);
+    let fixed = Vfe::params(6)
+        .inducing_inputs(z.clone())
+        .fixed_inducing_inputs(true)
+        .max_evaluations(50)
+        .fit(&train)
+        .unwrap();
+    assert!((fixed.inducing_inputs() - z).amax() < 1e-14);
+    // A k-means start moves the seeded subset; zero rounds keep it.
+    let subset = Vfe::params(6)
+        .seed(3)
+        .max_iterations(0)
+        .fit(&train)
+        .unwrap();
+    let none = Vfe::params(6)
+        .seed(3)
+        .inducing_start(InducingStart::KMeans(0))
+        .max_iterations(0)
+        .fit(&train)
+        .unwrap();
+    let kmeans = Vfe::params(6)
+        .seed(3)
+        .inducing_start(InducingStart::KMeans(20))
+        .max_iterations(0)
+        .fit(&train)
+        .unwrap();
+    assert_eq!(subset.parameters(), none.parameters());
+    assert_ne!(subset.parameters(), kmeans.parameters());
+    assert!(kmeans.bound().is_finite());
+}
+
+#[cfg(feature = "serde")]
+#[test]
+fn persistence_round_trips_bit_for_bit() {
+    use ssgp::persist::{self, SavedModel};
+    use ssgp::FittedVfe;
+    let mut rng = StdRng::seed_from_u64(36);
+    let train = ssgp::data::sinc_data(60, false, 0.05, &mut rng).unwrap();
+    let xs = DMatrix::from_fn(11, 1, |i, _| -3.0 + 0.9 * i as f64);
+    for kernel in [Kernel::SquaredExponential, Kernel::Matern32] {
+        let fitted = Vfe::params(6)
+            .kernel(kernel)
+            .seed(2)
+            .max_evaluations(60)
+            .fit(&train)
+            .unwrap();
+        let json = persist::to_json(&fitted).unwrap();
+        let loaded: FittedVfe = persist::from_json(&json).unwrap();
+        let any: SavedModel = persist::from_json(&json).unwrap();
+        assert_eq!(any.kind(), "vfe");
+        let (a, b) = (fitted.predict(&xs).unwrap(), loaded.predict(&xs).unwrap());
+        for (u, v) in [
+            (&a.mean, &b.mean),
+            (&a.y_variance, &b.y_variance),
+            (&a.f_variance, &b.f_variance),
+        ] {
+            assert!(u
+                .iter()
+                .zip(v.iter())
+                .all(|(p, q)| p.to_bits() == q.to_bits()));
+        }
+        let (ja, jb) = (
+            fitted.predict_covariance(&xs).unwrap(),
+            loaded.predict_covariance(&xs).unwrap(),
+        );
+        assert!(ja
+            .f_covariance
+            .iter()
+            .zip(jb.f_covariance.iter())
+            .all(|(p, q)| p.to_bits() == q.to_bits()));
+        assert_eq!(loaded.trace().to_bits(), fitted.trace().to_bits());
+        assert_eq!(loaded.bound().to_bits(), fitted.bound().to_bits());
+        assert_eq!(loaded.training(), fitted.training());
+        assert_eq!(loaded.parameters(), fitted.parameters());
+        assert_eq!(persist::to_json(&loaded).unwrap(), json);
+        assert_eq!(
+            persist::from_json::<ssgp::FittedFitc>(&json)
+                .err()
+                .map(|e| e.to_string()),
+            Some(
+                Error::WrongModelKind {
+                    expected: "fitc",
+                    found: "vfe"
+                }
+                .to_string()
+            )
+        );
+    }
+}
+
+#[test]
+fn bad_inputs_are_typed_errors() {
+    let mut rng = StdRng::seed_from_u64(37);
+    let train = ssgp::data::sinc_data(30, false, 0.05, &mut rng).unwrap();
+    assert!(matches!(
+        Vfe::params(0).fit(&train),
+        Err(Error::InvalidParameter { name: "m", .. })
+    ));
+    assert!(matches!(
+        Vfe::params(3).jitter(-1.0).fit(&train),
+        Err(Error::InvalidParameter { name: "jitter", .. })
+    ));
+    assert!(matches!(
+        Vfe::params(3)
+            .inducing_inputs(DMatrix::zeros(2, 1))
+            .fit(&train),
+        Err(Error::InvalidParameter {
+            name: "inducing_inputs",
+            ..
+        })
+    ));
+    assert!(matches!(
+        Vfe::params(3)
+            .inducing_inputs(DMatrix::from_element(3, 1, f64::NAN))
+            .fit(&train),
+        Err(Error::NonFinite { .. })
+    ));
+    assert!(matches!(
+        Vfe::params(3)
+            .inducing_inputs(DMatrix::zeros(3, 2))
+            .fit(&train),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    assert!(Vfe::params(31).fit(&train).is_err());
+    let fitted = Vfe::params(3).max_evaluations(20).fit(&train).unwrap();
+    assert!(matches!(
+        fitted.predict(&DMatrix::zeros(2, 3)),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    let params = Vfe::params(3).check().unwrap();
+    assert!(matches!(
+        params.condition(&train, &DVector::zeros(4)),
+        Err(Error::DimensionMismatch { .. })
+    ));
+}
