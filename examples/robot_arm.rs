@@ -137,6 +137,19 @@ impl Trajectory {
     }
 }
 
+const HELP: &str = "\
+The inverse dynamics of a simulated two-link arm learned online: multi-output SSGP (m = 100) from
+a batch, then a drifting stream predicted and added sample by sample.
+
+Usage: robot_arm [OPTIONS]
+
+Options:
+  --json           one JSON object per output on stdout
+  --evaluations N  optimiser evaluations on the batch (default 400)
+  --stream N       samples in the stream (default 20000)
+  --seed S         seed (default 1)
+  -h, --help       this text";
+
 struct Options {
     json: bool,
     evaluations: usize,
@@ -151,15 +164,19 @@ fn options() -> Result<Options, Box<dyn Error>> {
         stream: 20_000,
         seed: 1,
     };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut value = || args.next().ok_or(format!("{a} needs a value"));
-        match a.as_str() {
-            "--json" => o.json = true,
-            "--evaluations" => o.evaluations = value()?.parse()?,
-            "--stream" => o.stream = value()?.parse()?,
-            "--seed" => o.seed = value()?.parse()?,
-            other => return Err(format!("unknown argument {other}").into()),
+    use lexopt::prelude::*;
+    let mut parser = lexopt::Parser::from_env();
+    while let Some(arg) = parser.next()? {
+        match arg {
+            Long("json") => o.json = true,
+            Long("evaluations") => o.evaluations = parser.value()?.parse()?,
+            Long("stream") => o.stream = parser.value()?.parse()?,
+            Long("seed") => o.seed = parser.value()?.parse()?,
+            Short('h') | Long("help") => {
+                println!("{HELP}");
+                std::process::exit(0);
+            }
+            _ => return Err(format!("{}\n\n{HELP}", arg.unexpected()).into()),
         }
     }
     Ok(o)

@@ -369,3 +369,26 @@ fn benchmark() -> Result<(), Box<dyn Error>> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    /// `--help` lists every flag the parser takes (the suite's example test cannot run this one:
+    /// `cargo test` builds it as a test binary).
+    #[test]
+    fn help_lists_every_flag() {
+        let source = include_str!("main.rs");
+        let help = super::usage();
+        let mut flags = 0;
+        for (at, _) in source.match_indices("Long(\"") {
+            let name = &source[at + 6..];
+            let name = &name[..name.find('"').unwrap()];
+            assert!(
+                help.contains(&format!("--{name}")),
+                "--{name} is not in the help"
+            );
+            flags += 1;
+        }
+        assert!(flags >= 20, "{flags} flags found");
+        assert!(help.contains("-h, --help"));
+    }
+}
