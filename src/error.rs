@@ -82,6 +82,14 @@ pub enum Error {
         /// Why it is invalid.
         reason: String,
     },
+    /// The data's scale is beyond what a model can compute with in f64 (e.g. targets whose
+    /// variance overflows, or whose spread is below what SSGP's gradient resolves); the message
+    /// names the scale and the remedy.
+    #[error("{what}")]
+    Scale {
+        /// What is out of range, by how much, and what to do.
+        what: String,
+    },
     /// A Cholesky factorisation failed even after the allowed jitter.
     #[error("Cholesky factorisation of {what} ({dim}×{dim}) failed: not positive definite at pivot {pivot} (jitter tried up to {max_jitter:e})")]
     NotPositiveDefinite {

@@ -136,6 +136,33 @@ impl Dataset {
         self.y.mean()
     }
 
+    /// The targets' spread, their standard deviation √(Σ(y − ȳ)²/n), finite for targets of any
+    /// finite scale ([`standard_deviation`]).
+    pub fn y_spread(&self) -> f64 {
+        standard_deviation(self.y.as_slice(), self.y_mean())
+    }
+
+    /// Checks that the targets' variance (their spread squared) is a finite f64 with room to
+    /// spare, as every model's variances, predictive ones included, are on the targets' scale:
+    /// a spread of at most [`LARGEST_TARGET_SPREAD`].
+    ///
+    /// # Errors
+    /// [`Error::Scale`] naming the spread and the remedy.
+    pub(crate) fn check_target_spread(&self) -> Result<()> {
+        let spread = self.y_spread();
+        if spread > LARGEST_TARGET_SPREAD || !spread.is_finite() {
+            return Err(Error::Scale {
+                what: format!(
+                    "the targets' spread {spread:e} is above what a Gaussian process can model \
+                     in f64 (variances on their scale, up to {LARGEST_TARGET_SPREAD:e}² = \
+                     1e300, must stay finite, predictive ones included); divide them by a power \
+                     of ten and multiply the predictions back"
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// The rows with the given indices, as a new data set.
     ///
     /// # Errors
@@ -151,6 +178,31 @@ impl Dataset {
         let y = DVector::from_iterator(rows.len(), rows.iter().map(|&r| self.y[r]));
         Self::new(x, y)
     }
+}
+
+/// The largest spread of the targets a model accepts: its square, 1e300, leaves room below
+/// f64::MAX for the variances on the targets' scale and their sums.
+pub const LARGEST_TARGET_SPREAD: f64 = 1e150;
+
+/// The standard deviation √(Σ(v − mean)²/n) of `values` about `mean`; when the squares
+/// overflow f64 (a spread beyond about 1e154), the same sum is taken relative to the largest
+/// |v − mean|, so that values of any finite scale get a finite spread (the plain sum, and its
+/// bits, otherwise).
+pub(crate) fn standard_deviation(values: &[f64], mean: f64) -> f64 {
+    let n = values.len() as f64;
+    let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
+    if sd.is_finite() {
+        return sd;
+    }
+    let largest = values.iter().fold(0.0f64, |a, v| a.max((v - mean).abs()));
+    if !largest.is_finite() {
+        return sd;
+    }
+    let relative = values
+        .iter()
+        .map(|v| ((v - mean) / largest).powi(2))
+        .sum::<f64>();
+    largest * (relative / n).sqrt()
 }
 
 #[cfg(test)]

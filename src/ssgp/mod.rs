@@ -43,6 +43,7 @@ pub use evidence::SsgpEvidence;
 pub use params::{NoiseBound, SsgpParams, ValidSsgpParams};
 pub use posterior::{FittedSsgp, PosteriorSample};
 pub use standardized::StandardizedSample;
+pub use train::TARGET_SPREAD;
 
 use crate::hyperparameters::Hyperparameters;
 use nalgebra::DMatrix;

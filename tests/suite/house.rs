@@ -95,7 +95,10 @@ fn reexports(lib: &str, tops: &BTreeSet<String>) -> BTreeMap<String, String> {
 
 /// Every `.rs` file under `dir`.
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     entries.sort();
     for path in entries {
         if path.is_dir() {
@@ -262,7 +265,10 @@ fn the_reader_sees_cycles_through_groups_macros_and_reexports() {
         "src/lib.rs",
         "pub mod low;\npub mod high;\npub mod top;\npub use top::{Top, Other as Named};\n",
     );
-    write("src/low.rs", "// use crate::high; (a comment)\npub struct Low;\n");
+    write(
+        "src/low.rs",
+        "// use crate::high; (a comment)\npub struct Low;\n",
+    );
     write(
         "src/high/mod.rs",
         "use crate::{error, low::{self, Low}};\npub struct High;\n",

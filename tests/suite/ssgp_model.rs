@@ -389,3 +389,61 @@ fn observer_reports_every_iteration() {
         fitted.training().neg_log_evidence
     );
 }
+
+/// Sizes and scales beyond f64 or memory are errors that name the cause and the remedy: a
+/// 2·10⁶×2·10⁶ factor is `Error::Allocation` before training starts (not an abort); targets too
+/// small for SSGP's gradient, or too large for any model's variances, are `Error::Scale`; inputs
+/// of 1e200 behind `Standardized` are scaled, not taken for constants.
+#[test]
+fn extreme_sizes_and_scales_are_errors_naming_the_cause() {
+    use ssgp::standardize::Standardized;
+    use ssgp::{Fitc, FittedRegressor, FullGp, Regressor};
+    let mut rng = StdRng::seed_from_u64(5);
+    let data = sinc_data(200, false, 0.1, &mut rng).unwrap();
+    let huge = Ssgp::params(1_000_000).seed(1).fit(&data);
+    assert!(
+        matches!(huge, Err(Error::Allocation { .. })),
+        "{:?}",
+        huge.map(|f| f.num_spectral_points())
+    );
+
+    let scaled = |xs: f64, ys: f64| Dataset::new(data.x() * xs, data.y() * ys).unwrap();
+    let tiny = scaled(1.0, 1e-150);
+    let message = Ssgp::params(10).seed(1).fit(&tiny).unwrap_err().to_string();
+    assert!(
+        message.starts_with("the targets' spread 3.")
+            && message.contains("e-151 is below what SSGP can fit in f64")
+            && message.contains("standardise them"),
+        "{message}"
+    );
+    Standardized::new(Ssgp::params(10).seed(1))
+        .fit(&tiny)
+        .unwrap();
+
+    let large = scaled(1.0, 1e200);
+    let models: Vec<Box<dyn Regressor>> = vec![
+        Box::new(Ssgp::params(10).seed(1)),
+        Box::new(Fitc::params(10).seed(1)),
+        Box::new(FullGp::params()),
+        Box::new(Standardized::new(Ssgp::params(10).seed(1))),
+    ];
+    for model in &models {
+        let message = match model.fit_boxed(&large) {
+            Ok(f) => panic!("{}: fitted, σn² {}", model.name(), f.noise_variance()),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            message.contains("e199 is above what a Gaussian process can model in f64")
+                && message.contains("divide them by a power of ten"),
+            "{}: {message}",
+            model.name()
+        );
+    }
+
+    let wide = scaled(1e200, 1.0);
+    let fitted = Standardized::new(Ssgp::params(10).seed(1))
+        .fit(&wide)
+        .unwrap();
+    let p = fitted.predict(&(data.x() * 1e200)).unwrap();
+    assert!(metrics::nmse(data.y(), &p, data.y_mean()).unwrap() < 0.1);
+}
