@@ -7,6 +7,7 @@
 
 use super::cluster::{Cluster, Traffic};
 use super::evidence::DistributedEvidence;
+use super::fingerprint::check_same_settings;
 use super::statistics::GlobalStatistics;
 use crate::data::{Dataset, InputColumns};
 use crate::error::{Error, Result};
@@ -49,13 +50,15 @@ impl ValidSsgpParams {
     /// evidence on all rows up to rounding.
     ///
     /// # Errors
-    /// [`Error::Distributed`] if the ranks' data disagree on D; [`Error::DimensionMismatch`] for
+    /// [`Error::Distributed`] if the ranks' data disagree on D or their model-changing settings
+    /// differ; [`Error::DimensionMismatch`] for
     /// fixed frequencies without D columns (on every rank: the settings are the same).
     pub fn distributed_evidence<'a>(
         &self,
         local: &'a Dataset,
         cluster: &'a Cluster,
     ) -> Result<DistributedEvidence<'a>> {
+        check_same_settings(self, cluster)?;
         let stats = GlobalStatistics::all_reduce(local, cluster)?;
         let fixed = match (self.fixed_spectral_points, &self.initial_unit_frequencies) {
             (false, _) => None,
@@ -107,8 +110,11 @@ impl ValidSsgpParams {
     ///
     /// # Errors
     /// As [`ValidSsgpParams::fit`]; [`Error::Distributed`] on the other ranks when one rank
-    /// fails; [`Error::InvalidParameter`] for a noise bound.
+    /// fails, and on every rank when the ranks' settings that change the model differ (m, draws,
+    /// seed, budgets, kernel, noise floor and bound, fixed points, start: compared before
+    /// anything else); [`Error::InvalidParameter`] for a noise bound.
     pub fn fit_distributed(&self, local: &Dataset, cluster: &Cluster) -> Result<DistributedFit> {
+        check_same_settings(self, cluster)?;
         if self.noise_bound != NoiseBound::None {
             return Err(Error::InvalidParameter {
                 name: "noise_bound",
