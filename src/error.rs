@@ -151,8 +151,8 @@ pub enum Error {
     /// A saved model written in another version of the file format (see
     /// `persist::FORMAT_VERSION`, feature `serde`).
     #[error(
-        "the saved model has format version {found}, but this build of ssgp reads version \
-         {supported}"
+        "the saved model has format version {found}, but this build of ssgp writes version \
+         {supported} and reads it and the older versions it migrates"
     )]
     FormatVersion {
         /// The version written in the file.

@@ -124,7 +124,7 @@ pub use optim::{OptimConfig, Progress};
 pub use params::ParamGuard;
 pub use predictive::{JointPredictive, JointSamples, Predictive};
 pub use ssgp::{FittedSsgp, Ssgp, SsgpParams};
-pub use termination::{Termination, TrainingSummary};
+pub use termination::{LooDiagnostic, Termination, TrainingSummary};
 
 /// The README's code, compiled and run as a doctest.
 #[cfg(doctest)]

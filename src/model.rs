@@ -24,6 +24,7 @@ impl TrainingSummary {
             evaluations: report.evaluations,
             termination: report.termination.clone(),
             ignored_inputs: columns.ignored(),
+            diagnostic: None,
         }
     }
 }

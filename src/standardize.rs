@@ -130,9 +130,7 @@ impl<R: Fit> Standardized<R> {
         let scaler = Scaler::fit(data)?;
         let inner = self.inner.fit(&scaler.transform(data)?)?;
         let shift = data.len() as f64 * scaler.y_scale.ln();
-        let mut training = inner.training().clone();
-        training.initial_neg_log_evidence += shift;
-        training.neg_log_evidence += shift;
+        let training = inner.training().clone().rescaled(shift, scaler.y_scale);
         Ok(FittedStandardized {
             scaler,
             inner,

@@ -118,6 +118,101 @@ pub struct TrainingSummary {
     pub termination: Termination,
     /// Input columns left out because they are constant on the training data (zero-based).
     pub ignored_inputs: Vec<usize>,
+    /// The fit's calibration on its own training data by exact leave-one-out, without test data
+    /// ([`LooDiagnostic`]); `None` for a model loaded from a format-2 file (saved before the
+    /// diagnostic existed) and for models implemented outside the crate.
+    pub diagnostic: Option<LooDiagnostic>,
+}
+
+/// A fit's calibration by exact leave-one-out (LOO) on its training data, at the fitted
+/// hyperparameters: for each training point i the model's predictive N(μ₋ᵢ, v₋ᵢ) of yᵢ given the
+/// other n − 1 points, from one factorisation (no refit). With the prior covariance C of the
+/// training targets (σn² included) and r = C⁻¹y,
+///
+/// $$y_i - μ_{-i} = \frac{r_i}{[C^{-1}]_{ii}}, \qquad v_{-i} = \frac{1}{[C^{-1}]_{ii}}$$
+///
+/// (Rasmussen & Williams eq. 5.12). Per model (n points, m spectral points or pseudo-inputs):
+/// SSGP (C = σn²(I − ΦA⁻¹Φᵀ)⁻¹, the hat matrix's diagonal hᵢ = ‖L⁻¹φᵢ‖², O(nm²), about one
+/// evaluation of the evidence); FITC (C = Q + Λ, its Woodbury form, O(nm)); the full GP
+/// ([C⁻¹]ᵢᵢ = ‖L⁻¹eᵢ‖², the inverse factor: an extra n³/3 flops and n² numbers).
+///
+/// The hyperparameters were learned on all n points, point i included, so the LOO is an
+/// optimistic estimate for a model with many learned parameters (SSGP's frequencies): a flag
+/// is a sure sign of a poor fit, no flag a likely good one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct LooDiagnostic {
+    /// Mean of zᵢ² = (yᵢ − μ₋ᵢ)²/v₋ᵢ: 1 for a calibrated model, above for an overconfident one.
+    pub mean_z2: f64,
+    /// Mean negative log predictive density, ½ log 2πv₋ᵢ + ½zᵢ², on the targets' scale.
+    pub mnlp: f64,
+    /// Σ(yᵢ − μ₋ᵢ)² / Σ(yᵢ − ȳ)²: above 1, the fit predicts held-out points worse than the mean.
+    pub nmse: f64,
+}
+
+impl LooDiagnostic {
+    /// The LOO mean z² above which a fit is flagged overconfident.
+    pub const OVERCONFIDENT_Z2: f64 = 1.5;
+    /// The LOO NMSE above which a fit is flagged worse than predicting the mean.
+    pub const WORSE_THAN_MEAN_NMSE: f64 = 1.0;
+
+    /// The diagnostic from the LOO residuals yᵢ − μ₋ᵢ, their variances v₋ᵢ and the centred
+    /// targets yᵢ − ȳ (n each); `None` for no points or a non-finite result.
+    pub fn from_residuals(residuals: &[f64], variances: &[f64], centred: &[f64]) -> Option<Self> {
+        let n = residuals.len();
+        if n == 0 || variances.len() != n || centred.len() != n {
+            return None;
+        }
+        let (mut z2, mut nlp, mut sse) = (0.0, 0.0, 0.0);
+        for (e, v) in residuals.iter().zip(variances) {
+            let z = e * e / v;
+            z2 += z;
+            nlp += 0.5 * (2.0 * std::f64::consts::PI * v).ln() + 0.5 * z;
+            sse += e * e;
+        }
+        let sst: f64 = centred.iter().map(|c| c * c).sum();
+        let d = Self {
+            mean_z2: z2 / n as f64,
+            mnlp: nlp / n as f64,
+            nmse: sse / sst,
+        };
+        [d.mean_z2, d.mnlp, d.nmse]
+            .iter()
+            .all(|v| v.is_finite())
+            .then_some(d)
+    }
+
+    /// Whether held-out points are predicted worse than by the training mean (LOO NMSE above
+    /// [`Self::WORSE_THAN_MEAN_NMSE`]).
+    pub fn worse_than_mean(&self) -> bool {
+        self.nmse > Self::WORSE_THAN_MEAN_NMSE
+    }
+
+    /// Whether the error bars are too narrow (LOO mean z² above [`Self::OVERCONFIDENT_Z2`]).
+    pub fn overconfident(&self) -> bool {
+        self.mean_z2 > Self::OVERCONFIDENT_Z2
+    }
+
+    /// Whether the fit is flagged: worse than the mean or overconfident.
+    pub fn is_flagged(&self) -> bool {
+        self.worse_than_mean() || self.overconfident()
+    }
+}
+
+impl fmt::Display for LooDiagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "LOO mean z² {:.3}, MNLP {:.3}, NMSE {:.4}",
+            self.mean_z2, self.mnlp, self.nmse
+        )?;
+        match (self.worse_than_mean(), self.overconfident()) {
+            (true, true) => write!(f, " (worse than the mean, overconfident)"),
+            (true, false) => write!(f, " (worse than the mean)"),
+            (false, true) => write!(f, " (overconfident)"),
+            (false, false) => Ok(()),
+        }
+    }
 }
 
 impl TrainingSummary {
@@ -132,6 +227,19 @@ impl TrainingSummary {
             evaluations: 0,
             termination: Termination::NotStarted,
             ignored_inputs: Vec::new(),
+            diagnostic: None,
         }
+    }
+
+    /// The summary on targets scaled by `y_scale` (a standardised model's on the original scale):
+    /// −log p(y|θ) shifted by `evidence_shift` = n log y_scale, the diagnostic's MNLP by
+    /// log y_scale (its z² and NMSE do not depend on the scale).
+    pub fn rescaled(mut self, evidence_shift: f64, y_scale: f64) -> Self {
+        self.initial_neg_log_evidence += evidence_shift;
+        self.neg_log_evidence += evidence_shift;
+        if let Some(d) = &mut self.diagnostic {
+            d.mnlp += y_scale.ln();
+        }
+        self
     }
 }

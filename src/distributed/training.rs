@@ -339,6 +339,7 @@ fn share_outcome(
         evaluations: v[params + 3] as usize,
         termination: decode_termination(v[params + 4], message),
         ignored_inputs: columns.ignored(),
+        diagnostic: None,
     };
     Ok((DVector::from_column_slice(&v[..params]), training))
 }

@@ -121,6 +121,9 @@ impl ValidFitcParams {
         let evidence = FitcEvidence::new(data, self, None);
         let (decoded, f) = evidence.factors(&theta)?;
         let threads = self.training.threads;
+        let mut training =
+            training.unwrap_or_else(|| TrainingSummary::untrained(f.neg_log_evidence));
+        training.diagnostic = super::evidence::loo_diagnostic(&f);
         Ok(FittedFitc {
             lengthscales: decoded.hyper.lengthscales,
             signal_variance: decoded.hyper.signal_variance,
@@ -136,7 +139,7 @@ impl ValidFitcParams {
                 theta,
                 data.y_mean(),
                 f.neg_log_evidence,
-                training.unwrap_or_else(|| TrainingSummary::untrained(f.neg_log_evidence)),
+                training,
                 columns,
             ),
         })

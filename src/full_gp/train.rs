@@ -59,7 +59,10 @@ impl ValidFullGpParams {
     pub fn fit(&self, data: &Dataset) -> Result<FittedFullGp> {
         let learned = self.learn(data)?;
         let training = TrainingSummary::new(&learned.report, &learned.columns);
-        self.condition_on(data, &learned.report.theta, learned.columns, Some(training))
+        let mut fitted =
+            self.condition_on(data, &learned.report.theta, learned.columns, Some(training))?;
+        fitted.record.training.diagnostic = fitted.loo_diagnostic();
+        Ok(fitted)
     }
 
     /// Learns the hyperparameters only (on the configured subset, or all of `data`), without
@@ -105,7 +108,9 @@ impl ValidFullGpParams {
     /// [`Error::NotPositiveDefinite`] if K + σn² I cannot be factorised even with jitter;
     /// [`Error::Allocation`] if its 8·n² bytes cannot be allocated.
     pub fn condition(&self, data: &Dataset, theta: &DVector<f64>) -> Result<FittedFullGp> {
-        self.condition_on(data, theta, InputColumns::all(data.dim()), None)
+        let mut fitted = self.condition_on(data, theta, InputColumns::all(data.dim()), None)?;
+        fitted.record.training.diagnostic = fitted.loo_diagnostic();
+        Ok(fitted)
     }
 
     /// The posterior on `data`'s used `columns` at θ (for those columns), with the summary of

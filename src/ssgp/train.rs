@@ -195,7 +195,9 @@ impl ValidSsgpParams {
         let record = self
             .training
             .record(theta.clone(), data.y_mean(), value, training, columns);
-        Ok(self.fitted(hyper, posterior, record))
+        let mut fitted = self.fitted(hyper, posterior, record);
+        fitted.record.training.diagnostic = fitted.loo_diagnostic(data)?;
+        Ok(fitted)
     }
 
     /// The fitted SSGP at the decoded hyperparameters `hyper` with the weight posterior

@@ -447,3 +447,45 @@ fn extreme_sizes_and_scales_are_errors_naming_the_cause() {
     let p = fitted.predict(&(data.x() * 1e200)).unwrap();
     assert!(metrics::nmse(data.y(), &p, data.y_mean()).unwrap() < 0.1);
 }
+
+/// The LOO diagnostic in the training summary (from the hat matrix's diagonal, O(nm²)) is the
+/// leave-one-out of eq. 6's covariance by its definition (n dense conditionals), and the full
+/// GP's (from the inverse factor) is that of K + σn²I.
+#[test]
+fn loo_diagnostic_is_leave_one_out_by_definition() {
+    use crate::common::{loo_by_definition, se_ard_by_definition};
+    use ssgp::FullGp;
+    let mut rng = StdRng::seed_from_u64(31);
+    let data = random_data(40, 2, &mut rng);
+    let y = data.y().add_scalar(-data.y_mean());
+    let check = |name: &str, found: ssgp::LooDiagnostic, (z2, mnlp, nmse): (f64, f64, f64)| {
+        println!("{name}: {found} (by definition z² {z2:.6}, MNLP {mnlp:.6}, NMSE {nmse:.6})");
+        assert_relative_eq!(found.mean_z2, z2, max_relative = 1e-8);
+        assert_relative_eq!(found.mnlp, mnlp, max_relative = 1e-8);
+        assert_relative_eq!(found.nmse, nmse, max_relative = 1e-8);
+    };
+
+    let ssgp = Ssgp::params(6)
+        .seed(3)
+        .max_evaluations(60)
+        .fit(&data)
+        .unwrap();
+    let h = ssgp.hyperparameters();
+    let c =
+        ssgp_covariance(data.x(), data.x(), h) + DMatrix::identity(40, 40) * h.hyper.noise_variance;
+    check(
+        "ssgp",
+        ssgp.training().diagnostic.unwrap(),
+        loo_by_definition(&c, &y),
+    );
+
+    let full = FullGp::params().max_evaluations(60).fit(&data).unwrap();
+    let ell: Vec<f64> = full.lengthscales().iter().copied().collect();
+    let c = se_ard_by_definition(data.x(), data.x(), &ell, full.signal_variance())
+        + DMatrix::identity(40, 40) * (full.noise_variance() + full.jitter());
+    check(
+        "full GP",
+        full.training().diagnostic.unwrap(),
+        loo_by_definition(&c, &y),
+    );
+}
