@@ -510,7 +510,7 @@ impl Blocks {
         if self.block_rows == 0 {
             self.block_rows = (BLOCK_VALUES / columns.max(1)).clamp(1, BLOCK_ROWS);
         }
-        if self.rows % self.block_rows != 0 {
+        if !self.rows.is_multiple_of(self.block_rows) {
             return Ok(());
         }
         let block = self.block_rows.saturating_mul(columns);

@@ -2,11 +2,13 @@
 //!
 //! `mod.rs` holds the type, its validation and the finiteness checks the models share;
 //! `arrays.rs` the constructors from row-major slices, rows and (feature `ndarray`) ndarray
-//! views; `csv.rs` the CSV loader; `sinc.rs` the toy problem of the paper's Figure 2.
+//! views; `csv.rs` the CSV loader; `sinc.rs` the toy problem of the paper's Figure 2;
+//! `problems.rs` the generated suite of small and wide problems the calibration is checked on.
 
 mod arrays;
 mod columns;
 mod csv;
+mod problems;
 mod sinc;
 
 #[cfg(feature = "ndarray")]
@@ -15,6 +17,7 @@ pub use arrays::matrix_from_ndarray;
 pub(crate) use columns::ColumnsRepr;
 pub use columns::InputColumns;
 pub use csv::{CsvOptions, Header, Target};
+pub use problems::{calibration_suite, Problem, Roughness};
 pub use sinc::{sinc, sinc_data};
 
 use crate::error::{Error, Result};

@@ -196,7 +196,8 @@ impl ValidSsgpParams {
             .training
             .record(theta.clone(), data.y_mean(), value, training, columns);
         let mut fitted = self.fitted(hyper, posterior, record);
-        fitted.record.training.diagnostic = fitted.loo_diagnostic(data)?;
+        // A diagnostic that cannot be computed (a factor that fails) leaves the fit standing.
+        fitted.record.training.diagnostic = fitted.loo_diagnostic(data).ok().flatten();
         Ok(fitted)
     }
 
