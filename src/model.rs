@@ -8,6 +8,8 @@
 //! - [`TrainingSummary`]: how a training run went, the same for every model.
 
 use crate::data::{Dataset, InputColumns};
+#[cfg(doc)]
+use crate::error::Error;
 use crate::error::Result;
 use crate::optim::OptimReport;
 use crate::predictive::{JointPredictive, JointSamples, Predictive};

@@ -140,7 +140,7 @@ impl Dataset {
     }
 
     /// The targets' spread, their standard deviation √(Σ(y − ȳ)²/n), finite for targets of any
-    /// finite scale ([`standard_deviation`]).
+    /// finite scale (relative to the largest deviation when the squares overflow).
     pub fn y_spread(&self) -> f64 {
         standard_deviation(self.y.as_slice(), self.y_mean())
     }

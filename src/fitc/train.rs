@@ -10,6 +10,8 @@ use crate::hyperparameters::{self, check_block};
 use crate::init::{self};
 use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
+#[cfg(doc)]
+use {super::FitcParams, crate::error::Error};
 
 impl ValidFitcParams {
     /// The evidence of this configuration on `data`: θ ↦ (−log p(y|θ), ∇θ). With fixed

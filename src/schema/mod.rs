@@ -40,7 +40,7 @@ pub const OLDEST_READ_VERSION: u32 = 2;
 pub struct SavedForm(pub(crate) ModelRepr);
 
 impl Serialize for SavedForm {
-    /// `{"format_version": …, "model": {…}}`, the fields of [`Envelope`] in its order.
+    /// `{"format_version": …, "model": {…}}`, the fields of `Envelope` in its order.
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let mut envelope = serializer.serialize_struct("Envelope", 2)?;

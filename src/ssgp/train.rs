@@ -27,7 +27,8 @@ pub const TARGET_SPREAD: (f64, f64) = (1e-60, 1e60);
 /// [`Error::Scale`] naming the spread and the remedy.
 pub(crate) fn check_ssgp_target_spread(spread: f64) -> Result<()> {
     let (low, high) = TARGET_SPREAD;
-    let side = if spread < low {
+    // Constant targets (spread 0) are `Error::ConstantTargets`, from the start values.
+    let side = if spread > 0.0 && spread < low {
         "below"
     } else if spread > high {
         "above"
