@@ -166,6 +166,14 @@ impl LooDiagnostic {
         if n == 0 || variances.len() != n || centred.len() != n {
             return None;
         }
+        Self::from_sums(Self::sums(residuals, variances, centred))
+    }
+
+    /// The sums the diagnostic is made of, [n, Σzᵢ², Σ(½ log 2πv₋ᵢ + ½zᵢ²), Σ(yᵢ − μ₋ᵢ)²,
+    /// Σ(yᵢ − ȳ)²], over the points of `residuals`, `variances` and `centred` (as
+    /// [`Self::from_residuals`]): they add over any partition of the points (the ranks of a
+    /// distributed fit).
+    pub fn sums(residuals: &[f64], variances: &[f64], centred: &[f64]) -> [f64; 5] {
         let (mut z2, mut nlp, mut sse) = (0.0, 0.0, 0.0);
         for (e, v) in residuals.iter().zip(variances) {
             let z = e * e / v;
@@ -174,9 +182,18 @@ impl LooDiagnostic {
             sse += e * e;
         }
         let sst: f64 = centred.iter().map(|c| c * c).sum();
+        [residuals.len() as f64, z2, nlp, sse, sst]
+    }
+
+    /// The diagnostic from [`Self::sums`] (added up over the points); `None` for no points or a
+    /// non-finite result.
+    pub fn from_sums([n, z2, nlp, sse, sst]: [f64; 5]) -> Option<Self> {
+        if n < 1.0 {
+            return None;
+        }
         let d = Self {
-            mean_z2: z2 / n as f64,
-            mnlp: nlp / n as f64,
+            mean_z2: z2 / n,
+            mnlp: nlp / n,
             nmse: sse / sst,
         };
         [d.mean_z2, d.mnlp, d.nmse]

@@ -10,7 +10,7 @@
 //!   distributed −log p(y|θ) and ∇θ equal the single-process ones to 1e-12 (value relative to
 //!   itself, gradient as max|Δg| / max|g|, as `tests/suite/reference.rs` measures);
 //! - `training`: a short fit (m = 25, half-range start, 5 draws, 60 evaluations) gives the same
-//!   model on every rank, close to the single-process fit;
+//!   model and LOO diagnostic on every rank, close to the single-process fit's;
 //! - `disagreement`: when the last rank cannot read its file, or its data have another D, every
 //!   rank returns an error (none waits forever in a collective);
 //! - `settings`: ranks given a different m, number of draws, fixed spectral points, noise floor,
@@ -200,6 +200,11 @@ fn training(cluster: &Cluster) -> Result<(), String> {
     // Every rank's θ and −log p, bit for bit: their maxima equal their minima.
     let mut mine: Vec<f64> = model.parameters().iter().copied().collect();
     mine.push(model.neg_log_evidence());
+    let loo = model
+        .training()
+        .diagnostic
+        .ok_or("the distributed fit has no LOO diagnostic")?;
+    mine.extend([loo.mean_z2, loo.mnlp, loo.nmse]);
     let (mut hi, mut lo) = (mine.clone(), mine.clone());
     let world = ssgp::mpi::topology::SimpleCommunicator::world();
     world.all_reduce_into(&mine[..], &mut hi[..], SystemOperation::max());
@@ -221,6 +226,19 @@ fn training(cluster: &Cluster) -> Result<(), String> {
             fit.traffic.bytes,
             fit.traffic.collectives
         );
+    }
+    let single_loo = single
+        .training()
+        .diagnostic
+        .ok_or("no single-process diagnostic")?;
+    let loo_rel = (loo.mnlp - single_loo.mnlp).abs() / single_loo.mnlp.abs();
+    if cluster.is_root() {
+        println!("  LOO: {loo} vs single process {single_loo} (MNLP rel {loo_rel:.1e})");
+    }
+    if loo_rel > 1e-6 {
+        return Err(format!(
+            "LOO {loo} against the single process's {single_loo}"
+        ));
     }
     if model.training().evaluations != single.training().evaluations || rel > 1e-9 {
         return Err(format!(

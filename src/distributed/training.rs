@@ -16,7 +16,7 @@ use crate::init;
 use crate::optim::{Objective, OptimReport};
 use crate::ssgp::{FittedSsgp, NoiseBound, SsgpEvidence, SsgpHyperparameters, ValidSsgpParams};
 use crate::termination::Termination;
-use crate::termination::TrainingSummary;
+use crate::termination::{LooDiagnostic, TrainingSummary};
 use nalgebra::{DMatrix, DVector};
 use std::cell::Cell;
 use std::time::Duration;
@@ -192,7 +192,12 @@ impl ValidSsgpParams {
         let record = self
             .training
             .record(theta, stats.y_mean, shared[0], training, columns);
-        let model = self.fitted(hyper, posterior, record);
+        let mut model = self.fitted(hyper, posterior, record);
+        // The LOO diagnostic by the hat matrix's diagonal: each rank's sums over its rows,
+        // all-reduced (the same diagnostic on every rank).
+        let mut sums = cluster.agree(model.loo_sums(&used))?;
+        cluster.sum(&mut sums);
+        model.record.training.diagnostic = LooDiagnostic::from_sums(sums);
         let traffic = cluster.traffic();
         Ok(DistributedFit {
             model,

@@ -140,6 +140,19 @@ impl FittedSsgp {
         if n <= 4 * self.num_spectral_points() {
             return self.loo_dual(data);
         }
+        Ok(crate::termination::LooDiagnostic::from_sums(
+            self.loo_sums(data)?,
+        ))
+    }
+
+    /// The sums of the diagnostic ([`crate::termination::LooDiagnostic::sums`]) over the rows of
+    /// `data` (used columns) by the hat matrix's diagonal: the single-process diagnostic for
+    /// n > 4m, and each rank's share in a distributed fit.
+    ///
+    /// # Errors
+    /// As the prediction chunks ([`Self::predict`]).
+    pub(crate) fn loo_sums(&self, data: &crate::data::Dataset) -> Result<[f64; 5]> {
+        let n = data.len();
         let (mut fitted, mut latent) = (vec![0.0; n], vec![0.0; n]);
         let mut chunk = self.chunk();
         let step = self.chunk_rows.max(1);
@@ -162,7 +175,7 @@ impl FittedSsgp {
             residuals.push((centred[i] - fitted[i]) / keep);
             variances.push(sn2 / keep);
         }
-        Ok(crate::termination::LooDiagnostic::from_residuals(
+        Ok(crate::termination::LooDiagnostic::sums(
             &residuals, &variances, &centred,
         ))
     }
