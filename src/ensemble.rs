@@ -319,12 +319,18 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
             return self.members[self.best].sample_joint(x, draws, seed);
         }
         crate::predictive::check_joint_size(x.nrows())?;
-        let mut rng = crate::random::seeded(seed);
-        let which: Vec<usize> = (0..draws)
-            .map(|_| rng.random_range(0..self.members.len()))
-            .collect();
-        let z = standard_normals(x.nrows(), draws, &mut rng)?;
+        // Every buffer whose size is `draws` is allocated fallibly, before any is filled.
         let mut values = crate::linalg::try_zeros(x.nrows(), draws, "joint posterior samples")?;
+        let mut which = Vec::new();
+        which
+            .try_reserve_exact(draws)
+            .map_err(|_| Error::Allocation {
+                what: "the mixture member of each joint sample",
+                bytes: draws.saturating_mul(std::mem::size_of::<usize>()),
+            })?;
+        let mut rng = crate::random::seeded(seed);
+        which.extend((0..draws).map(|_| rng.random_range(0..self.members.len())));
+        let z = standard_normals(x.nrows(), draws, &mut rng)?;
         let mut jitter = 0.0f64;
         for (k, m) in self.members.iter().enumerate() {
             let cols: Vec<usize> = (0..draws).filter(|&s| which[s] == k).collect();

@@ -96,6 +96,14 @@ pub enum Error {
         /// Why it is invalid.
         reason: String,
     },
+    /// The data's scale is beyond what a model can compute with in f64 (e.g. targets whose
+    /// variance overflows, or whose spread is below what SSGP's gradient resolves); the message
+    /// names the scale and the remedy.
+    #[error("{what}")]
+    Scale {
+        /// What is out of range, by how much, and what to do.
+        what: String,
+    },
     /// A Cholesky factorisation failed even after the allowed jitter.
     #[error("Cholesky factorisation of {what} ({dim}×{dim}) failed: not positive definite at pivot {pivot} (jitter tried up to {max_jitter:e})")]
     NotPositiveDefinite {
@@ -157,8 +165,8 @@ pub enum Error {
     /// A saved model written in another version of the file format (see
     /// `persist::FORMAT_VERSION`, feature `serde`).
     #[error(
-        "the saved model has format version {found}, but this build of ssgp reads version \
-         {supported}"
+        "the saved model has format version {found}, but this build of ssgp writes version \
+         {supported} and reads it and the older versions it migrates"
     )]
     FormatVersion {
         /// The version written in the file.
@@ -267,6 +275,7 @@ impl Error {
             Self::WrongModelKind { .. } => "WrongModelKind",
             Self::NotPersistable { .. } => "NotPersistable",
             Self::NotDifferentiable { .. } => "NotDifferentiable",
+            Self::Scale { .. } => "Scale",
             #[cfg(feature = "linfa")]
             Self::Linfa(_) => "Linfa",
             Self::Distributed { .. } => "Distributed",

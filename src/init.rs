@@ -147,12 +147,14 @@ pub(crate) fn hyperparameters(
 ///
 /// # Errors
 /// [`Error::ConstantInput`] for a constant column when half ranges are needed, as
-/// [`initial_lengthscales`] and [`hyperparameters`].
+/// [`initial_lengthscales`] and [`hyperparameters`]; [`Error::Scale`] for targets whose
+/// variance would overflow ([`Dataset::check_target_spread`]).
 pub(crate) fn start(
     data: &Dataset,
     init: &LengthscaleInit,
     full_gp: impl FnOnce(usize) -> Result<DVector<f64>>,
 ) -> Result<Hyperparameters> {
+    data.check_target_spread()?;
     let lengthscales = initial_lengthscales(init, data.dim(), || half_ranges(data), full_gp)?;
     hyperparameters(lengthscales, data.y_mean(), data.y_variance())
 }
@@ -171,16 +173,17 @@ pub(crate) fn unit_frequencies(
     observer: Option<&Observer>,
     neg_log_evidence: impl Fn(&DMatrix<f64>) -> Result<f64>,
 ) -> Result<DMatrix<f64>> {
-    let candidates: Vec<DMatrix<f64>> = match given {
-        Some(w) => vec![w.clone()],
+    // One draw at a time (the evaluations use no random numbers, so the draws are those of
+    // drawing all first): memory for two m×D matrices, never `draws` of them.
+    let mut rng = seeded(seed);
+    let candidates: Box<dyn Iterator<Item = DMatrix<f64>>> = match given {
+        Some(w) => Box::new(std::iter::once(w.clone())),
         None => {
-            let mut rng = seeded(seed);
-            (0..draws)
-                .map(|_| density.sample_unit_frequencies(m, dim, &mut rng))
-                .collect()
+            Box::new((0..draws).map(move |_| density.sample_unit_frequencies(m, dim, &mut rng)))
         }
     };
-    let (total, started) = (candidates.len(), Instant::now());
+    let total = if given.is_some() { 1 } else { draws };
+    let started = Instant::now();
     let mut best: Option<(f64, DMatrix<f64>)> = None;
     for (i, w) in candidates.into_iter().enumerate() {
         let value = neg_log_evidence(&w)?;

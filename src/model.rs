@@ -29,6 +29,7 @@ impl TrainingSummary {
             termination: report.termination.clone(),
             ignored_inputs: columns.ignored(),
             noise_at_floor: false,
+            diagnostic: None,
         }
     }
 }

@@ -40,20 +40,22 @@ impl Scaler {
     /// not scaled (its scale is 1): the models ignore it anyway.
     ///
     /// # Errors
-    /// [`Error::ConstantTargets`] for constant targets.
+    /// [`Error::ConstantTargets`] for constant targets; [`Error::Scale`] for targets whose
+    /// variance overflows f64 (predictions on their scale would too).
     pub fn fit(data: &Dataset) -> Result<Self> {
+        data.check_target_spread()?;
         let x = data.x();
         let n = x.nrows() as f64;
         let mut x_mean = DVector::zeros(x.ncols());
         let mut x_scale = DVector::zeros(x.ncols());
         for (d, col) in x.column_iter().enumerate() {
             let mean = col.sum() / n;
-            let sd = (col.map(|v| (v - mean).powi(2)).sum() / n).sqrt();
+            let sd = crate::data::standard_deviation(col.as_slice(), mean);
             x_mean[d] = mean;
             x_scale[d] = if sd > 0.0 { sd } else { 1.0 };
         }
         let y_mean = data.y_mean();
-        let y_scale = (data.y().map(|v| (v - y_mean).powi(2)).sum() / n).sqrt();
+        let y_scale = crate::data::standard_deviation(data.y().as_slice(), y_mean);
         if y_scale.is_nan() || y_scale <= 0.0 {
             return Err(Error::ConstantTargets { value: y_mean });
         }
@@ -144,9 +146,7 @@ impl<R: Fit> Standardized<R> {
         let scaler = Scaler::fit(data)?;
         let inner = self.inner.fit(&scaler.transform(data)?)?;
         let shift = data.len() as f64 * scaler.y_scale.ln();
-        let mut training = inner.training().clone();
-        training.initial_neg_log_evidence += shift;
-        training.neg_log_evidence += shift;
+        let training = inner.training().clone().rescaled(shift, scaler.y_scale);
         Ok(FittedStandardized {
             scaler,
             inner,

@@ -10,9 +10,13 @@
 //!   distributed −log p(y|θ) and ∇θ equal the single-process ones to 1e-12 (value relative to
 //!   itself, gradient as max|Δg| / max|g|, as `tests/suite/reference.rs` measures);
 //! - `training`: a short fit (m = 25, half-range start, 5 draws, 60 evaluations) gives the same
-//!   model on every rank, close to the single-process fit;
+//!   model and LOO diagnostic on every rank, close to the single-process fit's;
 //! - `disagreement`: when the last rank cannot read its file, or its data have another D, every
-//!   rank returns an error (none waits forever in a collective).
+//!   rank returns an error (none waits forever in a collective);
+//! - `settings`: ranks given a different m, number of draws, fixed spectral points, noise floor,
+//!   seed, budget or kernel all return `Error::Distributed` naming the setting (before, a
+//!   different m aborted the job with `MPI_ERR_TRUNCATE` and a different noise floor returned
+//!   different models); threads and cache sizes may differ.
 
 use ssgp::distributed::{load_csv_share, Cluster};
 use ssgp::mpi::collective::SystemOperation;
@@ -82,7 +86,8 @@ fn parent() -> ExitCode {
         failed += usize::from(!launch("training", ranks));
     }
     failed += usize::from(!launch("disagreement", 3));
-    println!("mpi: {} passed, {failed} failed", 6 - failed);
+    failed += usize::from(!launch("settings", 2));
+    println!("mpi: {} passed, {failed} failed", 7 - failed);
     if failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -101,6 +106,7 @@ fn child(check: &str) -> ExitCode {
         "evidence" => evidence(&cluster),
         "training" => training(&cluster),
         "disagreement" => disagreement(&cluster),
+        "settings" => settings(&cluster),
         other => Err(format!("unknown check {other}")),
     };
     if let Err(e) = &outcome {
@@ -194,6 +200,11 @@ fn training(cluster: &Cluster) -> Result<(), String> {
     // Every rank's θ and −log p, bit for bit: their maxima equal their minima.
     let mut mine: Vec<f64> = model.parameters().iter().copied().collect();
     mine.push(model.neg_log_evidence());
+    let loo = model
+        .training()
+        .diagnostic
+        .ok_or("the distributed fit has no LOO diagnostic")?;
+    mine.extend([loo.mean_z2, loo.mnlp, loo.nmse]);
     let (mut hi, mut lo) = (mine.clone(), mine.clone());
     let world = ssgp::mpi::topology::SimpleCommunicator::world();
     world.all_reduce_into(&mine[..], &mut hi[..], SystemOperation::max());
@@ -215,6 +226,19 @@ fn training(cluster: &Cluster) -> Result<(), String> {
             fit.traffic.bytes,
             fit.traffic.collectives
         );
+    }
+    let single_loo = single
+        .training()
+        .diagnostic
+        .ok_or("no single-process diagnostic")?;
+    let loo_rel = (loo.mnlp - single_loo.mnlp).abs() / single_loo.mnlp.abs();
+    if cluster.is_root() {
+        println!("  LOO: {loo} vs single process {single_loo} (MNLP rel {loo_rel:.1e})");
+    }
+    if loo_rel > 1e-6 {
+        return Err(format!(
+            "LOO {loo} against the single process's {single_loo}"
+        ));
     }
     if model.training().evaluations != single.training().evaluations || rel > 1e-9 {
         return Err(format!(
@@ -264,4 +288,80 @@ fn disagreement(cluster: &Cluster) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// Rank 1 differs from rank 0 in one setting at a time: every rank returns `Error::Distributed`
+/// naming it, from the fit and from the evidence; threads and cache sizes may differ.
+fn settings(cluster: &Cluster) -> Result<(), String> {
+    let local =
+        load_csv_share(train_csv(), &CsvOptions::new(), cluster).map_err(|e| e.to_string())?;
+    let local = Dataset::new(
+        local.x().rows(0, 200).into_owned(),
+        local.y().rows(0, 200).into_owned(),
+    )
+    .map_err(|e| e.to_string())?;
+    let odd = cluster.rank() == 1;
+    let base = || {
+        Ssgp::params(10)
+            .initial_draws(2)
+            .max_evaluations(5)
+            .lengthscale_init(LengthscaleInit::HalfRange)
+    };
+    let variants: Vec<(&str, ssgp::SsgpParams)> = vec![
+        (
+            "m",
+            if odd {
+                Ssgp::params(12)
+                    .initial_draws(2)
+                    .max_evaluations(5)
+                    .lengthscale_init(LengthscaleInit::HalfRange)
+            } else {
+                base()
+            },
+        ),
+        (
+            "initial draws",
+            base().initial_draws(if odd { 3 } else { 2 }),
+        ),
+        ("fixed spectral points", base().fixed_spectral_points(odd)),
+        (
+            "noise floor",
+            base().noise_floor(if odd { 0.5 } else { 0.0 }),
+        ),
+        ("seed", base().seed(u64::from(odd))),
+        ("budgets", base().max_evaluations(if odd { 6 } else { 5 })),
+        (
+            "kernel",
+            base().kernel(if odd {
+                ssgp::kernel::Kernel::Matern32
+            } else {
+                ssgp::kernel::Kernel::SquaredExponential
+            }),
+        ),
+    ];
+    for (name, params) in variants {
+        let params = params.check().map_err(|e| e.to_string())?;
+        match params.fit_distributed(&local, cluster) {
+            Ok(_) => return Err(format!("ranks with a different {name} both fitted")),
+            Err(ssgp::Error::Distributed { what }) if what.contains(name) => {
+                if cluster.is_root() && name == "m" {
+                    println!("  2 ranks, another m on rank 1: {what}");
+                }
+            }
+            Err(e) => return Err(format!("{name}: {e}")),
+        }
+        if params.distributed_evidence(&local, cluster).is_ok() {
+            return Err(format!(
+                "the evidence of ranks with a different {name} was built"
+            ));
+        }
+    }
+    let same = base()
+        .threads(if odd { 1 } else { 2 })
+        .cache_bytes(if odd { 0 } else { 1 << 20 })
+        .check()
+        .map_err(|e| e.to_string())?;
+    same.fit_distributed(&local, cluster)
+        .map(|_| ())
+        .map_err(|e| format!("threads and cache sizes that differ: {e}"))
 }

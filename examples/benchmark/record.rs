@@ -68,6 +68,7 @@ impl Run {
             iterations: 0,
             evaluations: 0,
             termination: String::new(),
+            diagnostic: String::new(),
             error: Some(error.to_string()),
         }
     }
@@ -217,6 +218,7 @@ fn parse_row(fields: &[String], index: &[Option<usize>; 15]) -> Result<Run, Stri
         iterations: parse(11, get(11), failed.then_some(0))?,
         evaluations: parse(12, get(12), failed.then_some(0))?,
         termination: get(14).to_string(),
+        diagnostic: String::new(),
         error,
     })
 }
@@ -335,6 +337,7 @@ full,,,1,10000,30000,0.013735716634386232,-0.7985800211848081,-5431.13,26.170,55
             iterations: 40,
             evaluations: 99,
             termination: termination.into(),
+            diagnostic: String::new(),
             error: None,
         }
     }

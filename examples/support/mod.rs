@@ -96,6 +96,9 @@ pub struct Run {
     pub evaluations: usize,
     /// Why the optimiser stopped (the `Termination`'s text).
     pub termination: String,
+    /// The fit's leave-one-out diagnostic on its training data (`LooDiagnostic`'s text; printed,
+    /// not recorded in `runs.csv`).
+    pub diagnostic: String,
     /// The error that ended this fit instead of a result (its figures are then NaN).
     pub error: Option<String>,
 }
@@ -231,6 +234,9 @@ pub fn run(
         iterations: summary.iterations,
         evaluations: summary.evaluations,
         termination: summary.termination.to_string(),
+        diagnostic: summary
+            .diagnostic
+            .map_or_else(|| "no LOO diagnostic".into(), |d| d.to_string()),
         error: None,
     })
 }
@@ -280,6 +286,9 @@ pub fn print_table(title: &str, runs: &[Run]) {
                 r.evaluations,
                 r.termination
             ),
+        }
+        if r.error.is_none() && !r.diagnostic.is_empty() {
+            println!("{:<26}{}", "", r.diagnostic);
         }
     }
 }

@@ -19,6 +19,10 @@ use std::path::Path;
 /// runs (8 KiB per column), small enough that the last, partly filled block costs little.
 const BLOCK_ROWS: usize = 1024;
 
+/// Most values in one block (8 MiB): wide rows get fewer rows per block (down to one), so a line
+/// of millions of fields never makes the loader reserve [`BLOCK_ROWS`] times its width up front.
+const BLOCK_VALUES: usize = 1 << 20;
+
 /// The UTF-8 byte-order mark some editors put at the start of a file.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
@@ -28,9 +32,9 @@ const SHOWN_CHARS: usize = 32;
 /// Whether the first non-blank line of a CSV source is a header of column names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Header {
-    /// A header when any of its fields is a non-empty field that is not a number (the default).
-    /// A first data line with a typo in it is therefore taken for a header: use
-    /// [`Header::Absent`] for files known to have none.
+    /// A header when none of its fields is a number (the default). A first line that mixes
+    /// numbers and text (a data row with a typo, `1,2x,3`) is an [`Error::Csv`] naming the line,
+    /// never a row dropped as a header: say [`Header::Present`] for a header with numbers in it.
     #[default]
     Detect,
     /// Always a header.
@@ -354,6 +358,7 @@ impl Loader<'_> {
             if row < self.options.first_row {
                 continue;
             }
+            blocks.make_room(columns)?;
             blocks
                 .push(line, columns, self.options.delimiter)
                 .map_err(|reason| self.error(number, reason))?;
@@ -372,9 +377,27 @@ impl Loader<'_> {
         let header = match self.options.header {
             Header::Present => true,
             Header::Absent => false,
-            Header::Detect => fields
-                .iter()
-                .any(|f| !f.is_empty() && parse_number(f).is_none()),
+            Header::Detect => {
+                let numbers = fields.iter().filter(|f| parse_number(f).is_some()).count();
+                let text = fields
+                    .iter()
+                    .find(|f| !f.is_empty() && parse_number(f).is_none());
+                match (numbers, text) {
+                    (0, _) => true,
+                    (_, None) => false,
+                    (_, Some(text)) => {
+                        return Err(self.error(
+                            number,
+                            format!(
+                                "the first line mixes numbers and text (`{}`): a header has no \
+                                 numbers and a data row no text; fix the row, or say \
+                                 `Header::Present` if the line is a header",
+                                shown(text)
+                            ),
+                        ))
+                    }
+                }
+            }
         };
         if columns < 2 {
             return Err(self.error(
@@ -471,16 +494,58 @@ fn shown(field: &[u8]) -> String {
     }
 }
 
-/// The rows loaded so far, in blocks of [`BLOCK_ROWS`] rows stored column by column in one
-/// buffer: block b's column j starts at `(b·columns + j)·BLOCK_ROWS`.
+/// The rows loaded so far, in blocks of `block_rows` rows (at most [`BLOCK_ROWS`], and at most
+/// [`BLOCK_VALUES`] values) stored column by column in one buffer: block b's column j starts at
+/// `(b·columns + j)·block_rows`.
 #[derive(Default)]
 struct Blocks {
     values: Vec<f64>,
     columns: usize,
     rows: usize,
+    block_rows: usize,
 }
 
 impl Blocks {
+    /// Makes room for one more row of `columns` values: a new block when the last one is full,
+    /// allocated fallibly (the block size is fixed by the first row's width).
+    ///
+    /// # Errors
+    /// [`Error::Allocation`] if the buffer cannot grow by a block.
+    fn make_room(&mut self, columns: usize) -> Result<()> {
+        if self.block_rows == 0 {
+            self.block_rows = (BLOCK_VALUES / columns.max(1)).clamp(1, BLOCK_ROWS);
+        }
+        if !self.rows.is_multiple_of(self.block_rows) {
+            return Ok(());
+        }
+        let block = self.block_rows.saturating_mul(columns);
+        let bytes = self
+            .values
+            .len()
+            .saturating_add(block)
+            .saturating_mul(std::mem::size_of::<f64>());
+        let too_big = || Error::Allocation {
+            what: "the CSV load buffer",
+            bytes,
+        };
+        let wanted = self.values.len().checked_add(block).ok_or_else(too_big)?;
+        if wanted > self.values.capacity() {
+            // Grow geometrically, as `Vec` would, but fallibly; fall back to the exact size.
+            let doubled = self.values.capacity().saturating_mul(2).max(wanted);
+            if self
+                .values
+                .try_reserve_exact(doubled - self.values.len())
+                .is_err()
+            {
+                self.values
+                    .try_reserve_exact(block)
+                    .map_err(|_| too_big())?;
+            }
+        }
+        self.values.resize(wanted, 0.0);
+        Ok(())
+    }
+
     /// Parses one data line of `columns` fields into the next row.
     ///
     /// # Errors
@@ -497,16 +562,13 @@ impl Blocks {
             return Err(format!("{found} columns, but the first line has {columns}"));
         }
         self.columns = columns;
-        let r = self.rows % BLOCK_ROWS;
-        if r == 0 {
-            self.values
-                .resize(self.values.len() + BLOCK_ROWS * columns, 0.0);
-        }
-        let base = self.values.len() - BLOCK_ROWS * columns;
+        let run = self.block_rows;
+        let r = self.rows % run;
+        let base = self.values.len() - run * columns;
         for (j, field) in split(line, delimiter).enumerate() {
             let problem = match parse_number(field) {
                 Some(v) if v.is_finite() => {
-                    self.values[base + j * BLOCK_ROWS + r] = v;
+                    self.values[base + j * run + r] = v;
                     continue;
                 }
                 Some(_) => "is not a finite number",
@@ -527,10 +589,11 @@ impl Blocks {
             mut values,
             columns,
             rows: n,
+            block_rows,
         } = self;
-        let blocks = n.div_ceil(BLOCK_ROWS);
-        transpose_blocks(&mut values, blocks, columns, BLOCK_ROWS);
-        let padded = blocks * BLOCK_ROWS;
+        let blocks = n.div_ceil(block_rows);
+        transpose_blocks(&mut values, blocks, columns, block_rows);
+        let padded = blocks * block_rows;
         let y = DVector::from_column_slice(&values[target * padded..target * padded + n]);
         for (k, j) in (0..columns).filter(|&j| j != target).enumerate() {
             values.copy_within(j * padded..j * padded + n, k * n);

@@ -2,13 +2,17 @@
 //!
 //! `mod.rs` holds the type, its validation and the finiteness checks the models share;
 //! `arrays.rs` the constructors from row-major slices, rows and (feature `ndarray`) ndarray
-//! views; `csv.rs` the CSV loader; `multi.rs` data with several target columns ([`MultiDataset`]); `sinc.rs` the toy problem of the paper's Figure 2.
+//! views; `csv.rs` the CSV loader; `inputs.rs` test inputs and training data in any form ([`Inputs`],
+//! [`TrainingData`]); `multi.rs` data with several target columns ([`MultiDataset`]); `sinc.rs`
+//! the toy problem of the paper's Figure 2; `problems.rs` the generated suite of small and wide
+//! problems the calibration is checked on.
 
 mod arrays;
 mod columns;
 mod csv;
 mod inputs;
 mod multi;
+mod problems;
 mod sinc;
 
 #[cfg(feature = "ndarray")]
@@ -19,6 +23,7 @@ pub use columns::InputColumns;
 pub use csv::{CsvOptions, Header, Target};
 pub use inputs::{Inputs, TrainingData};
 pub use multi::MultiDataset;
+pub use problems::{calibration_suite, Problem, Roughness};
 pub use sinc::{sinc, sinc_data};
 
 use crate::error::{Error, Result};
@@ -158,6 +163,33 @@ impl Dataset {
         self.y.map(|v| (v - mean).powi(2)).mean()
     }
 
+    /// The targets' spread, their standard deviation √(Σ(y − ȳ)²/n), finite for targets of any
+    /// finite scale (relative to the largest deviation when the squares overflow).
+    pub fn y_spread(&self) -> f64 {
+        standard_deviation(self.y.as_slice(), self.y_mean())
+    }
+
+    /// Checks that the targets' variance (their spread squared) is a finite f64 with room to
+    /// spare, as every model's variances, predictive ones included, are on the targets' scale:
+    /// a spread of at most [`LARGEST_TARGET_SPREAD`].
+    ///
+    /// # Errors
+    /// [`Error::Scale`] naming the spread and the remedy.
+    pub(crate) fn check_target_spread(&self) -> Result<()> {
+        let spread = self.y_spread();
+        if spread > LARGEST_TARGET_SPREAD || !spread.is_finite() {
+            return Err(Error::Scale {
+                what: format!(
+                    "the targets' spread {spread:e} is above what a Gaussian process can model \
+                     in f64 (variances on their scale, up to {LARGEST_TARGET_SPREAD:e}² = \
+                     1e300, must stay finite, predictive ones included); divide them by a power \
+                     of ten and multiply the predictions back"
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// The rows with the given indices, as a new data set.
     ///
     /// # Errors
@@ -205,6 +237,31 @@ pub(crate) fn check_new_samples<'a>(
         return Ok(std::borrow::Cow::Borrowed(x));
     }
     columns.select(x)
+}
+
+/// The largest spread of the targets a model accepts: its square, 1e300, leaves room below
+/// f64::MAX for the variances on the targets' scale and their sums.
+pub const LARGEST_TARGET_SPREAD: f64 = 1e150;
+
+/// The standard deviation √(Σ(v − mean)²/n) of `values` about `mean`; when the squares
+/// overflow f64 (a spread beyond about 1e154), the same sum is taken relative to the largest
+/// |v − mean|, so that values of any finite scale get a finite spread (the plain sum, and its
+/// bits, otherwise).
+pub(crate) fn standard_deviation(values: &[f64], mean: f64) -> f64 {
+    let n = values.len() as f64;
+    let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
+    if sd.is_finite() {
+        return sd;
+    }
+    let largest = values.iter().fold(0.0f64, |a, v| a.max((v - mean).abs()));
+    if !largest.is_finite() {
+        return sd;
+    }
+    let relative = values
+        .iter()
+        .map(|v| ((v - mean) / largest).powi(2))
+        .sum::<f64>();
+    largest * (relative / n).sqrt()
 }
 
 #[cfg(test)]

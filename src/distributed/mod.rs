@@ -34,6 +34,7 @@
 
 mod cluster;
 mod evidence;
+mod fingerprint;
 mod rows;
 mod statistics;
 mod training;

@@ -7,6 +7,7 @@
 
 use super::cluster::{Cluster, Traffic};
 use super::evidence::DistributedEvidence;
+use super::fingerprint::check_same_settings;
 use super::statistics::GlobalStatistics;
 use crate::data::{Dataset, InputColumns};
 use crate::error::{Error, Result};
@@ -17,7 +18,7 @@ use crate::init::LengthscaleInit;
 use crate::optim::{Objective, OptimReport};
 use crate::ssgp::{FittedSsgp, NoiseBound, SsgpEvidence, SsgpHyperparameters, ValidSsgpParams};
 use crate::termination::Termination;
-use crate::termination::TrainingSummary;
+use crate::termination::{LooDiagnostic, TrainingSummary};
 use nalgebra::{DMatrix, DVector};
 use std::cell::Cell;
 use std::time::Duration;
@@ -51,13 +52,15 @@ impl ValidSsgpParams {
     /// evidence on all rows up to rounding.
     ///
     /// # Errors
-    /// [`Error::Distributed`] if the ranks' data disagree on D; [`Error::DimensionMismatch`] for
+    /// [`Error::Distributed`] if the ranks' data disagree on D or their model-changing settings
+    /// differ; [`Error::DimensionMismatch`] for
     /// fixed frequencies without D columns (on every rank: the settings are the same).
     pub fn distributed_evidence<'a>(
         &self,
         local: &'a Dataset,
         cluster: &'a Cluster,
     ) -> Result<DistributedEvidence<'a>> {
+        check_same_settings(self, cluster)?;
         let stats = GlobalStatistics::all_reduce(local, cluster)?;
         self.resolved_for(stats.y_variance)
             .distributed_evidence_at(local, cluster, stats)
@@ -120,8 +123,11 @@ impl ValidSsgpParams {
     ///
     /// # Errors
     /// As [`ValidSsgpParams::fit`]; [`Error::Distributed`] on the other ranks when one rank
-    /// fails; [`Error::InvalidParameter`] for a noise bound.
+    /// fails, and on every rank when the ranks' settings that change the model differ (m, draws,
+    /// seed, budgets, kernel, noise floor and bound, fixed points, start: compared before
+    /// anything else); [`Error::InvalidParameter`] for a noise bound.
     pub fn fit_distributed(&self, local: &Dataset, cluster: &Cluster) -> Result<DistributedFit> {
+        check_same_settings(self, cluster)?;
         if self.noise_bound != NoiseBound::None {
             return Err(Error::InvalidParameter {
                 name: "noise_bound",
@@ -212,7 +218,12 @@ impl ValidSsgpParams {
         let record = self
             .training
             .record(theta, stats.y_mean, shared[0], training, columns);
-        let model = self.fitted(hyper, posterior, record);
+        let mut model = self.fitted(hyper, posterior, record);
+        // The LOO diagnostic by the hat matrix's diagonal: each rank's sums over its rows,
+        // all-reduced (the same diagnostic on every rank).
+        let mut sums = cluster.agree(model.loo_sums(&used))?;
+        cluster.sum(&mut sums);
+        model.record.training.diagnostic = LooDiagnostic::from_sums(sums);
         let traffic = cluster.traffic();
         Ok(DistributedFit {
             model,
@@ -360,6 +371,7 @@ fn share_outcome(
         termination: decode_termination(v[params + 4], message),
         ignored_inputs: columns.ignored(),
         noise_at_floor: false,
+        diagnostic: None,
     };
     Ok((DVector::from_column_slice(&v[..params]), training))
 }

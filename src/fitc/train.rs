@@ -11,7 +11,7 @@ use crate::data::{Dataset, InputColumns};
 use crate::error::Error;
 use crate::error::Result;
 use crate::hyperparameters::{self, check_block};
-use crate::init::{self};
+use crate::init;
 use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
 
@@ -136,6 +136,9 @@ impl ValidFitcParams {
         let evidence = FitcEvidence::new(data, self, None);
         let (decoded, f) = evidence.factors(&theta)?;
         let threads = self.training.threads;
+        let mut training =
+            training.unwrap_or_else(|| TrainingSummary::untrained(f.neg_log_evidence));
+        training.diagnostic = super::evidence::loo_diagnostic(&f);
         Ok(FittedFitc {
             lengthscales: decoded.hyper.lengthscales,
             signal_variance: decoded.hyper.signal_variance,
@@ -151,7 +154,7 @@ impl ValidFitcParams {
                 theta,
                 data.y_mean(),
                 f.neg_log_evidence,
-                training.unwrap_or_else(|| TrainingSummary::untrained(f.neg_log_evidence)),
+                training,
                 columns,
             ),
         })

@@ -52,6 +52,26 @@ pub struct FittedFullGp {
 }
 
 impl FittedFullGp {
+    /// The exact leave-one-out diagnostic (R&W §5.4.2, eq. 5.12): [K⁻¹]ᵢᵢ = ‖(L⁻¹)·ᵢ‖², the
+    /// squared column norms of the inverse of the n×n factor (an extra n³/3 flops and 8n² bytes),
+    /// the residual αᵢ/[K⁻¹]ᵢᵢ and the variance 1/[K⁻¹]ᵢᵢ; `None` if the inverse cannot be
+    /// allocated (the fit itself stands).
+    pub(crate) fn loo_diagnostic(&self) -> Option<crate::termination::LooDiagnostic> {
+        let n = self.alpha.len();
+        let bytes = n.checked_mul(n)?.checked_mul(8)?;
+        linalg::check_allocation(bytes, "the inverse factor of the LOO diagnostic").ok()?;
+        let inverse = linalg::invert_lower(&self.factor, self.par);
+        let (mut residuals, mut variances) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for (i, col) in inverse.column_iter().enumerate() {
+            let k_inv = col.norm_squared();
+            residuals.push(self.alpha[i] / k_inv);
+            variances.push(1.0 / k_inv);
+        }
+        let y_mean = self.record.y_mean;
+        let centred: Vec<f64> = self.data.y().iter().map(|y| y - y_mean).collect();
+        crate::termination::LooDiagnostic::from_residuals(&residuals, &variances, &centred)
+    }
+
     /// Predictive distribution at test inputs `x` (n*×D), paper eq. 2:
     /// μ_* = k_*ᵀ α + ȳ and latent variance σ0² − ‖L⁻¹ k_*‖² (σn² added in
     /// [`Predictive::y_variance`]), with k_* the covariances between x_* and the training inputs.

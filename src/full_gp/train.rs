@@ -60,7 +60,10 @@ impl ValidFullGpParams {
         let this = self.resolved_for(data.y_variance());
         let learned = this.learn(data)?;
         let training = TrainingSummary::new(&learned.report, &learned.columns);
-        this.condition_on(data, &learned.report.theta, learned.columns, Some(training))
+        let mut fitted =
+            this.condition_on(data, &learned.report.theta, learned.columns, Some(training))?;
+        fitted.record.training.diagnostic = fitted.loo_diagnostic();
+        Ok(fitted)
     }
 
     /// Learns the hyperparameters only (on the configured subset, or all of `data`), without
@@ -112,12 +115,14 @@ impl ValidFullGpParams {
     /// [`Error::NotPositiveDefinite`] if K + σn² I cannot be factorised even with jitter;
     /// [`Error::Allocation`] if its 8·n² bytes cannot be allocated.
     pub fn condition(&self, data: &Dataset, theta: &DVector<f64>) -> Result<FittedFullGp> {
-        self.resolved_for(data.y_variance()).condition_on(
+        let mut fitted = self.resolved_for(data.y_variance()).condition_on(
             data,
             theta,
             InputColumns::all(data.dim()),
             None,
-        )
+        )?;
+        fitted.record.training.diagnostic = fitted.loo_diagnostic();
+        Ok(fitted)
     }
 
     /// The posterior on `data`'s used `columns` at θ (for those columns), with the summary of

@@ -80,6 +80,19 @@ pub(crate) fn try_zeros(rows: usize, cols: usize, what: &'static str) -> Result<
     Ok(DMatrix::from_vec(rows, cols, buffer))
 }
 
+/// Checks that `bytes` can be allocated now, by reserving them and giving them back: for the
+/// working memory of a computation whose size the caller chose (SSGP's m), so that too much is
+/// an error before the computation starts instead of an aborted process in the middle of it.
+///
+/// # Errors
+/// [`Error::Allocation`] (naming `what`) if the reservation fails.
+pub(crate) fn check_allocation(bytes: usize, what: &'static str) -> Result<()> {
+    let mut trial: Vec<u8> = Vec::new();
+    trial
+        .try_reserve_exact(bytes)
+        .map_err(|_| Error::Allocation { what, bytes })
+}
+
 /// Clears the upper halves of the AVX registers (`vzeroupper`) on x86-64 CPUs with AVX.
 ///
 /// faer's kernels use 256/512-bit AVX and can return with the upper register halves dirty; the

@@ -40,7 +40,10 @@
 //! # Versions
 //!
 //! [`FORMAT_VERSION`] is written first in every file and checked first when one is read: a file
-//! of another version is [`Error::FormatVersion`], naming both. **Any change to what a saved
+//! of a version outside [`OLDEST_READ_VERSION`]..=[`FORMAT_VERSION`] is [`Error::FormatVersion`],
+//! naming both. Older versions in that range are migrated as they are read: a format-2 file
+//! (before the leave-one-out diagnostic) loads with `TrainingSummary::diagnostic` = `None`, and
+//! predicts bit for bit as before (`tests/suite/format2.rs`). **Any change to what a saved
 //! type writes or reads — a field added, removed, renamed or read differently, a check that would
 //! refuse files that loaded before — bumps [`FORMAT_VERSION`].**
 //!
@@ -71,7 +74,7 @@
 
 mod wrappers;
 
-pub use crate::schema::{SavedForm, FORMAT_VERSION};
+pub use crate::schema::{SavedForm, FORMAT_VERSION, OLDEST_READ_VERSION};
 
 use crate::ensemble::FittedEnsemble;
 use crate::error::{Error, Result};
@@ -520,7 +523,7 @@ mod tests {
                 supported: FORMAT_VERSION
             }
         ));
-        assert!(err.to_string().contains('7') && err.to_string().contains('2'));
+        assert!(err.to_string().contains('7') && err.to_string().contains('3'));
         // Through serde alone: the same check, as the format's error.
         let err = serde_json::from_str::<SavedModel>(&future).unwrap_err();
         assert!(err.to_string().contains("format version 7"), "{err}");

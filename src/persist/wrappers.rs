@@ -40,7 +40,7 @@ pub(super) fn standardized(
     let y_mean = finite(y_mean, "standardisation: target mean")?;
     let y_scale = positive(y_scale, "y_scale")?;
     let shift = finite(r.evidence_shift, "standardisation: evidence shift")?;
-    let mut training = inner.training().clone();
+    let mut training = inner.training().clone().rescaled(0.0, y_scale);
     training.initial_neg_log_evidence = finite(
         training.initial_neg_log_evidence + shift,
         "training summary: initial −log p(y|θ), shifted",

@@ -9,7 +9,7 @@ use crate::data::InputColumns;
 use crate::error::{Error, Result};
 use crate::linalg;
 use crate::termination::Termination;
-use crate::termination::TrainingSummary;
+use crate::termination::{LooDiagnostic, TrainingSummary};
 use faer::Par;
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
@@ -236,6 +236,10 @@ pub(crate) struct SummaryRepr {
     iterations: u64,
     evaluations: usize,
     termination: Termination,
+    /// The leave-one-out diagnostic (format 3); absent in format-2 files, which migrate to
+    /// `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    diagnostic: Option<LooDiagnostic>,
 }
 
 impl From<&TrainingSummary> for SummaryRepr {
@@ -246,6 +250,7 @@ impl From<&TrainingSummary> for SummaryRepr {
             iterations: t.iterations,
             evaluations: t.evaluations,
             termination: t.termination.clone(),
+            diagnostic: t.diagnostic,
         }
     }
 }
@@ -268,16 +273,28 @@ impl SummaryRepr {
             termination: self.termination,
             ignored_inputs: columns.ignored(),
             noise_at_floor: false,
+            diagnostic: match self.diagnostic {
+                None => None,
+                Some(d) => Some(LooDiagnostic {
+                    mean_z2: finite(d.mean_z2, "training summary: LOO mean z²")?,
+                    mnlp: finite(d.mnlp, "training summary: LOO MNLP")?,
+                    nmse: finite(d.nmse, "training summary: LOO NMSE")?,
+                }),
+            },
         })
     }
 
     /// A repr with every float slot listed (for the NaN and infinity tests).
     #[cfg(test)]
     pub(crate) fn floats_mut(&mut self) -> Vec<&mut f64> {
-        vec![
+        let mut all = vec![
             &mut self.initial_neg_log_evidence,
             &mut self.neg_log_evidence,
-        ]
+        ];
+        if let Some(d) = &mut self.diagnostic {
+            all.extend([&mut d.mean_z2, &mut d.mnlp, &mut d.nmse]);
+        }
+        all
     }
 }
 

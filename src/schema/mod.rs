@@ -24,8 +24,14 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// The version of the saved-model format this build writes and reads (see `crate::persist`'s
 /// module docs, "Versions").
 ///
-/// History: 1, the first format; 2, the FITC and full-GP forms carry their `kernel`.
-pub const FORMAT_VERSION: u32 = 2;
+/// History: 1, the first format; 2, the FITC and full-GP forms carry their `kernel`; 3, every
+/// training summary carries its leave-one-out `diagnostic`.
+pub const FORMAT_VERSION: u32 = 3;
+
+/// The oldest format version this build reads: a format-2 file is migrated on load (its
+/// training summaries have no diagnostic: the loaded model reports `diagnostic: None`, and
+/// predicts bit for bit what it predicted when saved).
+pub const OLDEST_READ_VERSION: u32 = 2;
 
 /// A fitted model's saved form, as [`FittedRegressor::saved_form`](crate::model::FittedRegressor::saved_form)
 /// returns it: opaque, to be written by `crate::persist` (`to_json`, `save_json`) or serialised
@@ -44,7 +50,8 @@ impl Serialize for SavedForm {
     }
 }
 
-/// The format version: written as [`FORMAT_VERSION`], and read as an error for any other value,
+/// The format version: written as [`FORMAT_VERSION`], and read as an error for any value outside
+/// [`OLDEST_READ_VERSION`]..=[`FORMAT_VERSION`],
 /// before the model is read (it is the first field written, and serde reads fields in order).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Version;
@@ -62,12 +69,12 @@ impl<'de> Deserialize<'de> for Version {
     }
 }
 
-/// Ok for [`FORMAT_VERSION`].
+/// Ok for [`FORMAT_VERSION`] and the older versions it migrates, from [`OLDEST_READ_VERSION`].
 ///
 /// # Errors
 /// [`Error::FormatVersion`] naming `found` and [`FORMAT_VERSION`].
 pub(crate) fn check_version(found: u64) -> Result<()> {
-    if found == u64::from(FORMAT_VERSION) {
+    if (u64::from(OLDEST_READ_VERSION)..=u64::from(FORMAT_VERSION)).contains(&found) {
         Ok(())
     } else {
         Err(Error::FormatVersion {

@@ -174,6 +174,30 @@ impl<'a> SsgpEvidence<'a> {
         self.m
     }
 
+    /// The bytes one evaluation with gradient holds at its peak beyond the data, k = 2m:
+    /// 8·[(blocks + 3)·k² (A, each block's ΦᵀΦ, L⁻¹ for tr A⁻¹) + blocks·chunk·(2k + D + 1)
+    /// (each block's Φ, ΦA⁻¹, centred inputs, r) + 4mD (W, Ω, ∂/∂Ω and the draws)] plus the
+    /// design-matrix cache (at most `cache_bytes` and n·k·8); `usize::MAX` when that overflows.
+    /// Training checks it can be allocated before it starts ([`linalg::check_allocation`]).
+    pub(crate) fn working_bytes(&self) -> usize {
+        let k = 2 * self.m;
+        let (d, blocks) = (self.x.ncols(), self.plan.blocks);
+        let chunk = self.plan.largest_chunk();
+        let square = k.saturating_mul(k).saturating_mul(blocks.saturating_add(3));
+        let per_block = chunk
+            .saturating_mul(k.saturating_mul(2).saturating_add(d).saturating_add(1))
+            .saturating_mul(blocks);
+        let frequencies = self.m.saturating_mul(d).saturating_mul(4);
+        let cache = self
+            .cache_bytes
+            .min(self.plan.n.saturating_mul(k).saturating_mul(8));
+        square
+            .saturating_add(per_block)
+            .saturating_add(frequencies)
+            .saturating_mul(8)
+            .saturating_add(cache)
+    }
+
     /// The number D of inputs.
     pub(crate) fn input_dim(&self) -> usize {
         self.x.ncols()

@@ -51,6 +51,7 @@ pub use multi_posterior::FittedMultiSsgp;
 pub use params::{NoiseBound, SsgpParams, ValidSsgpParams};
 pub use posterior::{FittedSsgp, PosteriorSample};
 pub use standardized::StandardizedSample;
+pub use train::TARGET_SPREAD;
 
 use crate::hyperparameters::Hyperparameters;
 use nalgebra::DMatrix;

@@ -7,14 +7,42 @@ use super::params::{NoiseBound, ValidSsgpParams};
 use super::posterior::{FittedSsgp, WeightPosterior};
 use super::SsgpHyperparameters;
 use crate::data::{Dataset, InputColumns};
-#[cfg(doc)]
-use crate::error::Error;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::hyperparameters::{check_block, Hyperparameters};
 use crate::init::{self};
+use crate::linalg;
 use crate::model::FitRecord;
 use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
+
+/// The spreads (standard deviations) of the targets SSGP fits in f64, from 1e-60 to 1e60: its
+/// gradient with respect to σn² has a term q/σn⁴ (eq. 8), and σn⁴ under- or overflows for a
+/// spread beyond about 1e∓75 (measured on the sinc data). [`crate::standardize::Standardized`]
+/// fits any other spread up to [`crate::data::LARGEST_TARGET_SPREAD`].
+pub const TARGET_SPREAD: (f64, f64) = (1e-60, 1e60);
+
+/// Checks that the targets' `spread` is in [`TARGET_SPREAD`].
+///
+/// # Errors
+/// [`Error::Scale`] naming the spread and the remedy.
+pub(crate) fn check_ssgp_target_spread(spread: f64) -> Result<()> {
+    let (low, high) = TARGET_SPREAD;
+    // Constant targets (spread 0) are `Error::ConstantTargets`, from the start values.
+    let side = if spread > 0.0 && spread < low {
+        "below"
+    } else if spread > high {
+        "above"
+    } else {
+        return Ok(());
+    };
+    Err(Error::Scale {
+        what: format!(
+            "the targets' spread {spread:e} is {side} what SSGP can fit in f64 (from {low:e} to \
+             {high:e}: its gradient divides by σn⁴); standardise them \
+             (`Standardized::new(Ssgp::params(m))`)"
+        ),
+    })
+}
 
 impl ValidSsgpParams {
     /// The evidence of this configuration on `data`: θ ↦ (−log p(y|θ), ∇θ). With fixed spectral
@@ -72,8 +100,13 @@ impl ValidSsgpParams {
     /// [`Error::ConstantInput`] if every input column is constant, [`Error::ConstantTargets`];
     /// [`Error::DimensionMismatch`] if given initial lengthscales or frequencies do not have one
     /// entry/column per used input; [`Error::NotPositiveDefinite`] if A cannot be factored at the
-    /// start; [`Error::TrainingFailed`] if training failed (unless best effort was asked for).
+    /// start; [`Error::Scale`] for targets whose spread is outside [`TARGET_SPREAD`];
+    /// [`Error::TrainingFailed`] if training failed (unless best effort was asked for);
+    /// [`Error::Allocation`] if the training buffers for this m (about 8·(blocks + 3)·(2m)²
+    /// bytes, see the guide) cannot be allocated.
     pub fn fit(&self, data: &Dataset) -> Result<FittedSsgp> {
+        data.check_target_spread()?;
+        check_ssgp_target_spread(data.y_spread())?;
         let columns = InputColumns::varying(data)?;
         let used = columns.select_data(data)?;
         let this = self.resolved_for(used.y_variance());
@@ -100,6 +133,15 @@ impl ValidSsgpParams {
             bounded.training.noise_floor = self.training.noise_floor.max(fraction * estimate);
             return bounded.fit_from(data, start, columns);
         }
+        let m_by_d = self
+            .m
+            .checked_mul(data.dim())
+            .and_then(|e| e.checked_mul(8));
+        linalg::check_allocation(m_by_d.unwrap_or(usize::MAX), "SSGP's spectral points (m×D)")?;
+        linalg::check_allocation(
+            self.evidence_with(data, None)?.working_bytes(),
+            "SSGP's training buffers (2m×2m factors and n-row chunks of the design matrix)",
+        )?;
         let w0 = init::unit_frequencies(
             self.initial_unit_frequencies.as_ref(),
             self.density().as_ref(),
@@ -157,7 +199,10 @@ impl ValidSsgpParams {
         let record = self
             .training
             .record(theta.clone(), data.y_mean(), value, training, columns);
-        Ok(self.fitted(hyper, posterior, record))
+        let mut fitted = self.fitted(hyper, posterior, record);
+        // A diagnostic that cannot be computed (a factor that fails) leaves the fit standing.
+        fitted.record.training.diagnostic = fitted.loo_diagnostic(data).ok().flatten();
+        Ok(fitted)
     }
 
     /// The fitted SSGP at the decoded hyperparameters `hyper` with the weight posterior

@@ -243,6 +243,27 @@ fn each_bad_shape_gives_its_typed_error() {
     ));
 }
 
+/// One line of 2·10⁶ fields (16 MB of numbers): the loader sizes its blocks by the row's width
+/// instead of reserving 1024 rows of it (16 GB) up front.
+#[test]
+fn csv_a_very_wide_line_loads_without_reserving_a_thousand_rows_of_it() {
+    let fields = 2_000_000;
+    let mut text = String::with_capacity(2 * 3 * fields);
+    for row in 0..2 {
+        for j in 0..fields {
+            text.push_str(if (j + row) % 2 == 0 { "1," } else { "2," });
+        }
+        text.pop();
+        text.push('\n');
+    }
+    let data = parse(&text, &CsvOptions::new()).unwrap();
+    assert_eq!((data.len(), data.dim()), (2, fields - 1));
+    assert_eq!(
+        (data.x()[(0, 0)], data.x()[(1, 0)], data.y()[1]),
+        (1.0, 2.0, 1.0)
+    );
+}
+
 #[test]
 fn csv_header_is_detected_given_or_refused() {
     let text = "x1,x2,y\n1,2,3\n4,5,6\n";
@@ -259,11 +280,24 @@ fn csv_header_is_detected_given_or_refused() {
     assert_eq!(parse(text, &CsvOptions::new()).unwrap().len(), 2);
     let data = parse(text, &CsvOptions::new().header(Header::Present)).unwrap();
     assert_eq!((data.len(), data.y()[0]), (1, 6.0));
-    // One name is enough; an empty field alone does not make a header.
+    // A first line that mixes numbers and text is neither dropped as a header nor taken as
+    // data: an error names the line (and the caller may say it is a header).
     assert_eq!(
-        parse("1,b,3\n4,5,6\n", &CsvOptions::new()).unwrap().len(),
+        parse_err("1,2x,3\n4,5,6\n", &CsvOptions::new()),
+        "f.csv:1: the first line mixes numbers and text (`2x`): a header has no numbers and a \
+         data row no text; fix the row, or say `Header::Present` if the line is a header"
+    );
+    assert_eq!(
+        parse(
+            "1,2x,3\n4,5,6\n",
+            &CsvOptions::new().header(Header::Present)
+        )
+        .unwrap()
+        .len(),
         1
     );
+    // Every field text (an empty one included) is a header.
+    assert_eq!(parse("a,,y\n4,5,6\n", &CsvOptions::new()).unwrap().len(), 1);
     assert_eq!(
         parse_err("1,,3\n4,5,6\n", &CsvOptions::new()),
         "f.csv:1: column 2: empty field"

@@ -2,7 +2,8 @@
 //! kind — SSGP learned and fixed, Matérn SSGP, FITC with SE and Matérn 3/2, the full GP,
 //! standardised SSGP, mixture and best-of ensembles — on sinc, and SSGP, FITC and a standardised
 //! SSGP on 1 500 Kin-40k rows) load and predict bit for bit what they predicted when they were
-//! saved. Later format versions keep reading these files by migrating them; an issue that changes
+//! saved. Later format versions keep reading these files by migrating them (format 3: their
+//! training summaries report no leave-one-out diagnostic); an issue that changes
 //! the arithmetic on purpose compares them to 1e-12 relative instead, and says so.
 #![cfg(feature = "serde")]
 
@@ -42,6 +43,8 @@ fn format_2_files_load_and_predict_bit_for_bit() {
         let d = rows[0].len() - 3;
         assert_eq!(d, model.dim(), "{}", path.display());
         let x = DMatrix::from_fn(rows.len(), d, |i, j| rows[i][j]);
+        // Migrated to format 3: a format-2 file holds no leave-one-out diagnostic.
+        assert_eq!(model.training().diagnostic, None, "{}", path.display());
         let p = model.predict(&x).unwrap();
         for (i, row) in rows.iter().enumerate() {
             let got = [p.mean[i], p.y_variance[i], p.f_variance[i]];

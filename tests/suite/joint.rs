@@ -322,5 +322,14 @@ fn repeated_inputs_sample_with_reported_jitter_and_too_many_are_refused() {
             ),
             "{name}"
         );
+        // 10¹⁰ draws (80 GB per test point) are an allocation error, never an abort — the
+        // mixture's per-draw member choice included.
+        let one = DMatrix::from_element(1, 1, 0.5);
+        let huge = model.sample_joint(&one, 10_000_000_000, 1);
+        assert!(
+            matches!(huge, Err(Error::Allocation { .. })),
+            "{name}: {:?}",
+            huge.map(|s| s.values.ncols())
+        );
     }
 }

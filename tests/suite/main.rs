@@ -1,6 +1,7 @@
 //! The crate's integration tests, in one binary: one module per model and per shared concern,
 //! and `common` for the helpers they share (gradient check, dense formulas, data files).
 
+mod calibration;
 mod common;
 mod conformance;
 mod data;

@@ -124,6 +124,10 @@ where
             "{label}"
         );
         assert_eq!(model.training(), fitted.training(), "{label}");
+        assert!(
+            model.training().diagnostic.is_some(),
+            "{label}: the LOO diagnostic is saved with the model"
+        );
         assert_eq!(
             persist::to_json(model).unwrap(),
             json,

@@ -485,3 +485,106 @@ fn observer_receives_every_phase_of_a_default_fit_in_order() {
     }
     assert!(reports.iter().all(|p| p.restart.is_some()));
 }
+
+/// Sizes and scales beyond f64 or memory are errors that name the cause and the remedy: a
+/// 2·10⁶×2·10⁶ factor is `Error::Allocation` before training starts (not an abort); targets too
+/// small for SSGP's gradient, or too large for any model's variances, are `Error::Scale`; inputs
+/// of 1e200 behind `Standardized` are scaled, not taken for constants.
+#[test]
+fn extreme_sizes_and_scales_are_errors_naming_the_cause() {
+    use ssgp::standardize::Standardized;
+    use ssgp::{Fitc, FittedRegressor, FullGp, Regressor};
+    let mut rng = StdRng::seed_from_u64(5);
+    let data = sinc_data(200, false, 0.1, &mut rng).unwrap();
+    let huge = Ssgp::params(1_000_000).seed(1).fit(&data);
+    assert!(
+        matches!(huge, Err(Error::Allocation { .. })),
+        "{:?}",
+        huge.map(|f| f.num_spectral_points())
+    );
+
+    let scaled = |xs: f64, ys: f64| Dataset::new(data.x() * xs, data.y() * ys).unwrap();
+    let tiny = scaled(1.0, 1e-150);
+    let message = Ssgp::params(10).seed(1).fit(&tiny).unwrap_err().to_string();
+    assert!(
+        message.starts_with("the targets' spread 3.")
+            && message.contains("e-151 is below what SSGP can fit in f64")
+            && message.contains("standardise them"),
+        "{message}"
+    );
+    Standardized::new(Ssgp::params(10).seed(1))
+        .fit(&tiny)
+        .unwrap();
+
+    let large = scaled(1.0, 1e200);
+    let models: Vec<Box<dyn Regressor>> = vec![
+        Box::new(Ssgp::params(10).seed(1)),
+        Box::new(Fitc::params(10).seed(1)),
+        Box::new(FullGp::params()),
+        Box::new(Standardized::new(Ssgp::params(10).seed(1))),
+    ];
+    for model in &models {
+        let message = match model.fit_boxed(&large) {
+            Ok(f) => panic!("{}: fitted, σn² {}", model.name(), f.noise_variance()),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            message.contains("e199 is above what a Gaussian process can model in f64")
+                && message.contains("divide them by a power of ten"),
+            "{}: {message}",
+            model.name()
+        );
+    }
+
+    let wide = scaled(1e200, 1.0);
+    let fitted = Standardized::new(Ssgp::params(10).seed(1))
+        .fit(&wide)
+        .unwrap();
+    let p = fitted.predict(&(data.x() * 1e200)).unwrap();
+    assert!(metrics::nmse(data.y(), &p, data.y_mean()).unwrap() < 0.1);
+}
+
+/// The LOO diagnostic in the training summary (from the hat matrix's diagonal, O(nm²)) is the
+/// leave-one-out of eq. 6's covariance by its definition (n dense conditionals), and the full
+/// GP's (from the inverse factor) is that of K + σn²I.
+#[test]
+fn loo_diagnostic_is_leave_one_out_by_definition() {
+    use crate::common::{loo_by_definition, se_ard_by_definition};
+    use ssgp::FullGp;
+    let mut rng = StdRng::seed_from_u64(31);
+    let data = random_data(40, 2, &mut rng);
+    let y = data.y().add_scalar(-data.y_mean());
+    let check = |name: &str, found: ssgp::LooDiagnostic, (z2, mnlp, nmse): (f64, f64, f64)| {
+        println!("{name}: {found} (by definition z² {z2:.6}, MNLP {mnlp:.6}, NMSE {nmse:.6})");
+        assert_relative_eq!(found.mean_z2, z2, max_relative = 1e-8);
+        assert_relative_eq!(found.mnlp, mnlp, max_relative = 1e-8);
+        assert_relative_eq!(found.nmse, nmse, max_relative = 1e-8);
+    };
+
+    // m = 6: the hat matrix's diagonal (n > 4m); m = 20: the n×n form.
+    for m in [6, 20] {
+        let ssgp = Ssgp::params(m)
+            .seed(3)
+            .max_evaluations(60)
+            .fit(&data)
+            .unwrap();
+        let h = ssgp.hyperparameters();
+        let c = ssgp_covariance(data.x(), data.x(), h)
+            + DMatrix::identity(40, 40) * h.hyper.noise_variance;
+        check(
+            &format!("ssgp m = {m}"),
+            ssgp.training().diagnostic.unwrap(),
+            loo_by_definition(&c, &y),
+        );
+    }
+
+    let full = FullGp::params().max_evaluations(60).fit(&data).unwrap();
+    let ell: Vec<f64> = full.lengthscales().iter().copied().collect();
+    let c = se_ard_by_definition(data.x(), data.x(), &ell, full.signal_variance())
+        + DMatrix::identity(40, 40) * (full.noise_variance() + full.jitter());
+    check(
+        "full GP",
+        full.training().diagnostic.unwrap(),
+        loo_by_definition(&c, &y),
+    );
+}

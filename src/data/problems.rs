@@ -1,0 +1,182 @@
+//! A generated, seeded suite of small and wide regression problems for checking that a model's
+//! error bars are calibrated ([`calibration_suite`], issue 17): n from 50 to 1 000 training
+//! points, D from 1 to 2n inputs of which only some are relevant, smooth and rough functions,
+//! and noise from 10⁻³ to 1 of the signal's standard deviation. `examples/calibration.rs` runs
+//! every problem; the test suite runs a few.
+
+use super::Dataset;
+use crate::error::{Error, Result};
+use nalgebra::{DMatrix, DVector};
+use rand::Rng;
+use rand_distr::{Distribution, Normal, StandardNormal};
+
+/// How rough a generated function is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Roughness {
+    /// A sum of 30 random cosines of the relevant inputs with frequencies N(0, 1/ℓ²), ℓ = 1
+    /// (a draw from a squared-exponential GP by random features).
+    Smooth,
+    /// A sum of 10 sharp ridges tanh(6(wᵀx + c)) of the relevant inputs (kinks a stationary
+    /// smooth kernel can only approximate).
+    Rough,
+}
+
+/// One generated problem: inputs uniform in [−2, 2]^D, targets f(x) + N(0, (noise·sd f)²) with
+/// f depending on the first `relevant` inputs only.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    /// Training points n.
+    pub n: usize,
+    /// Inputs D.
+    pub dim: usize,
+    /// How many inputs f depends on (the first ones; the others are irrelevant).
+    pub relevant: usize,
+    /// The function's kind.
+    pub roughness: Roughness,
+    /// The noise's standard deviation relative to the function's (on the training inputs).
+    pub noise: f64,
+    /// The seed of the function, the inputs and the noise.
+    pub seed: u64,
+}
+
+impl Problem {
+    /// A short name: `n200-D400-r3-rough-0.3`.
+    pub fn name(&self) -> String {
+        format!(
+            "n{}-D{}-r{}-{}-{}",
+            self.n,
+            self.dim,
+            self.relevant,
+            match self.roughness {
+                Roughness::Smooth => "smooth",
+                Roughness::Rough => "rough",
+            },
+            self.noise
+        )
+    }
+
+    /// The training set (n points) and a test set of `n_test` points from the same function
+    /// and noise.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for no points, no inputs, more relevant inputs than inputs or
+    /// a noise that is not finite and ≥ 0.
+    pub fn generate(&self, n_test: usize) -> Result<(Dataset, Dataset)> {
+        if self.n == 0 || n_test == 0 || self.dim == 0 || !(1..=self.dim).contains(&self.relevant) {
+            return Err(Error::InvalidParameter {
+                name: "problem",
+                reason: format!(
+                    "{}: needs n, n_test, D ≥ 1 and 1 ≤ relevant ≤ D",
+                    self.name()
+                ),
+            });
+        }
+        if !(self.noise.is_finite() && self.noise >= 0.0) {
+            return Err(Error::InvalidParameter {
+                name: "noise",
+                reason: format!("{} is not finite and ≥ 0", self.noise),
+            });
+        }
+        let mut rng = crate::random::seeded(self.seed);
+        let r = self.relevant;
+        let (terms, scale) = match self.roughness {
+            Roughness::Smooth => (30, 1.0),
+            Roughness::Rough => (10, 1.0 / (r as f64).sqrt()),
+        };
+        let w = DMatrix::from_fn(terms, r, |_, _| {
+            scale * rng.sample::<f64, _>(StandardNormal)
+        });
+        let phase: Vec<f64> = (0..terms)
+            .map(|_| rng.random_range(-std::f64::consts::PI..std::f64::consts::PI))
+            .collect();
+        let amplitude: Vec<f64> = (0..terms)
+            .map(|_| rng.sample::<f64, _>(StandardNormal))
+            .collect();
+        let roughness = self.roughness;
+        let f = |x: &DMatrix<f64>, i: usize| -> f64 {
+            (0..terms)
+                .map(|k| {
+                    let t: f64 = (0..r).map(|d| w[(k, d)] * x[(i, d)]).sum();
+                    amplitude[k]
+                        * match roughness {
+                            Roughness::Smooth => (t + phase[k]).cos(),
+                            Roughness::Rough => (6.0 * (t + 0.3 * phase[k])).tanh(),
+                        }
+                })
+                .sum()
+        };
+        let mut draw = |rows: usize| {
+            let x = DMatrix::from_fn(rows, self.dim, |_, _| rng.random_range(-2.0..2.0));
+            let fx = DVector::from_fn(rows, |i, _| f(&x, i));
+            (x, fx)
+        };
+        let (x, fx) = draw(self.n);
+        let (x_test, fx_test) = draw(n_test);
+        let mean = fx.mean();
+        let sd = (fx.map(|v| (v - mean).powi(2)).sum() / self.n as f64).sqrt();
+        let noise = Normal::new(0.0, self.noise * sd).map_err(|e| Error::InvalidParameter {
+            name: "noise",
+            reason: e.to_string(),
+        })?;
+        let y = fx.map(|v| v + noise.sample(&mut rng));
+        let y_test = fx_test.map(|v| v + noise.sample(&mut rng));
+        Ok((Dataset::new(x, y)?, Dataset::new(x_test, y_test)?))
+    }
+}
+
+/// The suite: 36 problems, n from 50 to 1 000, D from 1 to 2n (wide problems with D ≥ n for
+/// n ≤ 200), smooth and rough, noise 10⁻³ to 1 of the signal, with irrelevant inputs in most;
+/// problem k has seed k + 1.
+pub fn calibration_suite() -> Vec<Problem> {
+    use Roughness::{Rough, Smooth};
+    let shapes: [(usize, usize, usize, Roughness, f64); 36] = [
+        (50, 1, 1, Smooth, 0.1),
+        (50, 2, 2, Rough, 0.01),
+        (50, 5, 2, Smooth, 0.3),
+        (50, 20, 3, Smooth, 0.1),
+        (50, 50, 3, Rough, 0.3),
+        (50, 100, 2, Smooth, 1.0),
+        (100, 1, 1, Rough, 0.001),
+        (100, 3, 3, Smooth, 0.01),
+        (100, 9, 9, Smooth, 0.1),
+        (100, 10, 3, Rough, 0.3),
+        (100, 100, 3, Smooth, 0.1),
+        (100, 200, 5, Rough, 1.0),
+        (200, 1, 1, Smooth, 0.001),
+        (200, 2, 2, Smooth, 0.1),
+        (200, 8, 8, Rough, 0.1),
+        (200, 20, 5, Smooth, 0.3),
+        (200, 200, 3, Rough, 0.1),
+        (200, 400, 3, Smooth, 0.3),
+        (300, 9, 9, Smooth, 0.3),
+        (300, 1, 1, Rough, 0.1),
+        (300, 50, 3, Smooth, 1.0),
+        (300, 300, 10, Smooth, 0.1),
+        (500, 2, 2, Rough, 0.001),
+        (500, 5, 5, Smooth, 0.01),
+        (500, 10, 10, Smooth, 0.1),
+        (500, 30, 5, Rough, 0.3),
+        (500, 100, 3, Smooth, 1.0),
+        (500, 20, 20, Smooth, 0.3),
+        (1000, 1, 1, Smooth, 0.01),
+        (1000, 3, 3, Rough, 0.1),
+        (1000, 8, 8, Smooth, 0.001),
+        (1000, 20, 5, Smooth, 0.1),
+        (1000, 32, 10, Rough, 0.3),
+        (1000, 100, 3, Smooth, 1.0),
+        (75, 150, 1, Rough, 0.1),
+        (150, 60, 6, Smooth, 0.01),
+    ];
+    shapes
+        .iter()
+        .enumerate()
+        .map(|(k, &(n, dim, relevant, roughness, noise))| Problem {
+            n,
+            dim,
+            relevant,
+            roughness,
+            noise,
+            seed: k as u64 + 1,
+        })
+        .collect()
+}
