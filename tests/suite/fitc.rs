@@ -78,7 +78,13 @@ fn loo_diagnostic_is_leave_one_out_by_definition() {
         .max_evaluations(60)
         .fit(&data)
         .unwrap();
-    let c = dense_fitc_covariance(&x, fitted.parameters(), 6, fitted.jitter(), 0.0);
+    let c = dense_fitc_covariance(
+        &x,
+        fitted.parameters(),
+        6,
+        fitted.jitter(),
+        fitted.noise_floor(),
+    );
     let (z2, mnlp, nmse) = crate::common::loo_by_definition(&c, &y.add_scalar(-data.y_mean()));
     let found = fitted.training().diagnostic.unwrap();
     println!("fitc: {found} (by definition z² {z2:.6}, MNLP {mnlp:.6}, NMSE {nmse:.6})");
