@@ -8,7 +8,9 @@ use ssgp::ensemble::{Combine, Ensemble};
 use ssgp::kernel::Kernel;
 use ssgp::ssgp::{Ssgp, SsgpHyperparameters};
 use ssgp::standardize::Standardized;
-use ssgp::{Dataset, Fitc, FittedRegressor, FullGp, ParamGuard, PredictiveGradients, Regressor};
+use ssgp::{
+    Dataset, Fitc, FittedRegressor, FullGp, ParamGuard, PredictiveGradients, Regressor, Vfe,
+};
 
 fn problem(n: usize, dim: usize, rng: &mut StdRng) -> Dataset {
     let x = DMatrix::from_fn(n, dim, |_, _| rng.random_range(-2.0..2.0));
@@ -102,7 +104,7 @@ fn ssgp_gradients_match_central_differences() {
 }
 
 #[test]
-fn full_gp_and_fitc_gradients_match_central_differences_for_every_kernel() {
+fn full_gp_fitc_and_vfe_gradients_match_central_differences_for_every_kernel() {
     let mut rng = StdRng::seed_from_u64(42);
     for kernel in Kernel::ALL {
         let dim = 2;
@@ -126,6 +128,15 @@ fn full_gp_and_fitc_gradients_match_central_differences_for_every_kernel() {
         }
         let fitc = fitc.condition(&data, &theta_fitc).unwrap();
         check(&fitc, &x, 1e-6, 1e-5, &format!("fitc {}", kernel.name()));
+        // VFE at the same θ: the same posterior form through its own factors (A = I + VVᵀ/σn²).
+        let vfe = Vfe::params(m)
+            .kernel(kernel)
+            .threads(1)
+            .check()
+            .unwrap()
+            .condition(&data, &theta_fitc)
+            .unwrap();
+        check(&vfe, &x, 1e-6, 1e-5, &format!("vfe {}", kernel.name()));
     }
 }
 
