@@ -48,6 +48,7 @@ fn every_example_answers_help() {
     for (name, flags) in examples {
         let path = examples_dir().join(name);
         let out = Command::new(&path)
+            .current_dir(std::env::temp_dir())
             .arg("--help")
             .output()
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -63,7 +64,11 @@ fn every_example_answers_help() {
                 "{name} --help does not list {flag}:\n{text}"
             );
         }
-        let bad = Command::new(&path).arg("--no-such-flag").output().unwrap();
+        let bad = Command::new(&path)
+            .current_dir(std::env::temp_dir())
+            .arg("--no-such-flag")
+            .output()
+            .unwrap();
         assert!(!bad.status.success(), "{name} accepted an unknown flag");
         let said = String::from_utf8_lossy(&bad.stderr);
         assert!(
