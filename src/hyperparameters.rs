@@ -114,6 +114,24 @@ impl NoiseParam {
     }
 }
 
+/// θ in the full layout `[log ℓ (D), log σ0, p_n, vec(B)]` after an optimisation of `theta`:
+/// `theta` itself when it holds the block, or its head followed by vec(`block`) (m×D, column
+/// by column) when the block was held fixed and left out of the optimised θ.
+pub(crate) fn with_fixed_block(
+    theta: &DVector<f64>,
+    block: &DMatrix<f64>,
+    fixed: bool,
+) -> DVector<f64> {
+    if !fixed {
+        return theta.clone();
+    }
+    let head = block.ncols() + 2;
+    let mut full = DVector::zeros(theta_len(block.ncols(), block.nrows()));
+    full.rows_mut(0, head).copy_from(&theta.rows(0, head));
+    full.as_mut_slice()[head..].copy_from_slice(block.as_slice());
+    full
+}
+
 /// Number of entries of θ for D inputs and an m×D block (`block_rows` = m, or 0 for none);
 /// `usize::MAX` if that overflows (no θ has that length, so a check against it fails).
 pub fn theta_len(dim: usize, block_rows: usize) -> usize {

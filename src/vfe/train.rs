@@ -97,15 +97,8 @@ impl ValidVfeParams {
             (!self.fixed_inducing_inputs).then_some(&centred),
         );
         let report = self.training.minimize(&evidence, theta0)?;
-        let theta = if self.fixed_inducing_inputs {
-            let dim = data.dim();
-            let mut full = DVector::zeros(hyperparameters::theta_len(dim, self.m));
-            full.rows_mut(0, dim + 2).copy_from(&report.theta);
-            full.as_mut_slice()[dim + 2..].copy_from_slice(centred.as_slice());
-            full
-        } else {
-            report.theta.clone()
-        };
+        let theta =
+            hyperparameters::with_fixed_block(&report.theta, &centred, self.fixed_inducing_inputs);
         self.build(
             data,
             theta,
