@@ -1,8 +1,21 @@
-//! Cost of one evaluation of each model's evidence and gradient, against the machine's gemm rate.
+//! Cost of one evaluation of each model's evidence and gradient, against the machine's gemm rate
+//! and its floating-point peak.
 //!
-//! `cargo bench --bench objectives [-- --threads T] [-- --quick]` prints one JSON object per case:
-//! `method`, `n`, `m`, `d`, `threads`, `seconds_median`, `flops`, `gflops`, `gemm_gflops`,
-//! `efficiency` (= gflops / gemm_gflops).
+//! `cargo bench --bench objectives [-- --threads T] [-- --quick]` prints first one JSON object
+//! describing the machine, then one per case.
+//!
+//! The machine line: `isa` (the widest f64 instruction set the CPU reports: `avx512f`,
+//! `avx2+fma`, or `sse2`), `faer_isa` (the one faer's kernels run: on stable Rust at most
+//! `avx2+fma`), `flops_per_cycle` per core at `isa` (two FMA ports × lanes × 2: 32, 16, or 4 for
+//! SSE2's separate add and multiply; a core with one AVX-512 FMA port does half), `ghz` (the clock
+//! measured now by a chain of dependent integer additions, one per cycle), `peak_gflops_per_core`
+//! = their product, `threads`, and `openblas` (the library the reference dgemm came from, or
+//! `null` when no `libopenblas.so.0` could be loaded: `apt-get install libopenblas0` on Debian).
+//!
+//! A case: `method`, `n`, `m`, `d`, `threads`, `seconds_median`, `flops`, `gflops`,
+//! `gemm_gflops` (faer's), `openblas_gflops` (or `null`), `best_gemm_gflops` (the larger),
+//! `efficiency` (= gflops / best_gemm_gflops, the figure the README quotes), `of_faer`
+//! (= gflops / gemm_gflops), `of_openblas`, and `of_peak` (= gflops / (peak × threads)).
 //!
 //! Flop counts are fixed definitions, so the figure cannot be flattered:
 //! - SSGP: 12·n·m² = 3·n·(2m)²: the symmetric rank-2m product ΦᵀΦ and the two triangular solves
@@ -13,9 +26,10 @@
 //! - VFE: 7·n·m², FITC's count: the same factorisation and gradient with Λ = σn²I (the trace
 //!   term is the O(nm) column norms of V, not counted);
 //! - full GP: n³ (Cholesky n³/3, triangular inverse n³/3, L⁻ᵀL⁻¹ n³/3: the leading terms);
-//! - `gemm_gflops`: faer's f64 matrix product — the one the crate uses — with the same thread
-//!   count, at shape (2m×n)·(n×2m) for SSGP, (m×n)·(n×m) for FITC and VFE, and (n×n)·(n×512) for the
-//!   full GP (its kernels are square).
+//! - the dgemm references (faer's, the one the crate uses, and OpenBLAS's `cblas_dgemm`, loaded
+//!   at run time so that neither the crate nor its tests link it), with the same thread count, at
+//!   shape (2m×n)·(n×2m) for SSGP, (m×n)·(n×m) for FITC and VFE, and (n×n)·(n×512) for the full
+//!   GP (its kernels are square).
 
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
@@ -61,28 +75,265 @@ fn gemm_gflops(n: usize, k: usize, r: usize, threads: usize, reps: usize) -> f64
     2.0 * n as f64 * (k * r) as f64 / secs / 1e9
 }
 
+/// The reference dgemm of OpenBLAS, loaded at run time (`dlopen`) so that the crate, its tests
+/// and this bench build and run without it.
+mod openblas {
+    use std::ffi::{c_char, c_int, c_void, CStr};
+
+    /// `cblas_dgemm(order, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)`.
+    type Dgemm = unsafe extern "C" fn(
+        c_int,
+        c_int,
+        c_int,
+        c_int,
+        c_int,
+        c_int,
+        f64,
+        *const f64,
+        c_int,
+        *const f64,
+        c_int,
+        f64,
+        *mut f64,
+        c_int,
+    );
+    type SetThreads = unsafe extern "C" fn(c_int);
+
+    extern "C" {
+        fn dlopen(filename: *const c_char, flag: c_int) -> *mut c_void;
+        fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+    }
+
+    /// The library's dgemm and thread setter.
+    pub struct OpenBlas {
+        pub name: &'static str,
+        dgemm: Dgemm,
+        set_threads: SetThreads,
+    }
+
+    const COL_MAJOR: c_int = 102;
+    const NO_TRANS: c_int = 111;
+    const TRANS: c_int = 112;
+    const RTLD_NOW: c_int = 2;
+
+    impl OpenBlas {
+        /// The first of Debian's names that loads and has both symbols.
+        pub fn load() -> Option<Self> {
+            for name in ["libopenblas.so.0", "libopenblas.so"] {
+                let file = format!("{name}\0");
+                let lib_name = CStr::from_bytes_with_nul(file.as_bytes()).ok()?;
+                // SAFETY: a NUL-terminated name; a null handle is checked below.
+                let handle = unsafe { dlopen(lib_name.as_ptr(), RTLD_NOW) };
+                if handle.is_null() {
+                    continue;
+                }
+                // SAFETY: a live handle and NUL-terminated symbol names; null is checked.
+                let (dgemm, set_threads) = unsafe {
+                    (
+                        dlsym(handle, c"cblas_dgemm".as_ptr()),
+                        dlsym(handle, c"openblas_set_num_threads".as_ptr()),
+                    )
+                };
+                if dgemm.is_null() || set_threads.is_null() {
+                    continue;
+                }
+                // SAFETY: the symbols have these C signatures in every OpenBLAS (LP64 build,
+                // 32-bit `blasint`, as Debian ships it).
+                return Some(unsafe {
+                    Self {
+                        name,
+                        dgemm: std::mem::transmute::<*mut c_void, Dgemm>(dgemm),
+                        set_threads: std::mem::transmute::<*mut c_void, SetThreads>(set_threads),
+                    }
+                });
+            }
+            None
+        }
+
+        /// C (k×r) = AᵀB for column-major A (n×k) and B (n×r), on `threads` threads.
+        pub fn at_b(
+            &self,
+            a: &[f64],
+            b: &[f64],
+            c: &mut [f64],
+            (n, k, r): (usize, usize, usize),
+            threads: usize,
+        ) {
+            assert!(a.len() == n * k && b.len() == n * r && c.len() == k * r);
+            let dim = |v: usize| c_int::try_from(v).expect("dimension fits a C int");
+            // SAFETY: the slices have the sizes the column-major leading dimensions say.
+            unsafe {
+                (self.set_threads)(dim(threads));
+                (self.dgemm)(
+                    COL_MAJOR,
+                    TRANS,
+                    NO_TRANS,
+                    dim(k),
+                    dim(r),
+                    dim(n),
+                    1.0,
+                    a.as_ptr(),
+                    dim(n),
+                    b.as_ptr(),
+                    dim(n),
+                    0.0,
+                    c.as_mut_ptr(),
+                    dim(k),
+                );
+            }
+        }
+    }
+}
+
+/// OpenBLAS's dgemm rate (GFLOP/s) at (k×n)·(n×r), on the same operands as [`gemm_gflops`].
+fn openblas_gflops(
+    blas: &openblas::OpenBlas,
+    n: usize,
+    k: usize,
+    r: usize,
+    threads: usize,
+    reps: usize,
+) -> f64 {
+    let a: Vec<f64> = (0..n * k)
+        .map(|t| ((t % n * 31 + t / n * 17) % 97) as f64 / 97.0)
+        .collect();
+    let b: Vec<f64> = (0..n * r)
+        .map(|t| ((t % n * 13 + t / n * 7) % 89) as f64 / 89.0)
+        .collect();
+    let mut c = vec![0.0; k * r];
+    let secs = median_seconds(reps, || blas.at_b(&a, &b, &mut c, (n, k, r), threads));
+    2.0 * n as f64 * (k * r) as f64 / secs / 1e9
+}
+
+/// The f64 instruction sets this core runs: the widest the CPU reports with its flops per cycle
+/// per core (two FMA ports × f64 lanes × 2 flops; SSE2 without FMA: one add and one multiply of 2
+/// lanes), and the one faer's kernels use (faer 0.24 on stable Rust stops at AVX2 + FMA: its
+/// AVX-512 kernels need its `nightly` feature).
+fn instruction_sets() -> (&'static str, f64, &'static str) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let avx2 = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
+        let faer = if avx2 { "avx2+fma" } else { "sse2" };
+        if is_x86_feature_detected!("avx512f") {
+            return ("avx512f", 32.0, faer);
+        }
+        if avx2 {
+            return ("avx2+fma", 16.0, faer);
+        }
+        ("sse2", 4.0, faer)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        ("unknown", f64::NAN, "unknown")
+    }
+}
+
+/// The core's clock now (GHz), from a chain of dependent integer additions (one cycle each on
+/// every x86-64 core): the median of 7 timings of 2·10⁸ additions.
+fn measured_ghz() -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        const ROUNDS: u64 = 10_000_000;
+        let secs = median_seconds(7, || {
+            let mut x: u64 = 0;
+            for _ in 0..ROUNDS {
+                // SAFETY: register-only additions, no memory, stack or flags contract broken.
+                unsafe {
+                    std::arch::asm!(
+                        "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
+                        "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
+                        "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
+                        "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
+                        x = inout(reg) x,
+                        options(nomem, nostack),
+                    );
+                }
+            }
+            std::hint::black_box(x);
+        });
+        20.0 * ROUNDS as f64 / secs / 1e9
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        f64::NAN
+    }
+}
+
+/// The two dgemm references at one shape: faer's and, when loaded, OpenBLAS's.
+struct Gemm {
+    faer: f64,
+    openblas: Option<f64>,
+}
+
+impl Gemm {
+    fn measure(
+        blas: Option<&openblas::OpenBlas>,
+        (n, k, r): (usize, usize, usize),
+        threads: usize,
+        reps: usize,
+    ) -> Self {
+        Self {
+            faer: gemm_gflops(n, k, r, threads, reps),
+            openblas: blas.map(|b| openblas_gflops(b, n, k, r, threads, reps)),
+        }
+    }
+
+    fn best(&self) -> f64 {
+        self.openblas.map_or(self.faer, |o| o.max(self.faer))
+    }
+}
+
 fn random_data(n: usize, d: usize, rng: &mut StdRng) -> Dataset {
     let x = DMatrix::from_fn(n, d, |_, _| rng.random_range(-1.7..1.7));
     let y = DVector::from_fn(n, |i, _| f64::sin(x.row(i).sum()));
     Dataset::new(x, y).expect("finite data")
 }
 
-#[allow(clippy::too_many_arguments)]
-fn emit(
-    method: &str,
+/// What every case line holds besides its rates.
+struct Case<'a> {
+    method: &'a str,
     n: usize,
     m: usize,
     d: usize,
     threads: usize,
-    secs: f64,
-    flops: f64,
-    gemm: f64,
-) {
-    let gflops = flops / secs / 1e9;
-    println!(
-        "{{\"method\":\"{method}\",\"n\":{n},\"m\":{m},\"d\":{d},\"threads\":{threads},\"seconds_median\":{secs:.6},\"flops\":{flops:.0},\"gflops\":{gflops:.3},\"gemm_gflops\":{gemm:.3},\"efficiency\":{:.3}}}",
-        gflops / gemm
-    );
+}
+
+impl Case<'_> {
+    /// Prints the case's JSON line: its rate at `flops` in `secs`, against both dgemms and the
+    /// peak of its `threads` cores.
+    fn emit(&self, secs: f64, flops: f64, gemm: &Gemm, peak_per_core: f64) {
+        let gflops = flops / secs / 1e9;
+        let line = serde_json::json!({
+            "method": self.method,
+            "n": self.n,
+            "m": self.m,
+            "d": self.d,
+            "threads": self.threads,
+            "seconds_median": secs,
+            "flops": flops,
+            "gflops": gflops,
+            "gemm_gflops": gemm.faer,
+            "openblas_gflops": gemm.openblas,
+            "best_gemm_gflops": gemm.best(),
+            "efficiency": gflops / gemm.best(),
+            "of_faer": gflops / gemm.faer,
+            "of_openblas": gemm.openblas.map(|o| gflops / o),
+            "of_peak": gflops / (peak_per_core * self.threads as f64),
+        });
+        println!("{line}");
+    }
+}
+
+/// θ for an inducing-point objective (FITC, VFE): unit lengthscales and σ0, σn² = 0.1, the
+/// inducing inputs spread over the training rows.
+fn inducing_theta(data: &Dataset, m: usize) -> DVector<f64> {
+    let (n, d) = (data.len(), data.dim());
+    let mut theta = DVector::zeros(d + 2 + m * d);
+    theta[d + 1] = 0.5 * 0.1f64.ln();
+    for (j, v) in theta.rows_mut(d + 2, m * d).iter_mut().enumerate() {
+        *v = data.x()[((j % m) * 37 % n, j / m)];
+    }
+    theta
 }
 
 fn main() {
@@ -95,9 +346,34 @@ fn main() {
         .unwrap_or_else(rayon::current_num_threads);
     let quick = args.iter().any(|a| a == "--quick");
     let reps = if quick { 3 } else { 7 };
+    let blas = openblas::OpenBlas::load();
+    let (isa, flops_per_cycle, faer_isa) = instruction_sets();
+    let ghz = measured_ghz();
+    let peak = flops_per_cycle * ghz;
+    println!(
+        "{}",
+        serde_json::json!({
+            "machine": {
+                "isa": isa,
+                "faer_isa": faer_isa,
+                "flops_per_cycle": flops_per_cycle,
+                "ghz": ghz,
+                "peak_gflops_per_core": peak,
+                "threads": threads,
+                "openblas": blas.as_ref().map(|b| b.name),
+            }
+        })
+    );
     let mut rng = StdRng::seed_from_u64(0);
     let (n, d) = (10_000, 8);
     let data = random_data(n, d, &mut rng);
+    let case = |method, m| Case {
+        method,
+        n,
+        m,
+        d,
+        threads,
+    };
     for m in [50, 100, 250, 375] {
         let params = Ssgp::params(m).threads(threads).check().expect("valid");
         let objective = params.evidence(&data).expect("valid");
@@ -113,63 +389,24 @@ fn main() {
         let secs = median_seconds(reps, || {
             objective.value_and_gradient(&theta).expect("evaluates");
         });
-        let gemm = gemm_gflops(n, 2 * m, 2 * m, threads, reps);
-        emit(
-            "ssgp",
-            n,
-            m,
-            d,
-            threads,
-            secs,
-            12.0 * n as f64 * (m * m) as f64,
-            gemm,
-        );
+        let gemm = Gemm::measure(blas.as_ref(), (n, 2 * m, 2 * m), threads, reps);
+        case("ssgp", m).emit(secs, 12.0 * n as f64 * (m * m) as f64, &gemm, peak);
     }
     for m in [50, 100, 250, 375] {
-        let params = Fitc::params(m).threads(threads).check().expect("valid");
-        let objective = params.evidence(&data).expect("valid");
-        let mut theta = DVector::zeros(d + 2 + m * d);
-        theta[d + 1] = 0.5 * 0.1f64.ln();
-        for (j, v) in theta.rows_mut(d + 2, m * d).iter_mut().enumerate() {
-            *v = data.x()[((j % m) * 37 % n, j / m)];
-        }
+        let theta = inducing_theta(&data, m);
+        let gemm = Gemm::measure(blas.as_ref(), (n, m, m), threads, reps);
+        let fitc = Fitc::params(m).threads(threads).check().expect("valid");
+        let objective = fitc.evidence(&data).expect("valid");
         let secs = median_seconds(reps, || {
             objective.value_and_gradient(&theta).expect("evaluates");
         });
-        let gemm = gemm_gflops(n, m, m, threads, reps);
-        emit(
-            "fitc",
-            n,
-            m,
-            d,
-            threads,
-            secs,
-            7.0 * n as f64 * (m * m) as f64,
-            gemm,
-        );
-    }
-    for m in [50, 100, 250, 375] {
-        let params = Vfe::params(m).threads(threads).check().expect("valid");
-        let objective = params.evidence(&data).expect("valid");
-        let mut theta = DVector::zeros(d + 2 + m * d);
-        theta[d + 1] = 0.5 * 0.1f64.ln();
-        for (j, v) in theta.rows_mut(d + 2, m * d).iter_mut().enumerate() {
-            *v = data.x()[((j % m) * 37 % n, j / m)];
-        }
+        case("fitc", m).emit(secs, 7.0 * n as f64 * (m * m) as f64, &gemm, peak);
+        let vfe = Vfe::params(m).threads(threads).check().expect("valid");
+        let objective = vfe.evidence(&data).expect("valid");
         let secs = median_seconds(reps, || {
             objective.value_and_gradient(&theta).expect("evaluates");
         });
-        let gemm = gemm_gflops(n, m, m, threads, reps);
-        emit(
-            "vfe",
-            n,
-            m,
-            d,
-            threads,
-            secs,
-            7.0 * n as f64 * (m * m) as f64,
-            gemm,
-        );
+        case("vfe", m).emit(secs, 7.0 * n as f64 * (m * m) as f64, &gemm, peak);
     }
     let full_sizes: &[usize] = if quick { &[2000] } else { &[2000, 5000, 10000] };
     for &nf in full_sizes {
@@ -182,7 +419,14 @@ fn main() {
         let secs = median_seconds(full_reps, || {
             objective.value_and_gradient(&theta).expect("evaluates");
         });
-        let gemm = gemm_gflops(nf, nf, 512, threads, 3);
-        emit("full", nf, 0, d, threads, secs, (nf as f64).powi(3), gemm);
+        let gemm = Gemm::measure(blas.as_ref(), (nf, nf, 512), threads, 3);
+        Case {
+            method: "full",
+            n: nf,
+            m: 0,
+            d,
+            threads,
+        }
+        .emit(secs, (nf as f64).powi(3), &gemm, peak);
     }
 }
