@@ -2,16 +2,11 @@
 //!
 //! The equations, shapes and parameter layout are on [`FitcEvidence`]'s page.
 
+#[cfg(doc)]
 use super::ValidFitcParams;
-use crate::data::Dataset;
-use crate::error::Result;
-use crate::hyperparameters::Decoded;
-#[cfg(feature = "serde")]
-pub(crate) use crate::inducing::pseudo_factor;
-pub(crate) use crate::inducing::{centred_rows, Factors};
-use crate::inducing::{Approximation, InducingObjective};
+use crate::inducing::{evidence_methods, InducingObjective};
+#[cfg(doc)]
 use crate::optim::Objective;
-use nalgebra::{DMatrix, DVector};
 
 /// The FITC negative log evidence and its gradient, in one O(nm² + nmD) pass.
 ///
@@ -59,70 +54,23 @@ use nalgebra::{DMatrix, DVector};
 /// the jitter policy for $K_{uu}$, the noise floor and the thread count; with fixed pseudo-inputs
 /// θ holds only the D + 2 hyperparameters. See above for the equations and the parameter layout.
 #[derive(Debug, Clone)]
-pub struct FitcEvidence(InducingObjective);
+pub struct FitcEvidence(pub(crate) InducingObjective);
 
-impl FitcEvidence {
-    /// The evidence of validated settings on `data`, with the pseudo-inputs held at `fixed` (m×D,
-    /// in the inputs' own coordinates, checked by the caller) when they are not learned.
-    pub(crate) fn new(
-        data: &Dataset,
-        params: &ValidFitcParams,
-        fixed: Option<DMatrix<f64>>,
-    ) -> Self {
-        Self(InducingObjective::new(
-            data,
-            (params.m, &params.training, params.jitter),
-            fixed,
-            Approximation::Fitc,
-            "FITC parameter vector",
-        ))
-    }
-
-    /// The input dimension D.
-    pub fn dim(&self) -> usize {
-        self.0.dim()
-    }
-
-    /// The training inputs' column means c: θ holds the pseudo-inputs as X̄ − 1cᵀ.
-    pub fn centre(&self) -> &DVector<f64> {
-        self.0.centre()
-    }
-
+evidence_methods! {
+    FitcEvidence, "pseudo-inputs";
+    value:
     /// −log p(y|θ) alone (no gradient; about half the work).
     ///
     /// # Errors
     /// As [`Objective::value_and_gradient`].
-    pub fn value(&self, theta: &DVector<f64>) -> Result<f64> {
-        self.0.factors(theta).map(|(_, f)| f.neg_log_evidence)
-    }
-
-    /// Factorises at θ (what prediction needs).
-    pub(crate) fn factors(&self, theta: &DVector<f64>) -> Result<(Decoded<'_>, Factors)> {
-        self.0.factors(theta)
-    }
-}
-
-impl Objective for FitcEvidence {
-    /// D + 2, plus mD when the pseudo-inputs are free.
-    fn num_params(&self) -> usize {
-        self.0.num_params()
-    }
-
-    /// n, the number of data points.
-    fn value_scale(&self) -> f64 {
-        self.0.len() as f64
-    }
-
+    parameter_scales:
     /// 1 for the hyperparameters; for the pseudo-inputs, √m times the standard deviation of their
     /// input column: in the units of the inputs, so that training does not depend on them, and
     /// √m because a lengthscale moves all m pseudo-inputs' kernel rows at once (as SSGP's unit
     /// frequencies, [`crate::ssgp::SsgpEvidence`]). Measured on sinc (m = 20) and Kin-40k
     /// (m = 100): factors 3–10 reach lower −log p(y|θ) in 1000 evaluations than 1, and √m keeps
     /// the fits on rescaled inputs within 1% of each other.
-    fn parameter_scales(&self) -> Option<DVector<f64>> {
-        Some(self.0.parameter_scales())
-    }
-
+    value_and_gradient:
     /// −log p(y|θ) and its gradient in one pass.
     ///
     /// # Errors
@@ -130,30 +78,4 @@ impl Objective for FitcEvidence {
     /// [`crate::Error::NonFinite`] for a NaN or infinite θ, [`crate::Error::InvalidParameter`] for
     /// an overflowing lengthscale or variance, [`crate::Error::NotPositiveDefinite`] if $K_{uu}$ (jitter included) or the Woodbury matrix fails
     /// to factor, or some λ_i ≤ 0.
-    fn value_and_gradient(&self, theta: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
-        self.0.value_and_gradient(theta)
-    }
-}
-
-/// FITC's exact leave-one-out diagnostic at the factorised θ, from its Woodbury form
-/// (C = Q + Λ): r = C⁻¹y = Λ^{-1/2}(y_s − Bᵀ B y_s) and [C⁻¹]ᵢᵢ = (1 − ‖Bᵢ‖²)/λᵢ, so the LOO
-/// residual is rᵢ/[C⁻¹]ᵢᵢ and its variance 1/[C⁻¹]ᵢᵢ (R&W eq. 5.12): O(nm) beyond the
-/// factorisation.
-pub(crate) fn loo_diagnostic(f: &Factors) -> Option<crate::termination::LooDiagnostic> {
-    let n = f.lambda.len();
-    let (mut residuals, mut variances, mut centred) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    let bty = f.b.tr_mul(&f.by);
-    for (i, col) in f.b.column_iter().enumerate() {
-        let sqrt_lambda = f.lambda[i].sqrt();
-        let r = (f.ys[i] - bty[i]) / sqrt_lambda;
-        let c_inv = (1.0 - col.norm_squared()) / f.lambda[i];
-        residuals.push(r / c_inv);
-        variances.push(1.0 / c_inv);
-        centred.push(f.ys[i] * sqrt_lambda);
-    }
-    crate::termination::LooDiagnostic::from_residuals(&residuals, &variances, &centred)
 }

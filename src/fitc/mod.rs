@@ -49,8 +49,8 @@ impl Fitc {
 
 #[cfg(test)]
 mod tests {
-    use super::posterior::PREDICT_BLOCK;
     use super::*;
+    use crate::inducing::PREDICT_BLOCK;
     use nalgebra::DMatrix;
     use rand::SeedableRng;
 

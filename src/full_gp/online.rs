@@ -36,11 +36,11 @@ impl FittedFullGp {
         let zt = kernel::shift_and_scale(&xu, &self.input_means, &h.lengthscales);
         let cov = self.covariance();
         // Bᵀ = L⁻¹K_fn (n×k).
-        let mut bt = cov.cross_scaled(&self.z, &zt, self.par);
-        linalg::solve_lower(view(&self.factor), view_mut(&mut bt), self.par);
+        let mut bt = cov.cross_scaled(&self.z, &zt, self.par());
+        linalg::solve_lower(view(&self.factor), view_mut(&mut bt), self.par());
         // C Cᵀ = K_nn + (σn² + δ)I − BBᵀ.
         let mut c = DMatrix::zeros(k, k);
-        cov.lower_scaled(&zt, &mut c, self.par);
+        cov.lower_scaled(&zt, &mut c, self.par());
         for i in 0..k {
             c[(i, i)] += h.noise_variance + self.jitter;
         }
@@ -50,9 +50,9 @@ impl FittedFullGp {
             view(&bt).transpose(),
             view(&bt),
             -1.0,
-            self.par,
+            self.par(),
         );
-        linalg::cholesky_in_place_lower(&mut c, "the new block of K + σn²I", self.par)?;
+        linalg::cholesky_in_place_lower(&mut c, "the new block of K + σn²I", self.par())?;
         let total = n + k;
         let mut factor = linalg::try_zeros(total, total, "the n×n Cholesky factor of K + σn²I")?;
         for j in 0..n {
@@ -89,7 +89,7 @@ impl FittedFullGp {
         linalg::cholesky_solve_in_place(
             &self.factor,
             linalg::vector_view_mut(&mut alpha),
-            self.par,
+            self.par(),
         );
         self.record.neg_log_evidence = 0.5 * linalg::log_det_from_cholesky(&self.factor)
             + 0.5 * y.dot(&alpha)

@@ -45,7 +45,6 @@ pub struct FittedFullGp {
     pub(crate) kernel: Kernel,
     /// The jitter policy of the factorisation.
     pub(crate) jitter_policy: Jitter,
-    pub(crate) par: Par,
     /// θ, ȳ, −log p(y|θ), the training summary, the noise floor, the thread count and the
     /// used input columns.
     pub(crate) record: FitRecord,
@@ -60,7 +59,7 @@ impl FittedFullGp {
         let n = self.alpha.len();
         let bytes = n.checked_mul(n)?.checked_mul(8)?;
         linalg::check_allocation(bytes, "the inverse factor of the LOO diagnostic").ok()?;
-        let inverse = linalg::invert_lower(&self.factor, self.par);
+        let inverse = linalg::invert_lower(&self.factor, self.par());
         let (mut residuals, mut variances) = (Vec::with_capacity(n), Vec::with_capacity(n));
         for (i, col) in inverse.column_iter().enumerate() {
             let k_inv = col.norm_squared();
@@ -131,6 +130,11 @@ impl FittedFullGp {
         (PREDICT_BATCH_ENTRIES / self.z.nrows()).max(1)
     }
 
+    /// The thread setting of the record's thread count.
+    pub(crate) fn par(&self) -> Par {
+        linalg::par(self.record.threads)
+    }
+
     pub(crate) fn covariance(&self) -> Covariance<'_> {
         Covariance {
             kernel: self.kernel,
@@ -153,20 +157,20 @@ impl FittedFullGp {
                 &self.input_means,
                 &h.lengthscales,
             );
-            let mut cross = self.covariance().cross_scaled(&self.z, &zt, self.par);
+            let mut cross = self.covariance().cross_scaled(&self.z, &zt, self.par());
             linalg::gemm(
                 faer::MatMut::from_column_major_slice_mut(mean, len, 1),
                 false,
                 linalg::view(&cross).transpose(),
                 linalg::vector_view(&self.alpha),
                 1.0,
-                self.par,
+                self.par(),
             );
             if let Some(latent) = latent {
                 linalg::solve_lower(
                     linalg::view(&self.factor),
                     linalg::view_mut(&mut cross),
-                    self.par,
+                    self.par(),
                 );
                 for (j, v) in latent.iter_mut().enumerate() {
                     *v = h.signal_variance - cross.column(j).norm_squared();
@@ -203,7 +207,7 @@ impl FittedFullGp {
                     &h.lengthscales,
                 );
                 let cov = self.covariance();
-                let (mut cross, slopes) = cov.cross_and_slopes_scaled(&self.z, &zt, self.par);
+                let (mut cross, slopes) = cov.cross_and_slopes_scaled(&self.z, &zt, self.par());
                 let mean = cross.tr_mul(&self.alpha);
                 out.mean.copy_from_slice(mean.as_slice());
                 let alpha = DMatrix::from_fn(n, len, |i, _| self.alpha[i]);
@@ -211,7 +215,7 @@ impl FittedFullGp {
                 linalg::solve_lower(
                     linalg::view(&self.factor),
                     linalg::view_mut(&mut cross),
-                    self.par,
+                    self.par(),
                 );
                 for (j, v) in out.latent.iter_mut().enumerate() {
                     *v = h.signal_variance - cross.column(j).norm_squared();
@@ -219,7 +223,7 @@ impl FittedFullGp {
                 linalg::solve_lower_transpose(
                     linalg::view(&self.factor),
                     linalg::view_mut(&mut cross),
-                    self.par,
+                    self.par(),
                 );
                 cov.add_input_gradient((&self.z, &zt), &slopes, &cross, -2.0, out.d_variance);
                 Ok(())
@@ -245,14 +249,14 @@ impl FittedFullGp {
         let xs = self.record.columns.select(x)?;
         let zt = kernel::shift_and_scale(&xs, &self.input_means, &h.lengthscales);
         let mut cov = linalg::try_zeros(n, n, "joint predictive covariance")?;
-        self.covariance().lower_scaled(&zt, &mut cov, self.par);
-        let mut v = self.covariance().cross_scaled(&self.z, &zt, self.par);
+        self.covariance().lower_scaled(&zt, &mut cov, self.par());
+        let mut v = self.covariance().cross_scaled(&self.z, &zt, self.par());
         linalg::solve_lower(
             linalg::view(&self.factor),
             linalg::view_mut(&mut v),
-            self.par,
+            self.par(),
         );
-        linalg::add_gram(&mut cov, &v, -1.0, self.par);
+        linalg::add_gram(&mut cov, &v, -1.0, self.par());
         JointPredictive::assemble(pred, cov, h.noise_variance)
     }
 

@@ -185,7 +185,6 @@ impl ValidFullGpParams {
             jitter,
             kernel: self.training.kernel,
             jitter_policy: self.jitter,
-            par,
             record: self.training.record(
                 theta.clone(),
                 y_mean,

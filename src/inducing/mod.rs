@@ -12,7 +12,7 @@
 //! $$y^⊤C^{-1}y = \|y_s\|^2 - \|By_s\|^2, \qquad \log|C| = \textstyle\sum_i \log λ_i + \log|A|.$$
 //! This module computes those factors ([`factorize`], O(nm² + nmD)), the gradient of the
 //! objective from them ([`gradient`], O(nm² + nmD)) and the predictions of the posterior both
-//! models share ([`Posterior`]). The objective is
+//! models share ([`Fitted`]). The objective is
 //! $$-\log N(y \mid 0, C) \;\; \text{(FITC)}, \qquad
 //!   -F = -\log N(y \mid 0, C) + \frac{\mathrm{tr}(K_{ff} - Q_{ff})}{2σ_n^2} \;\; \text{(VFE)},$$
 //! where $\mathrm{tr}(K_{ff} - Q_{ff}) = nσ_0^2 - \|V\|_F^2$.
@@ -38,19 +38,27 @@
 //! Cost: about 7nm² flops in faer gemms and triangular solves, plus O(nmD) for the kernel and its
 //! derivatives; memory O(nm).
 
+mod fitted;
 mod kmeans;
 mod objective;
+#[cfg(feature = "serde")]
+mod saved;
+mod settings;
 
-pub(crate) use kmeans::kmeans;
-pub(crate) use objective::InducingObjective;
+#[cfg(test)]
+pub(crate) use fitted::PREDICT_BLOCK;
+pub(crate) use fitted::{fitted_methods, Fitted};
+use kmeans::kmeans;
+pub(crate) use objective::{evidence_methods, InducingObjective};
+#[cfg(feature = "serde")]
+pub(crate) use saved::{saved_methods, SavedWords};
+pub use settings::InducingStart;
+pub(crate) use settings::{inducing_params, kind, trained_methods, Kind, Settings};
 
-use crate::data::InputColumns;
 use crate::error::{Error, Result};
 use crate::hyperparameters::Decoded;
 use crate::kernel::{self, Covariance, Kernel};
 use crate::linalg::{self, Jitter};
-use crate::prediction_loop::{gradients_in_chunks, Chunk, ChunkGradients};
-use crate::predictive::PredictiveGradients;
 use faer::Par;
 use nalgebra::{DMatrix, DVector};
 
@@ -212,7 +220,7 @@ pub(crate) fn factorize(
 
 /// $k(X̄, X̄)$ (m×m) with its diagonal exactly σ0²: the jitter-free covariance of the inducing
 /// inputs `pseudo` (m×D), and its slopes (`None` for the squared exponential).
-pub(crate) fn pseudo_covariance(
+fn pseudo_covariance(
     kernel: &Covariance<'_>,
     pseudo: &DMatrix<f64>,
     par: Par,
@@ -223,26 +231,6 @@ pub(crate) fn pseudo_covariance(
         k_uu[(j, j)] = kernel.signal_variance;
     }
     (k_uu, g_uu)
-}
-
-/// $L_u$, the lower Cholesky factor of $K_{uu} = k(X̄, X̄) + δI$ for a known jitter δ
-/// (`jitter`, as [`factorize`] added it): the same bits as [`factorize`]'s factor.
-///
-/// # Errors
-/// [`Error::NotPositiveDefinite`] if $K_{uu}$ does not factor.
-#[cfg(feature = "serde")]
-pub(crate) fn pseudo_factor(
-    kernel: &Covariance<'_>,
-    pseudo: &DMatrix<f64>,
-    jitter: f64,
-    par: Par,
-) -> Result<DMatrix<f64>> {
-    let (mut l_u, _) = pseudo_covariance(kernel, pseudo, par);
-    for j in 0..l_u.nrows() {
-        l_u[(j, j)] += jitter;
-    }
-    linalg::cholesky_in_place_lower(&mut l_u, "K_uu (pseudo-input covariance + jitter)", par)?;
-    Ok(l_u)
 }
 
 /// The gradient of `approx`'s objective from the factors of [`factorize`] (D + 2 entries, plus
@@ -256,42 +244,36 @@ pub(crate) fn gradient(
     free_pseudo: bool,
     par: Par,
 ) -> DVector<f64> {
+    // The matrices moved or dropped along the way; the rest is read from `f`.
     let Factors {
         k_uf,
         g_uf,
         k_uu,
         g_uu,
-        l_u,
         v,
-        lambda,
-        l_a,
         b,
-        ys,
-        by,
-        trace,
-        relative_jitter,
         ..
     } = f;
     let (n, dim) = x.shape();
-    let m = l_u.nrows();
+    let m = f.l_u.nrows();
     let pseudo = theta.block.as_ref();
-    let sqrt_lambda = lambda.map(f64::sqrt);
+    let sqrt_lambda = f.lambda.map(f64::sqrt);
     let sn2 = theta.hyper.noise_variance;
 
     // α = C⁻¹y = Λ^{-1/2}(y_s − Bᵀ B y_s); w = diag(C⁻¹) − α².
-    let alpha = (&ys - b.tr_mul(&by)).component_div(&sqrt_lambda);
+    let alpha = (&f.ys - b.tr_mul(&f.by)).component_div(&sqrt_lambda);
     let w = DVector::from_iterator(
         n,
         b.column_iter()
             .enumerate()
-            .map(|(i, col)| (1.0 - col.norm_squared()) / lambda[i] - alpha[i] * alpha[i]),
+            .map(|(i, col)| (1.0 - col.norm_squared()) / f.lambda[i] - alpha[i] * alpha[i]),
     );
 
     // Vα = L_A⁻ᵀ B y_s, and P_V = L_A⁻ᵀ B Λ^{-1/2} − (Vα)αᵀ − V diag(d), built in place of B.
-    let mut v_alpha = DMatrix::from_column_slice(m, 1, by.as_slice());
-    linalg::solve_lower_transpose(linalg::view(&l_a), linalg::view_mut(&mut v_alpha), par);
+    let mut v_alpha = DMatrix::from_column_slice(m, 1, f.by.as_slice());
+    linalg::solve_lower_transpose(linalg::view(&f.l_a), linalg::view_mut(&mut v_alpha), par);
     let mut p = b;
-    linalg::solve_lower_transpose(linalg::view(&l_a), linalg::view_mut(&mut p), par);
+    linalg::solve_lower_transpose(linalg::view(&f.l_a), linalg::view_mut(&mut p), par);
     let inv_sn2 = 1.0 / sn2;
     for (i, mut col) in p.column_iter_mut().enumerate() {
         col /= sqrt_lambda[i];
@@ -314,10 +296,10 @@ pub(crate) fn gradient(
         par,
     );
     drop(v);
-    linalg::solve_lower_transpose(linalg::view(&l_u), linalg::view_mut(&mut mm), par);
+    linalg::solve_lower_transpose(linalg::view(&f.l_u), linalg::view_mut(&mut mm), par);
     let mut mm = mm.transpose();
-    linalg::solve_lower_transpose(linalg::view(&l_u), linalg::view_mut(&mut mm), par);
-    linalg::solve_lower_transpose(linalg::view(&l_u), linalg::view_mut(&mut p), par);
+    linalg::solve_lower_transpose(linalg::view(&f.l_u), linalg::view_mut(&mut mm), par);
+    linalg::solve_lower_transpose(linalg::view(&f.l_u), linalg::view_mut(&mut p), par);
 
     // A1 = P ∘ K_uf and A2 = M ∘ (K_uu − δI) weight the derivatives with respect to log σ0;
     // P ∘ G_uf and M ∘ G_uu those with respect to lengthscales and inducing inputs (the same
@@ -327,7 +309,7 @@ pub(crate) fn gradient(
     a1.component_mul_assign(&k_uf);
     drop(k_uf);
     // A jitter relative to σ0² moves with log σ0: ∂(δσ0²I)/∂log σ0 = 2δσ0²I.
-    let jitter_term = relative_jitter * mm.trace();
+    let jitter_term = f.relative_jitter * mm.trace();
     let mut a2 = mm;
     let b2 = g_uu.map(|g| a2.component_mul(&g));
     a2.component_mul_assign(&k_uu);
@@ -343,7 +325,7 @@ pub(crate) fn gradient(
     g[dim] = 2.0 * a1.sum() - a2.sum() - jitter_term + diagonal;
     g[dim + 1] = match approx {
         Approximation::Fitc => 0.5 * theta.noise_derivative * sum_w,
-        Approximation::Vfe => theta.noise_derivative * (0.5 * sum_w - trace / (2.0 * sn2 * sn2)),
+        Approximation::Vfe => theta.noise_derivative * (0.5 * sum_w - f.trace / (2.0 * sn2 * sn2)),
     };
 
     // ∂K_ab/∂log ℓ_d = G_ab (a_d − b_d)²/ℓ_d²;  ∂K_uf[j,i]/∂x̄_jd = −G_uf[j,i](x̄_jd − x_id)/ℓ_d²;
@@ -391,6 +373,29 @@ fn weighted_differences(
     q.iter().sum()
 }
 
+/// FITC's exact leave-one-out diagnostic at the factorised θ, from its Woodbury form
+/// (C = Q + Λ): r = C⁻¹y = Λ^{-1/2}(y_s − Bᵀ B y_s) and [C⁻¹]ᵢᵢ = (1 − ‖Bᵢ‖²)/λᵢ, so the LOO
+/// residual is rᵢ/[C⁻¹]ᵢᵢ and its variance 1/[C⁻¹]ᵢᵢ (R&W eq. 5.12): O(nm) beyond the
+/// factorisation.
+fn loo_diagnostic(f: &Factors) -> Option<crate::termination::LooDiagnostic> {
+    let n = f.lambda.len();
+    let (mut residuals, mut variances, mut centred) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let bty = f.b.tr_mul(&f.by);
+    for (i, col) in f.b.column_iter().enumerate() {
+        let sqrt_lambda = f.lambda[i].sqrt();
+        let r = (f.ys[i] - bty[i]) / sqrt_lambda;
+        let c_inv = (1.0 - col.norm_squared()) / f.lambda[i];
+        residuals.push(r / c_inv);
+        variances.push(1.0 / c_inv);
+        centred.push(f.ys[i] * sqrt_lambda);
+    }
+    crate::termination::LooDiagnostic::from_residuals(&residuals, &variances, &centred)
+}
+
 /// The rows of `p` (m×D) minus `centre` (D).
 pub(crate) fn centred_rows(p: &DMatrix<f64>, centre: &DVector<f64>) -> DMatrix<f64> {
     let mut out = p.clone();
@@ -401,149 +406,11 @@ pub(crate) fn centred_rows(p: &DMatrix<f64>, centre: &DVector<f64>) -> DMatrix<f
 }
 
 /// The prediction weights β = L_u^{-⊤}L_A^{-⊤}(By) (m) from the factors at θ.
-pub(crate) fn weights(f: &Factors, par: Par) -> DVector<f64> {
+fn weights(f: &Factors, par: Par) -> DVector<f64> {
     let mut weights = DMatrix::from_column_slice(f.by.len(), 1, f.by.as_slice());
     linalg::solve_lower_transpose(linalg::view(&f.l_a), linalg::view_mut(&mut weights), par);
     linalg::solve_lower_transpose(linalg::view(&f.l_u), linalg::view_mut(&mut weights), par);
     weights.column(0).into_owned()
-}
-
-/// The posterior both models predict with, borrowed from a fitted model: at a test input x* with
-/// $k_* = k(X̄, x_*)$ (m),
-/// $$μ_* - \bar y = k_*^⊤β, \qquad
-///   σ^2_{f*} = σ_0^2 - \|L_u^{-1}k_*\|^2 + \|L_A^{-1}L_u^{-1}k_*\|^2,$$
-/// i.e. $k_{**} - Q_{**} + k_{*u}(K_{uu} + K_{uf}Λ^{-1}K_{fu})^{-1}k_{u*}$ (for VFE, Λ = σn²I,
-/// Titsias' optimal q(u) with the exact conditional p(f*|u)).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Posterior<'a> {
-    /// The covariance at the fitted θ.
-    pub kernel: Covariance<'a>,
-    /// X̄ − 1cᵀ (m×D).
-    pub pseudo: &'a DMatrix<f64>,
-    /// c (D), the training inputs' column means.
-    pub centre: &'a DVector<f64>,
-    /// $L_u$ (m×m).
-    pub l_u: &'a DMatrix<f64>,
-    /// $L_A$ (m×m).
-    pub l_a: &'a DMatrix<f64>,
-    /// β (m).
-    pub weights: &'a DVector<f64>,
-    /// The thread setting.
-    pub par: Par,
-}
-
-impl<'a> Posterior<'a> {
-    /// The predictive at `x` (n*×D, restricted to the used `columns`) with its gradients with
-    /// respect to the test inputs: μ = k_*ᵀβ + ȳ (`y_mean`), ∂μ/∂x* = Σ_u β_u ∂k_u/∂x*, and
-    /// 𝕍f* = σ0² − ‖L_u⁻¹k_*‖² + ‖L_A⁻¹L_u⁻¹k_*‖² with
-    /// ∂𝕍f*/∂x* = −2 Σ_u (L_u⁻ᵀ(v − L_A⁻ᵀw))_u ∂k_u/∂x* (v = L_u⁻¹k_*, w = L_A⁻¹v), through the
-    /// kernel's slopes; σn² = `noise_variance` is added to the variances. O(m² + mD) per point.
-    ///
-    /// # Errors
-    /// As [`gradients_in_chunks`].
-    pub(crate) fn gradients(
-        &self,
-        x: &DMatrix<f64>,
-        columns: &InputColumns,
-        chunk_rows: usize,
-        (y_mean, noise_variance): (f64, f64),
-    ) -> Result<PredictiveGradients> {
-        let p = self.par;
-        let centre = kernel::column_medians(self.pseudo);
-        let ell = self.kernel.lengthscales;
-        let zu = kernel::shift_and_scale(self.pseudo, &centre, ell);
-        let m = self.pseudo.nrows();
-        let s0 = self.kernel.signal_variance;
-        gradients_in_chunks(
-            x,
-            columns,
-            chunk_rows,
-            (y_mean, s0, noise_variance),
-            |x: &DMatrix<f64>, start: usize, len: usize, out: ChunkGradients<'_>| {
-                let xs = centred_rows(&x.rows(start, len).into_owned(), self.centre);
-                let zt = kernel::shift_and_scale(&xs, &centre, ell);
-                let cov = &self.kernel;
-                let (mut v, slopes) = cov.cross_and_slopes_scaled(&zu, &zt, p);
-                out.mean.copy_from_slice(v.tr_mul(self.weights).as_slice());
-                let beta = DMatrix::from_fn(m, len, |u, _| self.weights[u]);
-                cov.add_input_gradient((&zu, &zt), &slopes, &beta, 1.0, out.d_mean);
-                linalg::solve_lower(linalg::view(self.l_u), linalg::view_mut(&mut v), p);
-                let mut w = v.clone();
-                linalg::solve_lower(linalg::view(self.l_a), linalg::view_mut(&mut w), p);
-                for (j, latent) in out.latent.iter_mut().enumerate() {
-                    *latent = s0 - v.column(j).norm_squared() + w.column(j).norm_squared();
-                }
-                linalg::solve_lower_transpose(linalg::view(self.l_a), linalg::view_mut(&mut w), p);
-                v -= &w;
-                linalg::solve_lower_transpose(linalg::view(self.l_u), linalg::view_mut(&mut v), p);
-                cov.add_input_gradient((&zu, &zt), &slopes, &v, -2.0, out.d_variance);
-                Ok(())
-            },
-        )
-    }
-
-    /// The work of one block of test rows for [`crate::prediction_loop::predict_in_chunks`]: K_u*
-    /// (m×len), the means K_u*ᵀβ and, when wanted, the latent variances
-    /// σ0² − ‖L_u⁻¹k_*‖² + ‖L_A⁻¹L_u⁻¹k_*‖².
-    pub(crate) fn chunk(self) -> impl Chunk + 'a {
-        let p = self.par;
-        move |x: &DMatrix<f64>,
-              start: usize,
-              len: usize,
-              mean: &mut [f64],
-              latent: Option<&mut [f64]>| {
-            let xs = centred_rows(&x.rows(start, len).into_owned(), self.centre);
-            // Centred on the inducing inputs, so a far test point leaves the others exact.
-            let mut v = self.kernel.cross(&xs, self.pseudo, p).transpose();
-            mean.copy_from_slice(v.tr_mul(self.weights).as_slice());
-            if let Some(latent) = latent {
-                linalg::solve_lower(linalg::view(self.l_u), linalg::view_mut(&mut v), p);
-                let q: Vec<f64> = v.column_iter().map(|c| c.norm_squared()).collect();
-                linalg::solve_lower(linalg::view(self.l_a), linalg::view_mut(&mut v), p);
-                for (i, col) in v.column_iter().enumerate() {
-                    latent[i] = self.kernel.signal_variance - q[i] + col.norm_squared();
-                }
-            }
-            Ok(())
-        }
-    }
-
-    /// The lower triangle of the latent joint covariance at test inputs `xs` (n*×D, the used
-    /// columns, not yet centred): $K_{**} - V^⊤V + W^⊤W$, $V = L_u^{-1}K_{u*}$, $W = L_A^{-1}V$.
-    ///
-    /// # Errors
-    /// [`Error::Allocation`] if the n*×n* matrix cannot be allocated.
-    pub(crate) fn latent_covariance(&self, xs: &DMatrix<f64>) -> Result<DMatrix<f64>> {
-        let p = self.par;
-        let n = xs.nrows();
-        let xs = centred_rows(xs, self.centre);
-        let mut cov = linalg::try_zeros(n, n, "joint predictive covariance")?;
-        self.kernel.lower_scaled(
-            &kernel::scale_inputs(&xs, self.kernel.lengthscales),
-            &mut cov,
-            p,
-        );
-        let mut v = self.kernel.cross(&xs, self.pseudo, p).transpose();
-        linalg::solve_lower(linalg::view(self.l_u), linalg::view_mut(&mut v), p);
-        linalg::gemm(
-            linalg::view_mut(&mut cov),
-            true,
-            linalg::view(&v).transpose(),
-            linalg::view(&v),
-            -1.0,
-            p,
-        );
-        linalg::solve_lower(linalg::view(self.l_a), linalg::view_mut(&mut v), p);
-        linalg::gemm(
-            linalg::view_mut(&mut cov),
-            true,
-            linalg::view(&v).transpose(),
-            linalg::view(&v),
-            1.0,
-            p,
-        );
-        Ok(cov)
-    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use crate::error::Result;
 use crate::hyperparameters::{self, Decoded, NoiseParam};
 use crate::kernel::{self, Kernel};
 use crate::linalg::{par, Jitter};
+use crate::optim::Objective;
 use crate::params::TrainingSettings;
 use nalgebra::{DMatrix, DVector};
 
@@ -117,43 +118,100 @@ impl InducingObjective {
         )?;
         Ok((decoded, f))
     }
+}
 
+impl Objective for InducingObjective {
     /// D + 2, plus mD when the inducing inputs are free.
-    pub(crate) fn num_params(&self) -> usize {
+    fn num_params(&self) -> usize {
         hyperparameters::theta_len(self.dim(), if self.fixed.is_some() { 0 } else { self.m })
+    }
+
+    /// n, the number of data points.
+    fn value_scale(&self) -> f64 {
+        self.len() as f64
     }
 
     /// 1 for the hyperparameters; for the inducing inputs, √m times the standard deviation of
     /// their input column (see [`crate::fitc::FitcEvidence`]'s `parameter_scales`).
-    pub(crate) fn parameter_scales(&self) -> DVector<f64> {
+    fn parameter_scales(&self) -> Option<DVector<f64>> {
         let (dim, m) = (self.dim(), self.m);
         let block_scale = (m as f64).sqrt();
-        DVector::from_fn(self.num_params(), |i, _| {
+        Some(DVector::from_fn(self.num_params(), |i, _| {
             if i < dim + 2 {
                 1.0
             } else {
                 block_scale * self.input_scales[(i - dim - 2) / m]
             }
-        })
+        }))
     }
 
     /// The objective and its gradient in one pass.
     ///
     /// # Errors
-    /// As [`Self::factors`].
-    pub(crate) fn value_and_gradient(&self, theta: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
-        let decoded = self.decode(theta)?;
-        let par = par(self.threads);
-        let f = factorize(
-            (&self.x, &self.x_medians),
-            &self.y,
-            &decoded,
-            (self.kernel, &self.jitter),
-            self.approx,
-            par,
-        )?;
+    /// As [`InducingObjective::factors`].
+    fn value_and_gradient(&self, theta: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
+        let (decoded, f) = self.factors(theta)?;
         let value = f.neg_log_evidence;
-        let g = gradient(&self.x, &decoded, f, self.approx, self.fixed.is_none(), par);
+        let free = self.fixed.is_none();
+        let g = gradient(&self.x, &decoded, f, self.approx, free, par(self.threads));
         Ok((value, g))
     }
 }
+
+/// The public methods of FITC's or VFE's objective `$evidence` (a newtype of
+/// [`InducingObjective`]) that the two write alike, and its [`Objective`] impl: `$what` is what
+/// the model calls its inducing inputs (in the docs); the docs of the three methods whose docs
+/// are the model's own come after their names.
+macro_rules! evidence_methods {
+    (
+        $evidence:ident, $what:literal;
+        value: $(#[$value_doc:meta])*
+        parameter_scales: $(#[$scales_doc:meta])*
+        value_and_gradient: $(#[$gradient_doc:meta])*
+    ) => {
+        impl $evidence {
+            /// The input dimension D.
+            pub fn dim(&self) -> usize {
+                self.0.dim()
+            }
+
+            #[doc = concat!("The training inputs' column means c: θ holds the ", $what, " as")]
+            /// X̄ − 1cᵀ.
+            pub fn centre(&self) -> &nalgebra::DVector<f64> {
+                self.0.centre()
+            }
+
+            $(#[$value_doc])*
+            pub fn value(&self, theta: &nalgebra::DVector<f64>) -> $crate::error::Result<f64> {
+                self.0.factors(theta).map(|(_, f)| f.neg_log_evidence)
+            }
+        }
+
+        impl $crate::optim::Objective for $evidence {
+            #[doc = concat!("D + 2, plus mD when the ", $what, " are free.")]
+            fn num_params(&self) -> usize {
+                self.0.num_params()
+            }
+
+            /// n, the number of data points.
+            fn value_scale(&self) -> f64 {
+                self.0.value_scale()
+            }
+
+            $(#[$scales_doc])*
+            fn parameter_scales(&self) -> Option<nalgebra::DVector<f64>> {
+                self.0.parameter_scales()
+            }
+
+            $(#[$gradient_doc])*
+            fn value_and_gradient(
+                &self,
+                theta: &nalgebra::DVector<f64>,
+            ) -> $crate::error::Result<(f64, nalgebra::DVector<f64>)> {
+                self.0.value_and_gradient(theta)
+            }
+        }
+    };
+}
+
+pub(crate) use evidence_methods;

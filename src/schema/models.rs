@@ -64,45 +64,67 @@ impl SsgpRepr {
     }
 }
 
-/// The saved form of a FITC model (`FittedFitc`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct FitcRepr {
-    pub(crate) input_columns: ColumnsRepr,
-    pub(crate) kernel: Kernel,
-    pub(crate) num_pseudo_inputs: usize,
-    pub(crate) noise_floor: f64,
-    /// θ = [log ℓ, log σ0, p_n, vec(X̄ − 1cᵀ)], the full layout.
-    pub(crate) parameters: Vec<f64>,
-    pub(crate) centre: Vec<f64>,
-    /// δ ≥ 0, K_uu = k(X̄, X̄) + δI = L_uL_uᵀ.
-    pub(crate) jitter: f64,
-    /// L_A (m×m), A = I + VΛ⁻¹Vᵀ = L_AL_Aᵀ.
-    pub(crate) factor_a: Rows,
-    pub(crate) weights: Vec<f64>,
-    pub(crate) y_mean: f64,
-    pub(crate) neg_log_evidence: f64,
-    pub(crate) training: SummaryRepr,
-    pub(crate) threads: usize,
+/// The saved form `$name` of an inducing-point model (FITC or VFE): one field list, m and the
+/// objective under the JSON names `$m` and `$objective`, and the model's `$extra` floats before
+/// the training summary; for the tests, every float slot.
+macro_rules! inducing_repr {
+    (
+        $(#[$doc:meta])*
+        $name:ident, $m:literal, $objective:literal;
+        $($(#[$extra_doc:meta])* $extra:ident),*
+    ) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub(crate) struct $name {
+            pub(crate) input_columns: ColumnsRepr,
+            pub(crate) kernel: Kernel,
+            /// m, the number of inducing inputs.
+            #[serde(rename = $m)]
+            pub(crate) m: usize,
+            pub(crate) noise_floor: f64,
+            /// θ = [log ℓ, log σ0, p_n, vec(X̄ − 1cᵀ)], the full layout.
+            pub(crate) parameters: Vec<f64>,
+            pub(crate) centre: Vec<f64>,
+            /// δ ≥ 0, K_uu = k(X̄, X̄) + δI = L_uL_uᵀ.
+            pub(crate) jitter: f64,
+            /// L_A (m×m), A = I + VΛ⁻¹Vᵀ = L_AL_Aᵀ (Λ = σn²I for VFE).
+            pub(crate) factor_a: Rows,
+            pub(crate) weights: Vec<f64>,
+            pub(crate) y_mean: f64,
+            /// The objective at θ: −log p(y|θ) for FITC, −F for VFE.
+            #[serde(rename = $objective)]
+            pub(crate) objective: f64,
+            $($(#[$extra_doc])* pub(crate) $extra: f64,)*
+            pub(crate) training: SummaryRepr,
+            pub(crate) threads: usize,
+        }
+
+        #[cfg(test)]
+        impl $name {
+            /// Every float slot (for the NaN and infinity tests).
+            pub(crate) fn floats_mut(&mut self) -> Vec<&mut f64> {
+                let mut all = vec![
+                    &mut self.noise_floor,
+                    &mut self.jitter,
+                    &mut self.y_mean,
+                    &mut self.objective,
+                    $(&mut self.$extra,)*
+                ];
+                all.extend(self.parameters.iter_mut());
+                all.extend(self.centre.iter_mut());
+                all.extend(rows_mut(&mut self.factor_a));
+                all.extend(self.weights.iter_mut());
+                all.extend(self.training.floats_mut());
+                all
+            }
+        }
+    };
 }
 
-#[cfg(test)]
-impl FitcRepr {
-    /// Every float slot (for the NaN and infinity tests).
-    pub(crate) fn floats_mut(&mut self) -> Vec<&mut f64> {
-        let mut all = vec![
-            &mut self.noise_floor,
-            &mut self.jitter,
-            &mut self.y_mean,
-            &mut self.neg_log_evidence,
-        ];
-        all.extend(self.parameters.iter_mut());
-        all.extend(self.centre.iter_mut());
-        all.extend(rows_mut(&mut self.factor_a));
-        all.extend(self.weights.iter_mut());
-        all.extend(self.training.floats_mut());
-        all
-    }
+inducing_repr! {
+    /// The saved form of a FITC model (`FittedFitc`).
+    FitcRepr, "num_pseudo_inputs", "neg_log_evidence";
 }
 
 /// The saved form of a full GP (`FittedFullGp`).
@@ -165,16 +187,6 @@ pub(crate) struct StandardizedRepr {
     pub(crate) model: ModelRepr,
 }
 
-/// A saved ensemble: how it combines and its members. The best member (lowest −log p(y|θ), the
-/// first of equals) and the training summary (the best's, iterations and evaluations summed) are
-/// derived, as fitting derives them.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct EnsembleRepr {
-    pub(crate) combine: CombineRepr,
-    pub(crate) members: Vec<ModelRepr>,
-}
-
 #[cfg(test)]
 impl StandardizedRepr {
     /// Every float slot, the wrapped model's included.
@@ -186,6 +198,16 @@ impl StandardizedRepr {
         all.extend(self.model.floats_mut());
         all
     }
+}
+
+/// A saved ensemble: how it combines and its members. The best member (lowest −log p(y|θ), the
+/// first of equals) and the training summary (the best's, iterations and evaluations summed) are
+/// derived, as fitting derives them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EnsembleRepr {
+    pub(crate) combine: CombineRepr,
+    pub(crate) members: Vec<ModelRepr>,
 }
 
 #[cfg(test)]
@@ -224,47 +246,9 @@ impl ModelRepr {
     }
 }
 
-/// The saved form of a VFE model (`FittedVfe`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct VfeRepr {
-    pub(crate) input_columns: ColumnsRepr,
-    pub(crate) kernel: Kernel,
-    pub(crate) num_inducing_inputs: usize,
-    pub(crate) noise_floor: f64,
-    /// θ = [log ℓ, log σ0, p_n, vec(X̄ − 1cᵀ)], the full layout.
-    pub(crate) parameters: Vec<f64>,
-    pub(crate) centre: Vec<f64>,
-    /// δ ≥ 0, K_uu = k(X̄, X̄) + δI = L_uL_uᵀ.
-    pub(crate) jitter: f64,
-    /// L_A (m×m), A = I + VVᵀ/σn² = L_AL_Aᵀ.
-    pub(crate) factor_a: Rows,
-    pub(crate) weights: Vec<f64>,
-    pub(crate) y_mean: f64,
-    /// −F at θ.
-    pub(crate) neg_bound: f64,
+inducing_repr! {
+    /// The saved form of a VFE model (`FittedVfe`).
+    VfeRepr, "num_inducing_inputs", "neg_bound";
     /// tr(K_ff − Q_ff) at θ.
-    pub(crate) trace: f64,
-    pub(crate) training: SummaryRepr,
-    pub(crate) threads: usize,
-}
-
-#[cfg(test)]
-impl VfeRepr {
-    /// Every float slot (for the NaN and infinity tests).
-    pub(crate) fn floats_mut(&mut self) -> Vec<&mut f64> {
-        let mut all = vec![
-            &mut self.noise_floor,
-            &mut self.jitter,
-            &mut self.y_mean,
-            &mut self.neg_bound,
-            &mut self.trace,
-        ];
-        all.extend(self.parameters.iter_mut());
-        all.extend(self.centre.iter_mut());
-        all.extend(rows_mut(&mut self.factor_a));
-        all.extend(self.weights.iter_mut());
-        all.extend(self.training.floats_mut());
-        all
-    }
+    trace
 }

@@ -2,13 +2,13 @@
 //!
 //! The equations, shapes and parameter layout are on [`VfeEvidence`]'s page.
 
+#[cfg(doc)]
 use super::ValidVfeParams;
-use crate::data::Dataset;
 use crate::error::Result;
-use crate::hyperparameters::Decoded;
-use crate::inducing::{Approximation, Factors, InducingObjective};
+use crate::inducing::{evidence_methods, InducingObjective};
+#[cfg(doc)]
 use crate::optim::Objective;
-use nalgebra::{DMatrix, DVector};
+use nalgebra::DVector;
 
 /// The negative VFE bound −F and its gradient, in one O(nm² + nmD) pass.
 ///
@@ -43,43 +43,29 @@ use nalgebra::{DMatrix, DVector};
 /// inputs, the jitter policy for $K_{uu}$, the noise floor and the thread count; with fixed
 /// inducing inputs θ holds only the D + 2 hyperparameters.
 #[derive(Debug, Clone)]
-pub struct VfeEvidence(InducingObjective);
+pub struct VfeEvidence(pub(crate) InducingObjective);
 
-impl VfeEvidence {
-    /// The bound of validated settings on `data`, with the inducing inputs held at `fixed` (m×D,
-    /// in the inputs' own coordinates, checked by the caller) when they are not learned.
-    pub(crate) fn new(
-        data: &Dataset,
-        params: &ValidVfeParams,
-        fixed: Option<DMatrix<f64>>,
-    ) -> Self {
-        Self(InducingObjective::new(
-            data,
-            (params.m, &params.training, params.jitter),
-            fixed,
-            Approximation::Vfe,
-            "VFE parameter vector",
-        ))
-    }
-
-    /// The input dimension D.
-    pub fn dim(&self) -> usize {
-        self.0.dim()
-    }
-
-    /// The training inputs' column means c: θ holds the inducing inputs as X̄ − 1cᵀ.
-    pub fn centre(&self) -> &DVector<f64> {
-        self.0.centre()
-    }
-
+evidence_methods! {
+    VfeEvidence, "inducing inputs";
+    value:
     /// −F(θ) alone (no gradient; about half the work).
     ///
     /// # Errors
     /// As [`Objective::value_and_gradient`].
-    pub fn value(&self, theta: &DVector<f64>) -> Result<f64> {
-        self.0.factors(theta).map(|(_, f)| f.neg_log_evidence)
-    }
+    parameter_scales:
+    /// FITC's scales ([`crate::fitc::FitcEvidence`]): 1 for the hyperparameters, √m times the
+    /// standard deviation of their input column for the inducing inputs.
+    value_and_gradient:
+    /// −F(θ) and its gradient in one pass.
+    ///
+    /// # Errors
+    /// [`crate::Error::DimensionMismatch`] for a θ of the wrong length,
+    /// [`crate::Error::NonFinite`] for a NaN or infinite θ, [`crate::Error::InvalidParameter`] for
+    /// an overflowing lengthscale or variance, [`crate::Error::NotPositiveDefinite`] if $K_{uu}$
+    /// (jitter included) or the Woodbury matrix fails to factor.
+}
 
+impl VfeEvidence {
     /// −F(θ) and the trace tr(K_ff − Q_ff) at θ.
     ///
     /// # Errors
@@ -88,39 +74,5 @@ impl VfeEvidence {
         self.0
             .factors(theta)
             .map(|(_, f)| (f.neg_log_evidence, f.trace))
-    }
-
-    /// Factorises at θ (what prediction needs).
-    pub(crate) fn factors(&self, theta: &DVector<f64>) -> Result<(Decoded<'_>, Factors)> {
-        self.0.factors(theta)
-    }
-}
-
-impl Objective for VfeEvidence {
-    /// D + 2, plus mD when the inducing inputs are free.
-    fn num_params(&self) -> usize {
-        self.0.num_params()
-    }
-
-    /// n, the number of data points.
-    fn value_scale(&self) -> f64 {
-        self.0.len() as f64
-    }
-
-    /// FITC's scales ([`crate::fitc::FitcEvidence`]): 1 for the hyperparameters, √m times the
-    /// standard deviation of their input column for the inducing inputs.
-    fn parameter_scales(&self) -> Option<DVector<f64>> {
-        Some(self.0.parameter_scales())
-    }
-
-    /// −F(θ) and its gradient in one pass.
-    ///
-    /// # Errors
-    /// [`crate::Error::DimensionMismatch`] for a θ of the wrong length,
-    /// [`crate::Error::NonFinite`] for a NaN or infinite θ, [`crate::Error::InvalidParameter`] for
-    /// an overflowing lengthscale or variance, [`crate::Error::NotPositiveDefinite`] if $K_{uu}$
-    /// (jitter included) or the Woodbury matrix fails to factor.
-    fn value_and_gradient(&self, theta: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
-        self.0.value_and_gradient(theta)
     }
 }
