@@ -595,10 +595,12 @@ pub(crate) fn input_means(x: &DMatrix<f64>) -> DVector<f64> {
     DVector::from_iterator(x.ncols(), x.column_iter().map(|c| c.mean()))
 }
 
-/// The optimiser's scale for the unit frequencies W (with 1 for the hyperparameters): 10·√m, the
-/// middle of the range measured to work (see the module docs).
-fn unit_frequency_scale(m: usize) -> f64 {
-    10.0 * (m as f64).sqrt()
+/// The optimiser's parameter scales for `len` parameters whose first `head` are the
+/// hyperparameters: 1 for those, and 10·√m for the unit frequencies W after them, the middle of
+/// the range measured to work (see the module docs).
+pub(crate) fn parameter_scales(len: usize, head: usize, m: usize) -> DVector<f64> {
+    let scale = 10.0 * (m as f64).sqrt();
+    DVector::from_fn(len, |i, _| if i < head { 1.0 } else { scale })
 }
 
 /// One spectral point's column of the chain rule through cos/sin: with G = ΦA⁻¹ − rαᵀ,
@@ -632,15 +634,11 @@ impl Objective for SsgpEvidence<'_> {
 
     /// 1 for the hyperparameters, 10·√m for the unit frequencies W (see the module docs).
     fn parameter_scales(&self) -> Option<DVector<f64>> {
-        let head = self.x.ncols() + 2;
-        let scale = unit_frequency_scale(self.m);
-        Some(DVector::from_fn(self.num_params(), |i, _| {
-            if i < head {
-                1.0
-            } else {
-                scale
-            }
-        }))
+        Some(parameter_scales(
+            self.num_params(),
+            self.x.ncols() + 2,
+            self.m,
+        ))
     }
 
     fn value_and_gradient(&self, theta: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
