@@ -24,12 +24,13 @@ pub enum NoiseBound {
     },
 }
 
-/// Validated SSGP settings (from [`SsgpParams`] by [`ParamGuard::check`](crate::ParamGuard::check)): training and the
-/// evidence are implemented here.
+/// Validated SSGP settings (from [`SsgpParams`] by
+/// [`ParamGuard::check`](crate::ParamGuard::check)): training and the evidence are implemented
+/// here.
 ///
-/// Defaults follow the paper (§4.2) and the original code: spectral points drawn from the
-/// kernel's spectral density (the squared exponential's unless set), the best of 100 draws as the starting point, then
-/// nonlinear CG with a budget of 1000 evaluations (about 500 line searches).
+/// Defaults follow the paper (§4.2) and the original code: spectral points drawn from the kernel's
+/// spectral density (the squared exponential's unless set), the best of 100 draws as the starting
+/// point, then nonlinear CG with a budget of 1000 evaluations (about 500 line searches).
 #[derive(Clone, Debug)]
 pub struct ValidSsgpParams {
     pub(crate) m: usize,
@@ -83,48 +84,30 @@ impl SsgpParams {
         })
     }
 
-    /// How many sets of spectral points to draw before training; training starts from the one
-    /// with the best evidence (default 100, as the original code). Each draw costs one evaluation
-    /// of the evidence without gradient.
-    pub fn initial_draws(mut self, draws: usize) -> Self {
-        self.0.initial_draws = draws;
-        self
-    }
-
-    /// Keeps the spectral points at their initial draw and learns only ℓ, σ0², σn² (the paper's
-    /// "SSGP fixed spectral points", §5.2): the frequencies still scale with the lengthscales.
-    pub fn fixed_spectral_points(mut self, fixed: bool) -> Self {
-        self.0.fixed_spectral_points = fixed;
-        self
-    }
-
-    /// A lower bound on σn² estimated from the data (default [`NoiseBound::None`]); combined with
-    /// the noise floor by taking the larger.
-    pub fn noise_bound(mut self, bound: NoiseBound) -> Self {
-        self.0.noise_bound = bound;
-        self
-    }
-
-    /// Rows of the design matrix computed at a time (default 4096).
-    pub fn chunk_rows(mut self, rows: usize) -> Self {
-        self.0.chunk_rows = rows;
-        self
-    }
-
-    /// Memory (bytes) allowed for keeping the n×2m design matrix between the value and the
-    /// gradient pass (default 512 MiB): as many leading row chunks as fit are kept and the rest are
-    /// computed twice per evaluation, so training memory is at most this plus O(chunk·m + m² + mD)
-    /// beyond the data; 0 streams it.
-    pub fn cache_bytes(mut self, bytes: usize) -> Self {
-        self.0.cache_bytes = bytes;
-        self
-    }
-
-    /// A spectral density to draw the spectral points from instead of the kernel's (set with
-    /// `kernel`; the default is the squared exponential's, N(0, I)).
-    pub fn spectral_density(mut self, density: Arc<dyn SpectralDensity>) -> Self {
-        self.0.density = Some(density);
-        self
+    crate::params::setters! {
+        /// How many sets of spectral points to draw before training; training starts from the one
+        /// with the best evidence (default 100, as the original code). Each draw costs one
+        /// evaluation of the evidence without gradient.
+        initial_draws(draws: usize) => initial_draws;
+        /// Keeps the spectral points at their initial draw and learns only ℓ, σ0², σn² (the paper's
+        /// "SSGP fixed spectral points", §5.2): the frequencies still scale with the lengthscales.
+        fixed_spectral_points(fixed: bool) => fixed_spectral_points;
+        /// A lower bound on σn² estimated from the data (default [`NoiseBound::None`]); combined
+        /// with the noise floor by taking the larger.
+        noise_bound(bound: NoiseBound) => noise_bound;
+        /// Rows of the design matrix computed at a time (default 4096).
+        chunk_rows(rows: usize) => chunk_rows;
+        /// Memory (bytes) allowed for keeping the n×2m design matrix between the value and the
+        /// gradient pass (default 512 MiB): as many leading row chunks as fit are kept and the rest
+        /// are computed twice per evaluation, so training memory is at most this plus O(chunk·m +
+        /// m² + mD) beyond the data; 0 streams it.
+        cache_bytes(bytes: usize) => cache_bytes;
+        /// A spectral density to draw the spectral points from instead of the kernel's (set with
+        /// `kernel`; the default is the squared exponential's, N(0, I)).
+        spectral_density(density: Arc<dyn SpectralDensity>) => density = Some;
+        /// Initial unit frequencies W (m×D; spectral points s_r = W_r ⊘ (2πℓ)) instead of random
+        /// draws: a warm start, or values from elsewhere.
+        initial_unit_frequencies(w: DMatrix<f64>) => initial_unit_frequencies = Some;
     }
 
     /// Initial lengthscales learned by a full GP on a seeded random subset of `subset` training
@@ -132,13 +115,6 @@ impl SsgpParams {
     /// local optimum on problems with irrelevant inputs.
     pub fn initial_lengthscales_from_full_gp(self, subset: usize) -> Self {
         self.lengthscale_init(LengthscaleInit::FullGpSubset(subset))
-    }
-
-    /// Initial unit frequencies W (m×D; spectral points s_r = W_r ⊘ (2πℓ)) instead of random
-    /// draws: a warm start, or values from elsewhere.
-    pub fn initial_unit_frequencies(mut self, w: DMatrix<f64>) -> Self {
-        self.0.initial_unit_frequencies = Some(w);
-        self
     }
 }
 
