@@ -55,19 +55,8 @@ pub(crate) struct FitRecord {
     pub(crate) observer: Option<Observer>,
 }
 
-impl std::fmt::Debug for FitRecord {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FitRecord")
-            .field("theta", &self.theta)
-            .field("y_mean", &self.y_mean)
-            .field("neg_log_evidence", &self.neg_log_evidence)
-            .field("training", &self.training)
-            .field("noise_floor", &self.noise_floor)
-            .field("threads", &self.threads)
-            .field("columns", &self.columns)
-            .field("observer", &self.observer.as_ref().map(|_| "Fn(&Progress)"))
-            .finish()
-    }
+crate::optim::debug_with_observer! {
+    FitRecord { theta, y_mean, neg_log_evidence, training, noise_floor, threads, columns }
 }
 
 impl FitRecord {
@@ -234,36 +223,28 @@ pub trait FittedRegressor: Send + Sync {
 /// `predict_covariance`, `sample_joint`, `neg_log_evidence`, `noise_variance` and `training`
 /// methods (inherent methods win over the trait's). The saved form (feature `serde`) is the held
 /// model's, or with `saved Kind` the `Kind` saved form of the type's own `to_repr`.
+///
+/// Inside an impl of [`FittedRegressor`], `@plain $this => $inner; method -> Type, …` writes
+/// `fn method(&self) -> Type` and `@on_inputs $this => $inner; method -> Type, …` writes
+/// `fn method(&self, x: &DMatrix<f64>) -> Result<Type>`, each calling the same method of `$inner`
+/// (a wrapper with its own name, noise variance or summary uses the latter alone).
 macro_rules! fitted_regressor {
     ($holder:ty, $this:ident => $inner:expr $(, saved $kind:ident)?) => {
         impl $crate::model::FittedRegressor for $holder {
-            fn name(&self) -> &'static str {
-                let $this = self;
-                $inner.name()
+            $crate::model::fitted_regressor! {
+                @plain $this => $inner;
+                name -> &'static str,
+                neg_log_evidence -> f64,
+                noise_variance -> f64,
+                training -> &$crate::termination::TrainingSummary
             }
 
-            fn predict(
-                &self,
-                x: &nalgebra::DMatrix<f64>,
-            ) -> $crate::error::Result<$crate::predictive::Predictive> {
-                let $this = self;
-                $inner.predict(x)
-            }
-
-            fn predict_mean(
-                &self,
-                x: &nalgebra::DMatrix<f64>,
-            ) -> $crate::error::Result<nalgebra::DVector<f64>> {
-                let $this = self;
-                $inner.predict_mean(x)
-            }
-
-            fn predict_covariance(
-                &self,
-                x: &nalgebra::DMatrix<f64>,
-            ) -> $crate::error::Result<$crate::predictive::JointPredictive> {
-                let $this = self;
-                $inner.predict_covariance(x)
+            $crate::model::fitted_regressor! {
+                @on_inputs $this => $inner;
+                predict -> $crate::predictive::Predictive,
+                predict_mean -> nalgebra::DVector<f64>,
+                predict_covariance -> $crate::predictive::JointPredictive,
+                predict_gradients -> $crate::predictive::PredictiveGradients
             }
 
             fn sample_joint(
@@ -276,35 +257,28 @@ macro_rules! fitted_regressor {
                 $inner.sample_joint(x, draws, seed)
             }
 
-            fn predict_gradients(
-                &self,
-                x: &nalgebra::DMatrix<f64>,
-            ) -> $crate::error::Result<$crate::predictive::PredictiveGradients> {
-                let $this = self;
-                $inner.predict_gradients(x)
-            }
-
-            fn neg_log_evidence(&self) -> f64 {
-                let $this = self;
-                $inner.neg_log_evidence()
-            }
-
-            fn noise_variance(&self) -> f64 {
-                let $this = self;
-                $inner.noise_variance()
-            }
-
-            fn training(&self) -> &$crate::termination::TrainingSummary {
-                let $this = self;
-                $inner.training()
-            }
-
             #[cfg(feature = "serde")]
             fn saved_form(&self) -> $crate::error::Result<$crate::schema::SavedForm> {
                 let $this = self;
                 $crate::model::fitted_regressor!(@saved $this => $inner $(, $kind)?)
             }
         }
+    };
+    (@plain $this:ident => $inner:expr; $($method:ident -> $out:ty),*) => {
+        $(
+            fn $method(&self) -> $out {
+                let $this = self;
+                $inner.$method()
+            }
+        )*
+    };
+    (@on_inputs $this:ident => $inner:expr; $($method:ident -> $out:ty),*) => {
+        $(
+            fn $method(&self, x: &nalgebra::DMatrix<f64>) -> $crate::error::Result<$out> {
+                let $this = self;
+                $inner.$method(x)
+            }
+        )*
     };
     (@saved $this:ident => $inner:expr) => {
         $inner.saved_form()

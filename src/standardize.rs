@@ -294,20 +294,12 @@ impl<F: FittedRegressor> FittedRegressor for FittedStandardized<F> {
         self.inner.name()
     }
 
-    fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
-        FittedStandardized::predict(self, x)
-    }
-
-    fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
-        FittedStandardized::predict_mean(self, x)
-    }
-
-    fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
-        FittedStandardized::predict_covariance(self, x)
-    }
-
-    fn predict_gradients(&self, x: &DMatrix<f64>) -> Result<PredictiveGradients> {
-        FittedStandardized::predict_gradients(self, x)
+    crate::model::fitted_regressor! {
+        @on_inputs this => this;
+        predict -> Predictive,
+        predict_mean -> DVector<f64>,
+        predict_covariance -> JointPredictive,
+        predict_gradients -> PredictiveGradients
     }
 
     /// σn² on the original target scale (scaled as the predictive variances are, so that they

@@ -29,7 +29,6 @@ use line_search::WolfeSearch;
 use nalgebra::DVector;
 use problem::{Record, RecordingProblem};
 use std::cell::RefCell;
-use std::fmt;
 use std::rc::Rc;
 use std::time::Duration;
 use stopping::StoppingRule;
@@ -102,18 +101,25 @@ impl Default for OptimConfig {
     }
 }
 
-impl fmt::Debug for OptimConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OptimConfig")
-            .field("max_iterations", &self.max_iterations)
-            .field("max_evaluations", &self.max_evaluations)
-            .field("max_time", &self.max_time)
-            .field("tolerance", &self.tolerance)
-            .field("window", &self.window)
-            .field("gradient_tolerance", &self.gradient_tolerance)
-            .field("observer", &self.observer.as_ref().map(|_| "Fn(&Progress)"))
-            .finish()
-    }
+/// `Debug` for a struct whose fields print as themselves, listed, followed by its optional
+/// `observer`, a callback printed as `Fn(&Progress)`.
+macro_rules! debug_with_observer {
+    ($ty:ident { $($field:ident),* }) => {
+        impl std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    $(.field(stringify!($field), &self.$field))*
+                    .field("observer", &self.observer.as_ref().map(|_| "Fn(&Progress)"))
+                    .finish()
+            }
+        }
+    };
+}
+
+pub(crate) use debug_with_observer;
+
+debug_with_observer! {
+    OptimConfig { max_iterations, max_evaluations, max_time, tolerance, window, gradient_tolerance }
 }
 
 impl OptimConfig {
