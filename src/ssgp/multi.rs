@@ -505,17 +505,11 @@ impl ValidSsgpParams {
             noise_ratio,
             unit_frequencies: w.clone(),
         };
-        let w0 = crate::init::unit_frequencies(
-            self.initial_unit_frequencies.as_ref(),
-            self.density().as_ref(),
-            (self.m, x.ncols()),
-            (self.initial_draws, self.training.seed),
-            self.training.optim.observer.as_ref(),
-            |w| {
+        let w0 =
+            self.start_unit_frequencies(x.ncols(), self.training.optim.observer.as_ref(), |w| {
                 let evidence = self.multi_evidence(&x, data.y(), Some(w))?;
                 Ok(evidence.first_pass(&evidence.pack(&hyper_at(w))?)?.value)
-            },
-        )?;
+            })?;
         let evidence = self.multi_evidence(&x, data.y(), Some(&w0))?;
         let theta0 = evidence.pack(&hyper_at(&w0))?;
         let report = self.training.minimize(&evidence, theta0)?;
