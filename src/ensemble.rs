@@ -427,13 +427,7 @@ impl<M: FittedRegressor> FittedRegressor for FittedEnsemble<M> {
         self.combine.name()
     }
 
-    crate::model::fitted_regressor! {
-        @on_inputs this => this;
-        predict -> Predictive,
-        predict_mean -> DVector<f64>,
-        predict_covariance -> JointPredictive,
-        predict_gradients -> PredictiveGradients
-    }
+    crate::model::fitted_regressor!(@predictions this => this);
 
     fn sample_joint(&self, x: &DMatrix<f64>, draws: usize, seed: u64) -> Result<JointSamples> {
         FittedEnsemble::sample_joint(self, x, draws, seed)

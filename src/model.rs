@@ -226,8 +226,9 @@ pub trait FittedRegressor: Send + Sync {
 ///
 /// Inside an impl of [`FittedRegressor`], `@plain $this => $inner; method -> Type, …` writes
 /// `fn method(&self) -> Type` and `@on_inputs $this => $inner; method -> Type, …` writes
-/// `fn method(&self, x: &DMatrix<f64>) -> Result<Type>`, each calling the same method of `$inner`
-/// (a wrapper with its own name, noise variance or summary uses the latter alone).
+/// `fn method(&self, x: &DMatrix<f64>) -> Result<Type>`, each calling the same method of `$inner`;
+/// `@predictions $this => $inner` writes `predict`, `predict_mean`, `predict_covariance` and
+/// `predict_gradients` so (a wrapper with its own name, noise variance or summary uses it alone).
 macro_rules! fitted_regressor {
     ($holder:ty, $this:ident => $inner:expr $(, saved $kind:ident)?) => {
         impl $crate::model::FittedRegressor for $holder {
@@ -239,13 +240,7 @@ macro_rules! fitted_regressor {
                 training -> &$crate::termination::TrainingSummary
             }
 
-            $crate::model::fitted_regressor! {
-                @on_inputs $this => $inner;
-                predict -> $crate::predictive::Predictive,
-                predict_mean -> nalgebra::DVector<f64>,
-                predict_covariance -> $crate::predictive::JointPredictive,
-                predict_gradients -> $crate::predictive::PredictiveGradients
-            }
+            $crate::model::fitted_regressor!(@predictions $this => $inner);
 
             fn sample_joint(
                 &self,
@@ -271,6 +266,15 @@ macro_rules! fitted_regressor {
                 $inner.$method()
             }
         )*
+    };
+    (@predictions $this:ident => $inner:expr) => {
+        $crate::model::fitted_regressor! {
+            @on_inputs $this => $inner;
+            predict -> $crate::predictive::Predictive,
+            predict_mean -> nalgebra::DVector<f64>,
+            predict_covariance -> $crate::predictive::JointPredictive,
+            predict_gradients -> $crate::predictive::PredictiveGradients
+        }
     };
     (@on_inputs $this:ident => $inner:expr; $($method:ident -> $out:ty),*) => {
         $(

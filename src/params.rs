@@ -213,6 +213,20 @@ impl TrainingSettings {
     }
 }
 
+/// Checks a count setting that must be at least 1.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] naming `name`, with `reason`, for 0.
+pub(crate) fn check_at_least_one(name: &'static str, count: usize, reason: &str) -> Result<()> {
+    if count == 0 {
+        return Err(Error::InvalidParameter {
+            name,
+            reason: reason.into(),
+        });
+    }
+    Ok(())
+}
+
 /// A configuration whose random start (spectral points, pseudo-inputs, subsets) is fixed by a
 /// seed, so that restarts are the same configuration reseeded
 /// ([`Ensemble::restarts`](crate::ensemble::Ensemble::restarts)). Every builder of the crate

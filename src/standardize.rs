@@ -294,13 +294,7 @@ impl<F: FittedRegressor> FittedRegressor for FittedStandardized<F> {
         self.inner.name()
     }
 
-    crate::model::fitted_regressor! {
-        @on_inputs this => this;
-        predict -> Predictive,
-        predict_mean -> DVector<f64>,
-        predict_covariance -> JointPredictive,
-        predict_gradients -> PredictiveGradients
-    }
+    crate::model::fitted_regressor!(@predictions this => this);
 
     /// σn² on the original target scale (scaled as the predictive variances are, so that they
     /// are never below it by round-off).

@@ -129,17 +129,16 @@ impl OptimConfig {
     /// [`Error::InvalidParameter`] for a zero evaluation budget, a zero window or a negative or
     /// non-finite tolerance.
     pub fn validate(&self) -> Result<()> {
-        if self.max_evaluations == 0 {
-            return Err(Error::InvalidParameter {
-                name: "max_evaluations",
-                reason: "must be at least 1".into(),
-            });
-        }
-        if self.window == 0 {
-            return Err(Error::InvalidParameter {
-                name: "window",
-                reason: "must be at least 1".into(),
-            });
+        for (name, count) in [
+            ("max_evaluations", self.max_evaluations),
+            ("window", self.window),
+        ] {
+            if count == 0 {
+                return Err(Error::InvalidParameter {
+                    name,
+                    reason: "must be at least 1".into(),
+                });
+            }
         }
         for (name, v) in [
             ("tolerance", self.tolerance),

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::hyperparameters::check_block;
 use crate::init::{self, LengthscaleInit};
 use crate::kernel::SpectralDensity;
-use crate::params::{impl_fit, training_builder, TrainingSettings};
+use crate::params::{check_at_least_one, impl_fit, training_builder, TrainingSettings};
 use nalgebra::DMatrix;
 use std::sync::Arc;
 
@@ -129,24 +129,18 @@ impl ValidSsgpParams {
     /// non-finite noise floor, bad initial lengthscales or a bad optimiser budget;
     /// [`Error::NonFinite`] / [`Error::DimensionMismatch`] for bad initial frequencies.
     fn validate(&self) -> Result<()> {
-        if self.m == 0 {
-            return Err(Error::InvalidParameter {
-                name: "m",
-                reason: "the number of spectral points must be at least 1".into(),
-            });
-        }
+        check_at_least_one(
+            "m",
+            self.m,
+            "the number of spectral points must be at least 1",
+        )?;
         if self.initial_draws == 0 && self.initial_unit_frequencies.is_none() {
             return Err(Error::InvalidParameter {
                 name: "initial_draws",
                 reason: "at least one draw of spectral points is needed".into(),
             });
         }
-        if self.chunk_rows == 0 {
-            return Err(Error::InvalidParameter {
-                name: "chunk_rows",
-                reason: "must be at least 1".into(),
-            });
-        }
+        check_at_least_one("chunk_rows", self.chunk_rows, "must be at least 1")?;
         self.training.validate()?;
         if let NoiseBound::FixedSpectralPoints { fraction } = self.noise_bound {
             if !(fraction > 0.0 && fraction.is_finite()) {
