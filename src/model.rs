@@ -49,10 +49,10 @@ pub(crate) struct FitRecord {
     pub(crate) noise_floor: f64,
     /// The thread count the model's predictions run with.
     pub(crate) threads: usize,
-    /// The input columns used (the others were constant on the training data).
-    pub(crate) columns: InputColumns,
     /// The training's observer, which the predictions report to (none for a loaded model).
     pub(crate) observer: Option<Observer>,
+    /// The input columns used (the others were constant on the training data).
+    pub(crate) columns: InputColumns,
 }
 
 crate::optim::debug_with_observer! {

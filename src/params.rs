@@ -75,26 +75,26 @@ pub const DEFAULT_RELATIVE_NOISE_FLOOR: f64 = 1e-4;
 #[derive(Debug, Clone)]
 pub struct TrainingSettings {
     pub(crate) seed: u64,
+    pub(crate) lengthscales: LengthscaleInit,
+    pub(crate) kernel: crate::kernel::Kernel,
     pub(crate) optim: OptimConfig,
+    pub(crate) best_effort: bool,
     pub(crate) threads: usize,
     pub(crate) noise_floor: f64,
     pub(crate) relative_noise_floor: f64,
-    pub(crate) lengthscales: LengthscaleInit,
-    pub(crate) best_effort: bool,
-    pub(crate) kernel: crate::kernel::Kernel,
 }
 
 impl Default for TrainingSettings {
     fn default() -> Self {
         Self {
             seed: 0,
+            lengthscales: LengthscaleInit::default(),
+            kernel: crate::kernel::Kernel::default(),
             optim: OptimConfig::default(),
+            best_effort: false,
             threads: 0,
             noise_floor: 0.0,
             relative_noise_floor: DEFAULT_RELATIVE_NOISE_FLOOR,
-            lengthscales: LengthscaleInit::default(),
-            best_effort: false,
-            kernel: crate::kernel::Kernel::default(),
         }
     }
 }

@@ -36,13 +36,13 @@ pub struct ValidSsgpParams {
     pub(crate) m: usize,
     pub(crate) training: TrainingSettings,
     pub(crate) initial_draws: usize,
+    /// An explicit spectral density; `None` draws from the kernel's.
+    pub(crate) density: Option<Arc<dyn SpectralDensity>>,
+    pub(crate) initial_unit_frequencies: Option<DMatrix<f64>>,
     pub(crate) fixed_spectral_points: bool,
     pub(crate) noise_bound: NoiseBound,
     pub(crate) chunk_rows: usize,
     pub(crate) cache_bytes: usize,
-    /// An explicit spectral density; `None` draws from the kernel's.
-    pub(crate) density: Option<Arc<dyn SpectralDensity>>,
-    pub(crate) initial_unit_frequencies: Option<DMatrix<f64>>,
 }
 
 /// The configuration of an SSGP fit, built with [`super::Ssgp::params`]; [`SsgpParams::fit`]
@@ -66,6 +66,9 @@ pub struct ValidSsgpParams {
 #[must_use]
 pub struct SsgpParams(pub(crate) ValidSsgpParams);
 
+training_builder!(SsgpParams);
+impl_fit!(SsgpParams, ValidSsgpParams, FittedSsgp);
+
 impl SsgpParams {
     pub(crate) fn new(m: usize) -> Self {
         Self(ValidSsgpParams {
@@ -75,12 +78,12 @@ impl SsgpParams {
                 ..TrainingSettings::default()
             },
             initial_draws: 100,
+            density: None,
+            initial_unit_frequencies: None,
             fixed_spectral_points: false,
             noise_bound: NoiseBound::None,
             chunk_rows: DEFAULT_CHUNK_ROWS,
             cache_bytes: DEFAULT_CACHE_BYTES,
-            density: None,
-            initial_unit_frequencies: None,
         })
     }
 
@@ -117,9 +120,6 @@ impl SsgpParams {
         self.lengthscale_init(LengthscaleInit::FullGpSubset(subset))
     }
 }
-
-training_builder!(SsgpParams);
-impl_fit!(SsgpParams, ValidSsgpParams, FittedSsgp);
 
 impl ValidSsgpParams {
     /// Checks everything that can be checked without data.

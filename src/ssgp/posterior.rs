@@ -62,15 +62,15 @@ pub(crate) struct WeightPosterior {
 pub struct FittedSsgp {
     pub(crate) hyper: SsgpHyperparameters,
     pub(crate) posterior: WeightPosterior,
+    /// b = Φᵀ(y − ȳ) (2m×1) once [`FittedSsgp::update`] has run (recovered as Aα before).
+    pub(crate) rhs: Option<DMatrix<f64>>,
+    /// Samples added by [`FittedSsgp::update`].
+    pub(crate) updates: usize,
     pub(crate) fixed: bool,
     pub(crate) chunk_rows: usize,
     /// θ, ȳ, −log p(y|θ), the training summary, the noise floor, the thread count and the
     /// used input columns.
     pub(crate) record: FitRecord,
-    /// b = Φᵀ(y − ȳ) (2m×1) once [`FittedSsgp::update`] has run (recovered as Aα before).
-    pub(crate) rhs: Option<DMatrix<f64>>,
-    /// Samples added by [`FittedSsgp::update`].
-    pub(crate) updates: usize,
 }
 
 impl FittedSsgp {
