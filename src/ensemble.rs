@@ -427,24 +427,10 @@ impl<M: FittedRegressor> FittedRegressor for FittedEnsemble<M> {
         self.combine.name()
     }
 
-    fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
-        FittedEnsemble::predict(self, x)
-    }
-
-    fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
-        FittedEnsemble::predict_mean(self, x)
-    }
-
-    fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
-        FittedEnsemble::predict_covariance(self, x)
-    }
+    crate::model::fitted_regressor!(@predictions this => this);
 
     fn sample_joint(&self, x: &DMatrix<f64>, draws: usize, seed: u64) -> Result<JointSamples> {
         FittedEnsemble::sample_joint(self, x, draws, seed)
-    }
-
-    fn predict_gradients(&self, x: &DMatrix<f64>) -> Result<PredictiveGradients> {
-        FittedEnsemble::predict_gradients(self, x)
     }
 
     /// The best member's σn², or the mixture's mean σn² (the mixture's noise is that average).

@@ -26,12 +26,7 @@ fn check(y_test: &DVector<f64>, pred: &Predictive) -> Result<()> {
             what: "test targets",
         });
     }
-    if pred.len() != y_test.len() {
-        return Err(Error::LengthMismatch {
-            x_rows: pred.len(),
-            y_len: y_test.len(),
-        });
-    }
+    crate::data::check_lengths(pred.len(), y_test.len())?;
     crate::data::check_finite_vector("test targets", y_test)?;
     crate::data::check_finite_vector("predictive means", &pred.mean)
 }

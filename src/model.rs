@@ -49,25 +49,14 @@ pub(crate) struct FitRecord {
     pub(crate) noise_floor: f64,
     /// The thread count the model's predictions run with.
     pub(crate) threads: usize,
-    /// The input columns used (the others were constant on the training data).
-    pub(crate) columns: InputColumns,
     /// The training's observer, which the predictions report to (none for a loaded model).
     pub(crate) observer: Option<Observer>,
+    /// The input columns used (the others were constant on the training data).
+    pub(crate) columns: InputColumns,
 }
 
-impl std::fmt::Debug for FitRecord {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FitRecord")
-            .field("theta", &self.theta)
-            .field("y_mean", &self.y_mean)
-            .field("neg_log_evidence", &self.neg_log_evidence)
-            .field("training", &self.training)
-            .field("noise_floor", &self.noise_floor)
-            .field("threads", &self.threads)
-            .field("columns", &self.columns)
-            .field("observer", &self.observer.as_ref().map(|_| "Fn(&Progress)"))
-            .finish()
-    }
+crate::optim::debug_with_observer! {
+    FitRecord { theta, y_mean, neg_log_evidence, training, noise_floor, threads, columns }
 }
 
 impl FitRecord {
@@ -234,37 +223,24 @@ pub trait FittedRegressor: Send + Sync {
 /// `predict_covariance`, `sample_joint`, `neg_log_evidence`, `noise_variance` and `training`
 /// methods (inherent methods win over the trait's). The saved form (feature `serde`) is the held
 /// model's, or with `saved Kind` the `Kind` saved form of the type's own `to_repr`.
+///
+/// Inside an impl of [`FittedRegressor`], `@plain $this => $inner; method -> Type, …` writes
+/// `fn method(&self) -> Type` and `@on_inputs $this => $inner; method -> Type, …` writes
+/// `fn method(&self, x: &DMatrix<f64>) -> Result<Type>`, each calling the same method of `$inner`;
+/// `@predictions $this => $inner` writes `predict`, `predict_mean`, `predict_covariance` and
+/// `predict_gradients` so (a wrapper with its own name, noise variance or summary uses it alone).
 macro_rules! fitted_regressor {
     ($holder:ty, $this:ident => $inner:expr $(, saved $kind:ident)?) => {
         impl $crate::model::FittedRegressor for $holder {
-            fn name(&self) -> &'static str {
-                let $this = self;
-                $inner.name()
+            $crate::model::fitted_regressor! {
+                @plain $this => $inner;
+                name -> &'static str,
+                neg_log_evidence -> f64,
+                noise_variance -> f64,
+                training -> &$crate::termination::TrainingSummary
             }
 
-            fn predict(
-                &self,
-                x: &nalgebra::DMatrix<f64>,
-            ) -> $crate::error::Result<$crate::predictive::Predictive> {
-                let $this = self;
-                $inner.predict(x)
-            }
-
-            fn predict_mean(
-                &self,
-                x: &nalgebra::DMatrix<f64>,
-            ) -> $crate::error::Result<nalgebra::DVector<f64>> {
-                let $this = self;
-                $inner.predict_mean(x)
-            }
-
-            fn predict_covariance(
-                &self,
-                x: &nalgebra::DMatrix<f64>,
-            ) -> $crate::error::Result<$crate::predictive::JointPredictive> {
-                let $this = self;
-                $inner.predict_covariance(x)
-            }
+            $crate::model::fitted_regressor!(@predictions $this => $inner);
 
             fn sample_joint(
                 &self,
@@ -276,35 +252,37 @@ macro_rules! fitted_regressor {
                 $inner.sample_joint(x, draws, seed)
             }
 
-            fn predict_gradients(
-                &self,
-                x: &nalgebra::DMatrix<f64>,
-            ) -> $crate::error::Result<$crate::predictive::PredictiveGradients> {
-                let $this = self;
-                $inner.predict_gradients(x)
-            }
-
-            fn neg_log_evidence(&self) -> f64 {
-                let $this = self;
-                $inner.neg_log_evidence()
-            }
-
-            fn noise_variance(&self) -> f64 {
-                let $this = self;
-                $inner.noise_variance()
-            }
-
-            fn training(&self) -> &$crate::termination::TrainingSummary {
-                let $this = self;
-                $inner.training()
-            }
-
             #[cfg(feature = "serde")]
             fn saved_form(&self) -> $crate::error::Result<$crate::schema::SavedForm> {
                 let $this = self;
                 $crate::model::fitted_regressor!(@saved $this => $inner $(, $kind)?)
             }
         }
+    };
+    (@plain $this:ident => $inner:expr; $($method:ident -> $out:ty),*) => {
+        $(
+            fn $method(&self) -> $out {
+                let $this = self;
+                $inner.$method()
+            }
+        )*
+    };
+    (@predictions $this:ident => $inner:expr) => {
+        $crate::model::fitted_regressor! {
+            @on_inputs $this => $inner;
+            predict -> $crate::predictive::Predictive,
+            predict_mean -> nalgebra::DVector<f64>,
+            predict_covariance -> $crate::predictive::JointPredictive,
+            predict_gradients -> $crate::predictive::PredictiveGradients
+        }
+    };
+    (@on_inputs $this:ident => $inner:expr; $($method:ident -> $out:ty),*) => {
+        $(
+            fn $method(&self, x: &nalgebra::DMatrix<f64>) -> $crate::error::Result<$out> {
+                let $this = self;
+                $inner.$method(x)
+            }
+        )*
     };
     (@saved $this:ident => $inner:expr) => {
         $inner.saved_form()

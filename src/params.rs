@@ -75,26 +75,26 @@ pub const DEFAULT_RELATIVE_NOISE_FLOOR: f64 = 1e-4;
 #[derive(Debug, Clone)]
 pub struct TrainingSettings {
     pub(crate) seed: u64,
+    pub(crate) lengthscales: LengthscaleInit,
+    pub(crate) kernel: crate::kernel::Kernel,
     pub(crate) optim: OptimConfig,
+    pub(crate) best_effort: bool,
     pub(crate) threads: usize,
     pub(crate) noise_floor: f64,
     pub(crate) relative_noise_floor: f64,
-    pub(crate) lengthscales: LengthscaleInit,
-    pub(crate) best_effort: bool,
-    pub(crate) kernel: crate::kernel::Kernel,
 }
 
 impl Default for TrainingSettings {
     fn default() -> Self {
         Self {
             seed: 0,
+            lengthscales: LengthscaleInit::default(),
+            kernel: crate::kernel::Kernel::default(),
             optim: OptimConfig::default(),
+            best_effort: false,
             threads: 0,
             noise_floor: 0.0,
             relative_noise_floor: DEFAULT_RELATIVE_NOISE_FLOOR,
-            lengthscales: LengthscaleInit::default(),
-            best_effort: false,
-            kernel: crate::kernel::Kernel::default(),
         }
     }
 }
@@ -213,6 +213,20 @@ impl TrainingSettings {
     }
 }
 
+/// Checks a count setting that must be at least 1.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] naming `name`, with `reason`, for 0.
+pub(crate) fn check_at_least_one(name: &'static str, count: usize, reason: &str) -> Result<()> {
+    if count == 0 {
+        return Err(Error::InvalidParameter {
+            name,
+            reason: reason.into(),
+        });
+    }
+    Ok(())
+}
+
 /// A configuration whose random start (spectral points, pseudo-inputs, subsets) is fixed by a
 /// seed, so that restarts are the same configuration reseeded
 /// ([`Ensemble::restarts`](crate::ensemble::Ensemble::restarts)). Every builder of the crate
@@ -231,6 +245,33 @@ pub trait Reseed: Sized {
     #[must_use]
     fn restart(&self, index: usize, count: usize) -> Self;
 }
+
+/// Builder methods on a `…Params(Valid…Params)` newtype that store their argument in the
+/// validated settings: each `name(arg: Type) => path` (with its doc comment) becomes
+/// `pub fn name(mut self, arg: Type) -> Self` setting `self.0.path = arg`, or `= Some(arg)` when
+/// written `=> path = Some`.
+macro_rules! setters {
+    ($(
+        $(#[$attr:meta])*
+        $name:ident($arg:ident: $ty:ty) => $($field:ident).+ $(= $wrap:ident)?;
+    )*) => {
+        $(
+            $(#[$attr])*
+            pub fn $name(mut self, $arg: $ty) -> Self {
+                self.0.$($field).+ = $crate::params::setters!(@value $arg $(, $wrap)?);
+                self
+            }
+        )*
+    };
+    (@value $arg:ident) => {
+        $arg
+    };
+    (@value $arg:ident, $wrap:ident) => {
+        $wrap($arg)
+    };
+}
+
+pub(crate) use setters;
 
 /// The builder methods of [`TrainingSettings`] on a model's `…Params(Valid…Params)` newtype whose
 /// validated settings hold them in a field `training` (the newtype is `#[must_use]`, so every
@@ -259,93 +300,48 @@ macro_rules! training_builder {
         }
 
         impl $params {
-            /// The covariance family (default [`Kernel::SquaredExponential`](crate::kernel::Kernel)):
-            /// the covariance of FITC and the full GP, the spectral density SSGP draws its
-            /// spectral points from.
-            pub fn kernel(mut self, kernel: $crate::kernel::Kernel) -> Self {
-                self.0.training.kernel = kernel;
-                self
-            }
-
-            /// Seed of the random start (spectral points, pseudo-inputs, subsets): the same seed
-            /// gives the same fit. Default 0.
-            pub fn seed(mut self, seed: u64) -> Self {
-                self.0.training.seed = seed;
-                self
-            }
-
-            /// The optimiser's budget, stopping rule and observer (default
-            /// [`OptimConfig::default`](crate::optim::OptimConfig::default)).
-            pub fn optim(mut self, optim: $crate::optim::OptimConfig) -> Self {
-                self.0.training.optim = optim;
-                self
-            }
-
-            /// Maximum optimiser iterations (line searches); 0 evaluates the start only.
-            pub fn max_iterations(mut self, iterations: u64) -> Self {
-                self.0.training.optim.max_iterations = iterations;
-                self
-            }
-
-            /// Maximum evaluations of the evidence and its gradient.
-            pub fn max_evaluations(mut self, evaluations: usize) -> Self {
-                self.0.training.optim.max_evaluations = evaluations;
-                self
-            }
-
-            /// A wall-clock budget for the optimisation (ends it with
-            /// [`Termination::TimeLimit`](crate::Termination::TimeLimit)).
-            pub fn max_time(mut self, limit: std::time::Duration) -> Self {
-                self.0.training.optim.max_time = Some(limit);
-                self
-            }
-
-            /// Return the best model found when training fails (a line search or evaluations
-            /// that could not be recovered from) instead of
-            /// [`Error::TrainingFailed`](crate::error::Error::TrainingFailed); the model's
-            /// [`TrainingSummary`](crate::TrainingSummary) names the failure. Default false.
-            pub fn best_effort(mut self, best_effort: bool) -> Self {
-                self.0.training.best_effort = best_effort;
-                self
-            }
-
-            /// A callback that receives the optimiser's progress after every iteration and may
-            /// stop training by returning `ControlFlow::Break(())`.
-            pub fn observer(mut self, observer: $crate::optim::Observer) -> Self {
-                self.0.training.optim.observer = Some(observer);
-                self
-            }
-
-            /// Threads (0 = all of rayon's, by default one per core; 1 = sequential); at most
-            /// [`MAX_THREADS`](crate::params::MAX_THREADS).
-            pub fn threads(mut self, threads: usize) -> Self {
-                self.0.training.threads = threads;
-                self
-            }
-
-            /// Lower bound on the noise variance, σn² = floor + e^{2p} (§5.2; e.g. bin²/12 for
-            /// targets quantised in bins). Default 0; the floor used is the larger of this and the
-            /// relative one ([`relative_noise_floor`](Self::relative_noise_floor)).
-            pub fn noise_floor(mut self, floor: f64) -> Self {
-                self.0.training.noise_floor = floor;
-                self
-            }
-
-            /// Lower bound on the noise variance relative to the training targets' variance:
-            /// floor = `fraction`·var(y), in [0, 1). Default
-            /// [`DEFAULT_RELATIVE_NOISE_FLOOR`](crate::params::DEFAULT_RELATIVE_NOISE_FLOOR)
-            /// (1e-4), so noise-free data fit; 0 for none.
-            pub fn relative_noise_floor(mut self, fraction: f64) -> Self {
-                self.0.training.relative_noise_floor = fraction;
-                self
-            }
-
-            /// How the lengthscales start (SSGP's and FITC's default: a full GP on 1024 points,
-            /// [`DEFAULT_START`](crate::init::DEFAULT_START); the full GP's: half the input
-            /// ranges).
-            pub fn lengthscale_init(mut self, init: $crate::init::LengthscaleInit) -> Self {
-                self.0.training.lengthscales = init;
-                self
+            $crate::params::setters! {
+                /// The covariance family (default
+                /// [`Kernel::SquaredExponential`](crate::kernel::Kernel)): the covariance of FITC
+                /// and the full GP, the spectral density SSGP draws its spectral points from.
+                kernel(kernel: $crate::kernel::Kernel) => training.kernel;
+                /// Seed of the random start (spectral points, pseudo-inputs, subsets): the same
+                /// seed gives the same fit. Default 0.
+                seed(seed: u64) => training.seed;
+                /// The optimiser's budget, stopping rule and observer (default
+                /// [`OptimConfig::default`](crate::optim::OptimConfig::default)).
+                optim(optim: $crate::optim::OptimConfig) => training.optim;
+                /// Maximum optimiser iterations (line searches); 0 evaluates the start only.
+                max_iterations(iterations: u64) => training.optim.max_iterations;
+                /// Maximum evaluations of the evidence and its gradient.
+                max_evaluations(evaluations: usize) => training.optim.max_evaluations;
+                /// A wall-clock budget for the optimisation (ends it with
+                /// [`Termination::TimeLimit`](crate::Termination::TimeLimit)).
+                max_time(limit: std::time::Duration) => training.optim.max_time = Some;
+                /// Return the best model found when training fails (a line search or evaluations
+                /// that could not be recovered from) instead of
+                /// [`Error::TrainingFailed`](crate::error::Error::TrainingFailed); the model's
+                /// [`TrainingSummary`](crate::TrainingSummary) names the failure. Default false.
+                best_effort(best_effort: bool) => training.best_effort;
+                /// A callback that receives the optimiser's progress after every iteration and may
+                /// stop training by returning `ControlFlow::Break(())`.
+                observer(observer: $crate::optim::Observer) => training.optim.observer = Some;
+                /// Threads (0 = all of rayon's, by default one per core; 1 = sequential); at most
+                /// [`MAX_THREADS`](crate::params::MAX_THREADS).
+                threads(threads: usize) => training.threads;
+                /// Lower bound on the noise variance, σn² = floor + e^{2p} (§5.2; e.g. bin²/12 for
+                /// targets quantised in bins). Default 0; the floor used is the larger of this and
+                /// the relative one ([`relative_noise_floor`](Self::relative_noise_floor)).
+                noise_floor(floor: f64) => training.noise_floor;
+                /// Lower bound on the noise variance relative to the training targets' variance:
+                /// floor = `fraction`·var(y), in [0, 1). Default
+                /// [`DEFAULT_RELATIVE_NOISE_FLOOR`](crate::params::DEFAULT_RELATIVE_NOISE_FLOOR)
+                /// (1e-4), so noise-free data fit; 0 for none.
+                relative_noise_floor(fraction: f64) => training.relative_noise_floor;
+                /// How the lengthscales start (SSGP's and FITC's default: a full GP on 1024 points,
+                /// [`DEFAULT_START`](crate::init::DEFAULT_START); the full GP's: half the input
+                /// ranges).
+                lengthscale_init(init: $crate::init::LengthscaleInit) => training.lengthscales;
             }
 
             /// Initial lengthscales ℓ (D) instead of the default start.

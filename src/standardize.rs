@@ -294,21 +294,7 @@ impl<F: FittedRegressor> FittedRegressor for FittedStandardized<F> {
         self.inner.name()
     }
 
-    fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
-        FittedStandardized::predict(self, x)
-    }
-
-    fn predict_mean(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
-        FittedStandardized::predict_mean(self, x)
-    }
-
-    fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {
-        FittedStandardized::predict_covariance(self, x)
-    }
-
-    fn predict_gradients(&self, x: &DMatrix<f64>) -> Result<PredictiveGradients> {
-        FittedStandardized::predict_gradients(self, x)
-    }
+    crate::model::fitted_regressor!(@predictions this => this);
 
     /// σn² on the original target scale (scaled as the predictive variances are, so that they
     /// are never below it by round-off).

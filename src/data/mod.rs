@@ -115,12 +115,7 @@ impl Dataset {
                 what: "the inputs have no columns",
             });
         }
-        if x.nrows() != y.len() {
-            return Err(Error::LengthMismatch {
-                x_rows: x.nrows(),
-                y_len: y.len(),
-            });
-        }
+        check_lengths(x.nrows(), y.len())?;
         check_finite("inputs", &x)?;
         check_finite_vector("targets", &y)?;
         Ok(Self { x, y })
@@ -207,6 +202,17 @@ impl Dataset {
     }
 }
 
+/// Checks that `x_rows` rows of inputs (or predictions) and `y_len` targets agree.
+///
+/// # Errors
+/// [`Error::LengthMismatch`] when they differ.
+pub(crate) fn check_lengths(x_rows: usize, y_len: usize) -> Result<()> {
+    if x_rows != y_len {
+        return Err(Error::LengthMismatch { x_rows, y_len });
+    }
+    Ok(())
+}
+
 /// Checks a batch of new samples: `x` n×D on the model's inputs (restricted to the used
 /// columns), targets `y` (n×P), both finite; returns the used inputs.
 ///
@@ -219,12 +225,7 @@ pub(crate) fn check_new_samples<'a>(
     y: &DMatrix<f64>,
     outputs: usize,
 ) -> Result<std::borrow::Cow<'a, DMatrix<f64>>> {
-    if x.nrows() != y.nrows() {
-        return Err(Error::LengthMismatch {
-            x_rows: x.nrows(),
-            y_len: y.nrows(),
-        });
-    }
+    check_lengths(x.nrows(), y.nrows())?;
     if y.ncols() != outputs {
         return Err(Error::DimensionMismatch {
             what: "targets of the new samples (columns, P)",

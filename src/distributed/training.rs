@@ -167,11 +167,8 @@ impl ValidSsgpParams {
             self.distributed_evidence_with(&used, cluster, &stats, centre.clone(), fixed)
         };
         let spent = Cell::new((0, Duration::ZERO));
-        let w0 = init::unit_frequencies(
-            self.initial_unit_frequencies.as_ref(),
-            self.density().as_ref(),
-            (self.m, d),
-            (self.initial_draws, self.training.seed),
+        let w0 = self.start_unit_frequencies(
+            d,
             // Not reported: a rank-0 observer's stop would leave the other ranks' draws behind.
             None,
             |w| {

@@ -405,6 +405,25 @@ mod tests {
     use super::*;
     use approx::assert_relative_eq;
 
+    /// Test inputs: rows × cols entries sin(0.7i − j).
+    fn sines(rows: usize, cols: usize) -> DMatrix<f64> {
+        DMatrix::from_fn(rows, cols, |i, j| (i as f64 * 0.7 - j as f64).sin())
+    }
+
+    /// Test inputs: rows × cols entries cos(0.3i + j).
+    fn cosines(rows: usize, cols: usize) -> DMatrix<f64> {
+        DMatrix::from_fn(rows, cols, |i, j| (i as f64 * 0.3 + j as f64).cos())
+    }
+
+    /// The squared-exponential covariance with lengthscales `ell` and signal variance `sf2`.
+    fn squared_exponential(ell: &DVector<f64>, sf2: f64) -> Covariance<'_> {
+        Covariance {
+            kernel: Kernel::SquaredExponential,
+            lengthscales: ell,
+            signal_variance: sf2,
+        }
+    }
+
     fn by_definition(
         a: &DMatrix<f64>,
         b: &DMatrix<f64>,
@@ -421,14 +440,10 @@ mod tests {
 
     #[test]
     fn cross_and_lower_match_the_definition() {
-        let a = DMatrix::from_fn(5, 3, |i, j| (i as f64 * 0.7 - j as f64).sin());
-        let b = DMatrix::from_fn(4, 3, |i, j| (i as f64 * 0.3 + j as f64).cos());
+        let a = sines(5, 3);
+        let b = cosines(4, 3);
         let ell = DVector::from_vec(vec![0.5, 1.5, 2.0]);
-        let k = Covariance {
-            kernel: Kernel::SquaredExponential,
-            lengthscales: &ell,
-            signal_variance: 1.7,
-        };
+        let k = squared_exponential(&ell, 1.7);
         assert_relative_eq!(
             k.cross(&a, &b, Par::Seq),
             by_definition(&a, &b, &ell, 1.7),
@@ -446,14 +461,10 @@ mod tests {
 
     #[test]
     fn cross_is_accurate_far_from_the_origin() {
-        let a = DMatrix::from_fn(6, 2, |i, j| (i as f64 * 0.7 - j as f64).sin());
-        let b = DMatrix::from_fn(5, 2, |i, j| (i as f64 * 0.3 + j as f64).cos());
+        let a = sines(6, 2);
+        let b = cosines(5, 2);
         let ell = DVector::from_vec(vec![0.5, 1.5]);
-        let k = Covariance {
-            kernel: Kernel::SquaredExponential,
-            lengthscales: &ell,
-            signal_variance: 1.0,
-        };
+        let k = squared_exponential(&ell, 1.0);
         let near = k.cross(&a, &b, Par::Seq);
         let far = k.cross(&a.add_scalar(1e9), &b.add_scalar(1e9), Par::Seq);
         assert_relative_eq!(near, far, epsilon = 1e-5);
@@ -462,14 +473,10 @@ mod tests {
     #[test]
     fn one_outlying_point_leaves_the_others_accurate() {
         // FITC's K_uu with one pseudo-input sent 1e12 away: the others' covariances as defined.
-        let mut b = DMatrix::from_fn(5, 2, |i, j| (i as f64 * 0.3 + j as f64).cos());
+        let mut b = cosines(5, 2);
         b[(4, 0)] = 1e12;
         let ell = DVector::from_vec(vec![0.5, 1.5]);
-        let k = Covariance {
-            kernel: Kernel::SquaredExponential,
-            lengthscales: &ell,
-            signal_variance: 1.0,
-        };
+        let k = squared_exponential(&ell, 1.0);
         assert_relative_eq!(
             k.cross(&b, &b, Par::Seq),
             by_definition(&b, &b, &ell, 1.0),

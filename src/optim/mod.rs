@@ -29,7 +29,6 @@ use line_search::WolfeSearch;
 use nalgebra::DVector;
 use problem::{Record, RecordingProblem};
 use std::cell::RefCell;
-use std::fmt;
 use std::rc::Rc;
 use std::time::Duration;
 use stopping::StoppingRule;
@@ -102,18 +101,25 @@ impl Default for OptimConfig {
     }
 }
 
-impl fmt::Debug for OptimConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OptimConfig")
-            .field("max_iterations", &self.max_iterations)
-            .field("max_evaluations", &self.max_evaluations)
-            .field("max_time", &self.max_time)
-            .field("tolerance", &self.tolerance)
-            .field("window", &self.window)
-            .field("gradient_tolerance", &self.gradient_tolerance)
-            .field("observer", &self.observer.as_ref().map(|_| "Fn(&Progress)"))
-            .finish()
-    }
+/// `Debug` for a struct whose fields print as themselves, listed, followed by its optional
+/// `observer`, a callback printed as `Fn(&Progress)`.
+macro_rules! debug_with_observer {
+    ($ty:ident { $($field:ident),* }) => {
+        impl std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    $(.field(stringify!($field), &self.$field))*
+                    .field("observer", &self.observer.as_ref().map(|_| "Fn(&Progress)"))
+                    .finish()
+            }
+        }
+    };
+}
+
+pub(crate) use debug_with_observer;
+
+debug_with_observer! {
+    OptimConfig { max_iterations, max_evaluations, max_time, tolerance, window, gradient_tolerance }
 }
 
 impl OptimConfig {
@@ -123,17 +129,16 @@ impl OptimConfig {
     /// [`Error::InvalidParameter`] for a zero evaluation budget, a zero window or a negative or
     /// non-finite tolerance.
     pub fn validate(&self) -> Result<()> {
-        if self.max_evaluations == 0 {
-            return Err(Error::InvalidParameter {
-                name: "max_evaluations",
-                reason: "must be at least 1".into(),
-            });
-        }
-        if self.window == 0 {
-            return Err(Error::InvalidParameter {
-                name: "window",
-                reason: "must be at least 1".into(),
-            });
+        for (name, count) in [
+            ("max_evaluations", self.max_evaluations),
+            ("window", self.window),
+        ] {
+            if count == 0 {
+                return Err(Error::InvalidParameter {
+                    name,
+                    reason: "must be at least 1".into(),
+                });
+            }
         }
         for (name, v) in [
             ("tolerance", self.tolerance),

@@ -20,12 +20,8 @@ pub(super) struct Record {
     pub best: Option<(Vector, f64, Vector)>,
     /// Evaluations so far.
     pub evaluations: usize,
-    /// The evaluation budget.
-    pub max_evaluations: usize,
-    /// When the run started, and the wall-clock budget.
-    pub started: Instant,
-    /// The wall-clock budget.
-    pub max_time: Option<Duration>,
+    /// The evaluation and wall-clock budgets.
+    pub budget: Budget,
     /// Iterations (line searches) completed.
     pub iterations: u64,
     /// Why the run must end, once decided (budget, time, observer, convergence, failure).
@@ -34,6 +30,16 @@ pub(super) struct Record {
     pub last_failure: Option<String>,
     /// Set by the line search when it found no acceptable step; read by the stopping rule.
     pub line_search_failed: bool,
+}
+
+/// A run's budgets in evaluations and in wall-clock time from its start.
+pub(super) struct Budget {
+    /// The evaluation budget.
+    pub max_evaluations: usize,
+    /// When the run started.
+    pub started: Instant,
+    /// The wall-clock budget.
+    pub max_time: Option<Duration>,
 }
 
 impl Record {
@@ -49,9 +55,11 @@ impl Record {
             last: Some((theta0.clone(), f0, g0.clone())),
             best: Some((theta0.clone(), f0, g0.clone())),
             evaluations: 1,
-            max_evaluations,
-            started: Instant::now(),
-            max_time,
+            budget: Budget {
+                max_evaluations,
+                started: Instant::now(),
+                max_time,
+            },
             iterations: 0,
             stop: None,
             last_failure: None,
@@ -61,8 +69,10 @@ impl Record {
 
     /// Whether the wall-clock budget is spent.
     pub fn out_of_time(&self) -> bool {
-        self.max_time
-            .is_some_and(|limit| self.started.elapsed() >= limit)
+        let budget = &self.budget;
+        budget
+            .max_time
+            .is_some_and(|limit| budget.started.elapsed() >= limit)
     }
 }
 
@@ -90,7 +100,7 @@ impl<O: Objective> RecordingProblem<'_, O> {
         if rec.stop.is_some() {
             return Err(argmin::core::Error::msg("the run has ended"));
         }
-        if rec.evaluations >= rec.max_evaluations {
+        if rec.evaluations >= rec.budget.max_evaluations {
             rec.stop = Some(Termination::MaxEvaluations);
             return Err(argmin::core::Error::msg("evaluation budget exhausted"));
         }

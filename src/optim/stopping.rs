@@ -176,7 +176,7 @@ impl<P, S: Solver<P, CgState> + Clone> Solver<P, CgState> for StoppingRule<S> {
                     value: cost,
                     best_value: rec.best.as_ref().map_or(cost, |b| b.1),
                     gradient_norm: gradient.as_ref().map_or(f64::NAN, |g| g.norm()),
-                    elapsed: rec.started.elapsed(),
+                    elapsed: rec.budget.started.elapsed(),
                 })
             });
             let flat = self.flat(cost, self.window + 1);

@@ -176,31 +176,22 @@ impl SavedModel {
     /// # Errors
     /// The first check that fails.
     fn from_repr(repr: ModelRepr) -> Result<(Self, Bounds)> {
+        /// A checked model of one kind, wrapped by `kind`, with its bounds.
+        fn wrap<M>(
+            (m, b): (M, Bounds),
+            kind: impl FnOnce(M) -> SavedModel,
+        ) -> (SavedModel, Bounds) {
+            (kind(m), b)
+        }
         Ok(match repr {
-            ModelRepr::Ssgp(r) => {
-                let (m, b) = FittedSsgp::from_repr(r)?;
-                (Self::Ssgp(m), b)
-            }
-            ModelRepr::Fitc(r) => {
-                let (m, b) = FittedFitc::from_repr(r)?;
-                (Self::Fitc(m), b)
-            }
-            ModelRepr::Vfe(r) => {
-                let (m, b) = FittedVfe::from_repr(r)?;
-                (Self::Vfe(m), b)
-            }
-            ModelRepr::FullGp(r) => {
-                let (m, b) = FittedFullGp::from_repr(r)?;
-                (Self::FullGp(m), b)
-            }
-            ModelRepr::Standardized(r) => {
-                let (m, b) = wrappers::standardized(*r)?;
-                (Self::Standardized(Box::new(m)), b)
-            }
-            ModelRepr::Ensemble(r) => {
-                let (m, b) = wrappers::ensemble(r)?;
-                (Self::Ensemble(m), b)
-            }
+            ModelRepr::Ssgp(r) => wrap(FittedSsgp::from_repr(r)?, Self::Ssgp),
+            ModelRepr::Fitc(r) => wrap(FittedFitc::from_repr(r)?, Self::Fitc),
+            ModelRepr::Vfe(r) => wrap(FittedVfe::from_repr(r)?, Self::Vfe),
+            ModelRepr::FullGp(r) => wrap(FittedFullGp::from_repr(r)?, Self::FullGp),
+            ModelRepr::Standardized(r) => wrap(wrappers::standardized(*r)?, |m| {
+                Self::Standardized(Box::new(m))
+            }),
+            ModelRepr::Ensemble(r) => wrap(wrappers::ensemble(r)?, Self::Ensemble),
         })
     }
 }

@@ -72,8 +72,7 @@ pub(crate) struct Workspace {
     pub blocks: Vec<BlockBuffers>,
 }
 
-/// A block's buffers, reused across evaluations; `a`, `b` and `d_omega` accumulate the block's
-/// sums over its chunks until they are added up in block order.
+/// A block's buffers, reused across evaluations: each chunk's work, and the block's sums.
 #[derive(Default)]
 pub(crate) struct BlockBuffers {
     pub phi: DMatrix<f64>,
@@ -81,6 +80,14 @@ pub(crate) struct BlockBuffers {
     pub centred: DMatrix<f64>,
     pub solved: DMatrix<f64>,
     pub r: DMatrix<f64>,
+    pub sums: BlockSums,
+}
+
+/// What a block accumulates over its chunks until the blocks are added up in block order: the
+/// lower triangle of ΦᵀΦ (`a`, 2m×2m), Φᵀy (`b`, 2m×1, y centred) and its part of the gradient
+/// with respect to Ω (`d_omega`, m×D).
+#[derive(Default)]
+pub(crate) struct BlockSums {
     pub a: DMatrix<f64>,
     pub b: DMatrix<f64>,
     pub d_omega: DMatrix<f64>,

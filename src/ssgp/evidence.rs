@@ -32,7 +32,7 @@
 //! the final −log p(y|θ) by 20–40% (m = 100: −7893 → −10532 on average) and the test NMSE from
 //! 0.0139 to 0.0088; results are flat for scales between about 3√m and 15√m.
 
-use super::chunks::{resize, BlockBuffers, RowPlan, Threads, Workspace};
+use super::chunks::{resize, BlockBuffers, BlockSums, RowPlan, Threads, Workspace};
 use super::features::{centre_rows, design_matrix_into, scaled_frequencies};
 use super::posterior::WeightPosterior;
 use super::{SsgpHyperparameters, ValidSsgpParams};
@@ -349,19 +349,12 @@ impl<'a> SsgpEvidence<'a> {
                 let BlockBuffers {
                     phi: own,
                     centred,
-                    a,
-                    b,
+                    sums: BlockSums { a, b, .. },
                     ..
                 } = blk;
                 let phi = cached.unwrap_or(own);
-                design_matrix_into(
-                    linalg::rows_view(self.x, start, len),
-                    &self.centre,
-                    omega,
-                    phi,
-                    centred,
-                    Par::Seq,
-                );
+                let rows = linalg::rows_view(self.x, start, len);
+                design_matrix_into(rows, &self.centre, omega, phi, centred, Par::Seq);
                 resize(a, k, k);
                 resize(b, k, 1);
                 linalg::syrk_lower(view_mut(a), !first, view(phi), Par::Seq);
@@ -375,8 +368,8 @@ impl<'a> SsgpEvidence<'a> {
                 );
             },
             |blk| {
-                add_lower(&mut a, &blk.a);
-                b += &blk.b;
+                add_lower(&mut a, &blk.sums.a);
+                b += &blk.sums.b;
             },
         );
         DataSums {
@@ -477,8 +470,7 @@ impl<'a> SsgpEvidence<'a> {
                     centred,
                     solved,
                     r,
-                    d_omega,
-                    ..
+                    sums: BlockSums { d_omega, .. },
                 } = blk;
                 let rows = linalg::rows_view(self.x, start, len);
                 let phi: &DMatrix<f64> = match cached {
@@ -524,7 +516,7 @@ impl<'a> SsgpEvidence<'a> {
                     Par::Seq,
                 );
             },
-            |blk| d_omega += &blk.d_omega,
+            |blk| d_omega += &blk.sums.d_omega,
         );
         d_omega
     }
@@ -595,10 +587,12 @@ pub(crate) fn input_means(x: &DMatrix<f64>) -> DVector<f64> {
     DVector::from_iterator(x.ncols(), x.column_iter().map(|c| c.mean()))
 }
 
-/// The optimiser's scale for the unit frequencies W (with 1 for the hyperparameters): 10·√m, the
-/// middle of the range measured to work (see the module docs).
-fn unit_frequency_scale(m: usize) -> f64 {
-    10.0 * (m as f64).sqrt()
+/// The optimiser's parameter scales for `len` parameters whose first `head` are the
+/// hyperparameters: 1 for those, and 10·√m for the unit frequencies W after them, the middle of
+/// the range measured to work (see the module docs).
+pub(crate) fn parameter_scales(len: usize, head: usize, m: usize) -> DVector<f64> {
+    let scale = 10.0 * (m as f64).sqrt();
+    DVector::from_fn(len, |i, _| if i < head { 1.0 } else { scale })
 }
 
 /// One spectral point's column of the chain rule through cos/sin: with G = ΦA⁻¹ − rαᵀ,
@@ -632,15 +626,11 @@ impl Objective for SsgpEvidence<'_> {
 
     /// 1 for the hyperparameters, 10·√m for the unit frequencies W (see the module docs).
     fn parameter_scales(&self) -> Option<DVector<f64>> {
-        let head = self.x.ncols() + 2;
-        let scale = unit_frequency_scale(self.m);
-        Some(DVector::from_fn(self.num_params(), |i, _| {
-            if i < head {
-                1.0
-            } else {
-                scale
-            }
-        }))
+        Some(parameter_scales(
+            self.num_params(),
+            self.x.ncols() + 2,
+            self.m,
+        ))
     }
 
     fn value_and_gradient(&self, theta: &DVector<f64>) -> Result<(f64, DVector<f64>)> {

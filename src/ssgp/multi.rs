@@ -50,6 +50,17 @@ impl MultiSsgpHyperparameters {
     pub fn noise_variances(&self) -> DVector<f64> {
         &self.signal_variances * self.noise_ratio
     }
+
+    /// Whether the lengthscales and signal variances are positive and finite and the noise
+    /// ratio finite and above `floor`.
+    fn is_valid_above(&self, floor: f64) -> bool {
+        self.lengthscales
+            .iter()
+            .chain(self.signal_variances.iter())
+            .all(|v| *v > 0.0 && v.is_finite())
+            && self.noise_ratio > floor
+            && self.noise_ratio.is_finite()
+    }
 }
 
 /// What one evaluation leaves: the value, the per-output terms and the posterior.
@@ -139,12 +150,7 @@ impl<'a> MultiSsgpEvidence<'a> {
                 });
             }
         }
-        if h.lengthscales
-            .iter()
-            .chain(h.signal_variances.iter())
-            .any(|v| !(*v > 0.0 && v.is_finite()))
-            || !(h.noise_ratio > self.noise.floor && h.noise_ratio.is_finite())
-        {
+        if !h.is_valid_above(self.noise.floor) {
             return Err(Error::InvalidParameter {
                 name: "hyperparameters",
                 reason: "lengthscales and variances must be positive and finite, the noise ratio above its floor".into(),
@@ -201,12 +207,7 @@ impl<'a> MultiSsgpEvidence<'a> {
             noise_ratio,
             unit_frequencies,
         };
-        if h.lengthscales
-            .iter()
-            .chain(h.signal_variances.iter())
-            .any(|v| !(*v > 0.0 && v.is_finite()))
-            || !(noise_ratio > 0.0 && noise_ratio.is_finite())
-        {
+        if !h.is_valid_above(0.0) {
             return Err(Error::InvalidParameter {
                 name: "parameters",
                 reason: "a lengthscale or variance under- or overflows".into(),
@@ -408,14 +409,11 @@ impl Objective for MultiSsgpEvidence<'_> {
     /// 1 for the hyperparameters, 10·√m for the unit frequencies W (as for one output).
     fn parameter_scales(&self) -> Option<DVector<f64>> {
         let head = self.x.ncols() + self.outputs() + 1;
-        let scale = 10.0 * (self.m as f64).sqrt();
-        Some(DVector::from_fn(self.num_params(), |i, _| {
-            if i < head {
-                1.0
-            } else {
-                scale
-            }
-        }))
+        Some(super::evidence::parameter_scales(
+            self.num_params(),
+            head,
+            self.m,
+        ))
     }
 
     fn value_and_gradient(&self, theta: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
@@ -507,17 +505,11 @@ impl ValidSsgpParams {
             noise_ratio,
             unit_frequencies: w.clone(),
         };
-        let w0 = crate::init::unit_frequencies(
-            self.initial_unit_frequencies.as_ref(),
-            self.density().as_ref(),
-            (self.m, x.ncols()),
-            (self.initial_draws, self.training.seed),
-            self.training.optim.observer.as_ref(),
-            |w| {
+        let w0 =
+            self.start_unit_frequencies(x.ncols(), self.training.optim.observer.as_ref(), |w| {
                 let evidence = self.multi_evidence(&x, data.y(), Some(w))?;
                 Ok(evidence.first_pass(&evidence.pack(&hyper_at(w))?)?.value)
-            },
-        )?;
+            })?;
         let evidence = self.multi_evidence(&x, data.y(), Some(&w0))?;
         let theta0 = evidence.pack(&hyper_at(&w0))?;
         let report = self.training.minimize(&evidence, theta0)?;

@@ -3,19 +3,18 @@
 //! outputs at once, and each output as a stand-alone [`FittedSsgp`] (samples, persistence).
 
 use super::multi::{MultiPass, MultiSsgpHyperparameters};
-use super::online::{absorb, check_forgetting, solve_weights};
+use super::online::{absorb, new_sample_features, solve_weights};
 use super::posterior::{FittedSsgp, OutputView, WeightPosterior};
 use super::{features, SsgpHyperparameters, ValidSsgpParams};
 use crate::data::InputColumns;
 use crate::data::Inputs;
 use crate::error::{Error, Result};
 use crate::hyperparameters::{self, Hyperparameters, NoiseParam};
-use crate::linalg::{self, view};
+use crate::linalg;
 use crate::model::FitRecord;
 use crate::prediction_loop::{gradients_in_chunks, predict_in_chunks, Rows};
 use crate::predictive::{Predictive, PredictiveGradients};
 use crate::termination::TrainingSummary;
-use faer::Par;
 use nalgebra::{DMatrix, DVector};
 
 /// A trained SSGP with P outputs on shared spectral points ([`super::multi`]): the posterior of
@@ -180,10 +179,7 @@ impl FittedMultiSsgp {
     /// # Errors
     /// As [`FittedSsgp::predict`].
     pub fn predict<X: Inputs + ?Sized>(&self, x: &X) -> Result<Vec<Predictive>> {
-        let x = &*x.to_matrix()?;
-        (0..self.outputs())
-            .map(|p| self.predict_output(x, p))
-            .collect()
+        self.every_output(x, |x, p| self.predict_output(x, p))
     }
 
     /// Output p's predictive with its gradients with respect to the test inputs, as
@@ -217,10 +213,17 @@ impl FittedMultiSsgp {
     /// # Errors
     /// As [`FittedSsgp::predict`].
     pub fn predict_gradients<X: Inputs + ?Sized>(&self, x: &X) -> Result<Vec<PredictiveGradients>> {
+        self.every_output(x, |x, p| self.predict_gradients_output(x, p))
+    }
+
+    /// `output(x, p)` for every output p in turn at the rows of `x` (n*×D).
+    fn every_output<X: Inputs + ?Sized, T>(
+        &self,
+        x: &X,
+        output: impl Fn(&DMatrix<f64>, usize) -> Result<T>,
+    ) -> Result<Vec<T>> {
         let x = &*x.to_matrix()?;
-        (0..self.outputs())
-            .map(|p| self.predict_gradients_output(x, p))
-            .collect()
+        (0..self.outputs()).map(|p| output(x, p)).collect()
     }
 
     /// Output p as a stand-alone single-output [`FittedSsgp`] with the same posterior (a copy of
@@ -305,26 +308,17 @@ impl FittedMultiSsgp {
         y: &DMatrix<f64>,
         forgetting: f64,
     ) -> Result<()> {
-        check_forgetting(forgetting)?;
-        let xu = crate::data::check_new_samples(&self.columns, x, y, self.outputs())?;
-        if xu.nrows() == 0 {
+        let features = (&self.centre, &self.omega);
+        let outputs = self.outputs();
+        let Some(phi) = new_sample_features(&self.columns, features, x, y, outputs, forgetting)?
+        else {
             return Ok(());
-        }
-        let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
-        features::design_matrix_into(
-            view(&xu),
-            &self.centre,
-            &self.omega,
-            &mut phi,
-            &mut centred,
-            Par::Seq,
-        );
-        crate::data::check_finite("features of the new samples", &phi)?;
+        };
         let means = &self.y_means;
         let yc = DMatrix::from_fn(y.nrows(), y.ncols(), |i, p| y[(i, p)] - means[p]);
         absorb(&mut self.l, &mut self.rhs, &phi, &yc, forgetting);
         self.alpha = solve_weights(&self.l, &self.rhs);
-        self.updates += xu.nrows();
+        self.updates += phi.nrows();
         crate::data::check_finite("weights after the update", &self.alpha)
     }
 

@@ -17,6 +17,7 @@
 
 use super::features::design_matrix_into;
 use super::posterior::FittedSsgp;
+use crate::data::InputColumns;
 use crate::error::{Error, Result};
 use crate::linalg::{self, view, view_mut};
 use faer::Par;
@@ -67,11 +68,37 @@ pub(crate) fn recover_rhs(l: &DMatrix<f64>, alpha: &DMatrix<f64>) -> DMatrix<f64
     &lower * (lower.tr_mul(alpha))
 }
 
+/// The design matrix Φ (n×2m, about the inputs' centre `centre` (D) with the scaled frequencies
+/// `omega` (m×D)) of new samples `x` (n×D) with targets `y` (n×`outputs`) on the model's
+/// `columns`, once the forgetting factor and the samples are checked; `None` for no samples.
+///
+/// # Errors
+/// As [`check_forgetting`] and [`crate::data::check_new_samples`]; [`Error::NonFinite`] for
+/// features that overflowed.
+pub(crate) fn new_sample_features(
+    columns: &InputColumns,
+    (centre, omega): (&DVector<f64>, &DMatrix<f64>),
+    x: &DMatrix<f64>,
+    y: &DMatrix<f64>,
+    outputs: usize,
+    forgetting: f64,
+) -> Result<Option<DMatrix<f64>>> {
+    check_forgetting(forgetting)?;
+    let xu = crate::data::check_new_samples(columns, x, y, outputs)?;
+    if xu.nrows() == 0 {
+        return Ok(None);
+    }
+    let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
+    design_matrix_into(view(&xu), centre, omega, &mut phi, &mut centred, Par::Seq);
+    crate::data::check_finite("features of the new samples", &phi)?;
+    Ok(Some(phi))
+}
+
 /// Checks a forgetting factor γ ∈ (0, 1].
 ///
 /// # Errors
 /// [`Error::InvalidParameter`] otherwise.
-pub(crate) fn check_forgetting(forgetting: f64) -> Result<()> {
+fn check_forgetting(forgetting: f64) -> Result<()> {
     if forgetting > 0.0 && forgetting <= 1.0 {
         Ok(())
     } else {
@@ -109,23 +136,13 @@ impl FittedSsgp {
         y: &DVector<f64>,
         forgetting: f64,
     ) -> Result<()> {
-        check_forgetting(forgetting)?;
         let y = DMatrix::from_column_slice(y.len(), 1, y.as_slice());
-        let xu = crate::data::check_new_samples(&self.record.columns, x, &y, 1)?;
-        if xu.nrows() == 0 {
-            return Ok(());
-        }
         let post = &self.posterior;
-        let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
-        design_matrix_into(
-            view(&xu),
-            &post.centre,
-            &post.omega,
-            &mut phi,
-            &mut centred,
-            Par::Seq,
-        );
-        crate::data::check_finite("features of the new samples", &phi)?;
+        let features = (&post.centre, &post.omega);
+        let Some(phi) = new_sample_features(&self.record.columns, features, x, &y, 1, forgetting)?
+        else {
+            return Ok(());
+        };
         let alpha = DMatrix::from_column_slice(post.alpha.len(), 1, post.alpha.as_slice());
         let mut rhs = match self.rhs.take() {
             Some(b) => b,
@@ -136,7 +153,7 @@ impl FittedSsgp {
         let alpha = solve_weights(&self.posterior.l, &rhs);
         self.posterior.alpha.copy_from_slice(alpha.as_slice());
         self.rhs = Some(rhs);
-        self.updates += xu.nrows();
+        self.updates += phi.nrows();
         crate::data::check_finite_vector("weights after the update", &self.posterior.alpha)
     }
 

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::hyperparameters::check_block;
 use crate::init::{self, LengthscaleInit};
 use crate::kernel::SpectralDensity;
-use crate::params::{impl_fit, training_builder, TrainingSettings};
+use crate::params::{check_at_least_one, impl_fit, training_builder, TrainingSettings};
 use nalgebra::DMatrix;
 use std::sync::Arc;
 
@@ -24,24 +24,25 @@ pub enum NoiseBound {
     },
 }
 
-/// Validated SSGP settings (from [`SsgpParams`] by [`ParamGuard::check`](crate::ParamGuard::check)): training and the
-/// evidence are implemented here.
+/// Validated SSGP settings (from [`SsgpParams`] by
+/// [`ParamGuard::check`](crate::ParamGuard::check)): training and the evidence are implemented
+/// here.
 ///
-/// Defaults follow the paper (§4.2) and the original code: spectral points drawn from the
-/// kernel's spectral density (the squared exponential's unless set), the best of 100 draws as the starting point, then
-/// nonlinear CG with a budget of 1000 evaluations (about 500 line searches).
+/// Defaults follow the paper (§4.2) and the original code: spectral points drawn from the kernel's
+/// spectral density (the squared exponential's unless set), the best of 100 draws as the starting
+/// point, then nonlinear CG with a budget of 1000 evaluations (about 500 line searches).
 #[derive(Clone, Debug)]
 pub struct ValidSsgpParams {
     pub(crate) m: usize,
     pub(crate) training: TrainingSettings,
     pub(crate) initial_draws: usize,
+    /// An explicit spectral density; `None` draws from the kernel's.
+    pub(crate) density: Option<Arc<dyn SpectralDensity>>,
+    pub(crate) initial_unit_frequencies: Option<DMatrix<f64>>,
     pub(crate) fixed_spectral_points: bool,
     pub(crate) noise_bound: NoiseBound,
     pub(crate) chunk_rows: usize,
     pub(crate) cache_bytes: usize,
-    /// An explicit spectral density; `None` draws from the kernel's.
-    pub(crate) density: Option<Arc<dyn SpectralDensity>>,
-    pub(crate) initial_unit_frequencies: Option<DMatrix<f64>>,
 }
 
 /// The configuration of an SSGP fit, built with [`super::Ssgp::params`]; [`SsgpParams::fit`]
@@ -65,6 +66,9 @@ pub struct ValidSsgpParams {
 #[must_use]
 pub struct SsgpParams(pub(crate) ValidSsgpParams);
 
+training_builder!(SsgpParams);
+impl_fit!(SsgpParams, ValidSsgpParams, FittedSsgp);
+
 impl SsgpParams {
     pub(crate) fn new(m: usize) -> Self {
         Self(ValidSsgpParams {
@@ -74,57 +78,39 @@ impl SsgpParams {
                 ..TrainingSettings::default()
             },
             initial_draws: 100,
+            density: None,
+            initial_unit_frequencies: None,
             fixed_spectral_points: false,
             noise_bound: NoiseBound::None,
             chunk_rows: DEFAULT_CHUNK_ROWS,
             cache_bytes: DEFAULT_CACHE_BYTES,
-            density: None,
-            initial_unit_frequencies: None,
         })
     }
 
-    /// How many sets of spectral points to draw before training; training starts from the one
-    /// with the best evidence (default 100, as the original code). Each draw costs one evaluation
-    /// of the evidence without gradient.
-    pub fn initial_draws(mut self, draws: usize) -> Self {
-        self.0.initial_draws = draws;
-        self
-    }
-
-    /// Keeps the spectral points at their initial draw and learns only ℓ, σ0², σn² (the paper's
-    /// "SSGP fixed spectral points", §5.2): the frequencies still scale with the lengthscales.
-    pub fn fixed_spectral_points(mut self, fixed: bool) -> Self {
-        self.0.fixed_spectral_points = fixed;
-        self
-    }
-
-    /// A lower bound on σn² estimated from the data (default [`NoiseBound::None`]); combined with
-    /// the noise floor by taking the larger.
-    pub fn noise_bound(mut self, bound: NoiseBound) -> Self {
-        self.0.noise_bound = bound;
-        self
-    }
-
-    /// Rows of the design matrix computed at a time (default 4096).
-    pub fn chunk_rows(mut self, rows: usize) -> Self {
-        self.0.chunk_rows = rows;
-        self
-    }
-
-    /// Memory (bytes) allowed for keeping the n×2m design matrix between the value and the
-    /// gradient pass (default 512 MiB): as many leading row chunks as fit are kept and the rest are
-    /// computed twice per evaluation, so training memory is at most this plus O(chunk·m + m² + mD)
-    /// beyond the data; 0 streams it.
-    pub fn cache_bytes(mut self, bytes: usize) -> Self {
-        self.0.cache_bytes = bytes;
-        self
-    }
-
-    /// A spectral density to draw the spectral points from instead of the kernel's (set with
-    /// `kernel`; the default is the squared exponential's, N(0, I)).
-    pub fn spectral_density(mut self, density: Arc<dyn SpectralDensity>) -> Self {
-        self.0.density = Some(density);
-        self
+    crate::params::setters! {
+        /// How many sets of spectral points to draw before training; training starts from the one
+        /// with the best evidence (default 100, as the original code). Each draw costs one
+        /// evaluation of the evidence without gradient.
+        initial_draws(draws: usize) => initial_draws;
+        /// Keeps the spectral points at their initial draw and learns only ℓ, σ0², σn² (the paper's
+        /// "SSGP fixed spectral points", §5.2): the frequencies still scale with the lengthscales.
+        fixed_spectral_points(fixed: bool) => fixed_spectral_points;
+        /// A lower bound on σn² estimated from the data (default [`NoiseBound::None`]); combined
+        /// with the noise floor by taking the larger.
+        noise_bound(bound: NoiseBound) => noise_bound;
+        /// Rows of the design matrix computed at a time (default 4096).
+        chunk_rows(rows: usize) => chunk_rows;
+        /// Memory (bytes) allowed for keeping the n×2m design matrix between the value and the
+        /// gradient pass (default 512 MiB): as many leading row chunks as fit are kept and the rest
+        /// are computed twice per evaluation, so training memory is at most this plus O(chunk·m +
+        /// m² + mD) beyond the data; 0 streams it.
+        cache_bytes(bytes: usize) => cache_bytes;
+        /// A spectral density to draw the spectral points from instead of the kernel's (set with
+        /// `kernel`; the default is the squared exponential's, N(0, I)).
+        spectral_density(density: Arc<dyn SpectralDensity>) => density = Some;
+        /// Initial unit frequencies W (m×D; spectral points s_r = W_r ⊘ (2πℓ)) instead of random
+        /// draws: a warm start, or values from elsewhere.
+        initial_unit_frequencies(w: DMatrix<f64>) => initial_unit_frequencies = Some;
     }
 
     /// Initial lengthscales learned by a full GP on a seeded random subset of `subset` training
@@ -133,17 +119,7 @@ impl SsgpParams {
     pub fn initial_lengthscales_from_full_gp(self, subset: usize) -> Self {
         self.lengthscale_init(LengthscaleInit::FullGpSubset(subset))
     }
-
-    /// Initial unit frequencies W (m×D; spectral points s_r = W_r ⊘ (2πℓ)) instead of random
-    /// draws: a warm start, or values from elsewhere.
-    pub fn initial_unit_frequencies(mut self, w: DMatrix<f64>) -> Self {
-        self.0.initial_unit_frequencies = Some(w);
-        self
-    }
 }
-
-training_builder!(SsgpParams);
-impl_fit!(SsgpParams, ValidSsgpParams, FittedSsgp);
 
 impl ValidSsgpParams {
     /// Checks everything that can be checked without data.
@@ -153,24 +129,18 @@ impl ValidSsgpParams {
     /// non-finite noise floor, bad initial lengthscales or a bad optimiser budget;
     /// [`Error::NonFinite`] / [`Error::DimensionMismatch`] for bad initial frequencies.
     fn validate(&self) -> Result<()> {
-        if self.m == 0 {
-            return Err(Error::InvalidParameter {
-                name: "m",
-                reason: "the number of spectral points must be at least 1".into(),
-            });
-        }
+        check_at_least_one(
+            "m",
+            self.m,
+            "the number of spectral points must be at least 1",
+        )?;
         if self.initial_draws == 0 && self.initial_unit_frequencies.is_none() {
             return Err(Error::InvalidParameter {
                 name: "initial_draws",
                 reason: "at least one draw of spectral points is needed".into(),
             });
         }
-        if self.chunk_rows == 0 {
-            return Err(Error::InvalidParameter {
-                name: "chunk_rows",
-                reason: "must be at least 1".into(),
-            });
-        }
+        check_at_least_one("chunk_rows", self.chunk_rows, "must be at least 1")?;
         self.training.validate()?;
         if let NoiseBound::FixedSpectralPoints { fraction } = self.noise_bound {
             if !(fraction > 0.0 && fraction.is_finite()) {

@@ -62,15 +62,15 @@ pub(crate) struct WeightPosterior {
 pub struct FittedSsgp {
     pub(crate) hyper: SsgpHyperparameters,
     pub(crate) posterior: WeightPosterior,
+    /// b = Φᵀ(y − ȳ) (2m×1) once [`FittedSsgp::update`] has run (recovered as Aα before).
+    pub(crate) rhs: Option<DMatrix<f64>>,
+    /// Samples added by [`FittedSsgp::update`].
+    pub(crate) updates: usize,
     pub(crate) fixed: bool,
     pub(crate) chunk_rows: usize,
     /// θ, ȳ, −log p(y|θ), the training summary, the noise floor, the thread count and the
     /// used input columns.
     pub(crate) record: FitRecord,
-    /// b = Φᵀ(y − ȳ) (2m×1) once [`FittedSsgp::update`] has run (recovered as Aα before).
-    pub(crate) rhs: Option<DMatrix<f64>>,
-    /// Samples added by [`FittedSsgp::update`].
-    pub(crate) updates: usize,
 }
 
 impl FittedSsgp {
@@ -495,10 +495,32 @@ pub(crate) struct OutputView<'a> {
 }
 
 impl<'a> OutputView<'a> {
+    /// The design matrix Φ* (len×2m) of rows `start .. start + len` of `x` into `phi` (their
+    /// centred inputs into `centred`) and the means Φ*α into `mean` (len).
+    fn design_and_means(
+        self,
+        x: &DMatrix<f64>,
+        (start, len): (usize, usize),
+        phi: &mut DMatrix<f64>,
+        centred: &mut DMatrix<f64>,
+        mean: &mut [f64],
+    ) {
+        let alpha = MatRef::from_column_major_slice(self.alpha, self.l.nrows(), 1);
+        design_matrix_into(
+            linalg::rows_view(x, start, len),
+            self.centre,
+            self.omega,
+            phi,
+            centred,
+            self.par,
+        );
+        let mu = MatMut::from_column_major_slice_mut(mean, len, 1);
+        linalg::gemm(mu, false, view(phi), alpha, 1.0, self.par);
+    }
+
     /// The work of one chunk of test rows for [`predict_in_chunks`]: the design matrix Φ*
     /// (len×2m), the means Φ*α and, when wanted, the latent variances σn²‖L⁻¹φ(x*)‖².
     pub(crate) fn chunk(self) -> impl Chunk + 'a {
-        let k = self.l.nrows();
         let (sn2, par) = (self.noise_variance, self.par);
         let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
         move |x: &DMatrix<f64>,
@@ -506,17 +528,7 @@ impl<'a> OutputView<'a> {
               len: usize,
               mean: &mut [f64],
               latent: Option<&mut [f64]>| {
-            let alpha = MatRef::from_column_major_slice(self.alpha, k, 1);
-            design_matrix_into(
-                linalg::rows_view(x, start, len),
-                self.centre,
-                self.omega,
-                &mut phi,
-                &mut centred,
-                par,
-            );
-            let mu = MatMut::from_column_major_slice_mut(mean, len, 1);
-            linalg::gemm(mu, false, view(&phi), alpha, 1.0, par);
+            self.design_and_means(x, (start, len), &mut phi, &mut centred, mean);
             if let Some(latent) = latent {
                 linalg::solve_lower(view(self.l), view_mut(&mut phi).transpose_mut(), par);
                 for (i, v) in latent.iter_mut().enumerate() {
@@ -536,17 +548,7 @@ impl<'a> OutputView<'a> {
         let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
         let (mut g, mut u) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
         move |x: &DMatrix<f64>, start: usize, len: usize, out: ChunkGradients<'_>| {
-            let alpha = MatRef::from_column_major_slice(self.alpha, k, 1);
-            design_matrix_into(
-                linalg::rows_view(x, start, len),
-                self.centre,
-                self.omega,
-                &mut phi,
-                &mut centred,
-                par,
-            );
-            let mu = MatMut::from_column_major_slice_mut(out.mean, len, 1);
-            linalg::gemm(mu, false, view(&phi), alpha, 1.0, par);
+            self.design_and_means(x, (start, len), &mut phi, &mut centred, out.mean);
             // ∂μ: g_ir = α_{m+r} cos θ_ir − α_r sin θ_ir, then gΩ.
             if g.shape() != (len, m) {
                 g = DMatrix::zeros(len, m);

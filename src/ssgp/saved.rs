@@ -9,7 +9,7 @@ use crate::data::InputColumns;
 use crate::error::{Error, Result};
 use crate::hyperparameters::{self, NoiseParam};
 use crate::model::FitRecord;
-use crate::params::check_threads;
+use crate::params::{check_at_least_one, check_threads};
 use crate::schema::{
     bounded, finite, lower_factor, matrix, rows, vector, Bounds, FactorNorms, SsgpRepr,
 };
@@ -47,12 +47,11 @@ impl FittedSsgp {
         let columns = InputColumns::try_from(r.input_columns)?;
         let d = columns.used().len();
         let m = r.num_spectral_points;
-        if m == 0 {
-            return Err(Error::InvalidParameter {
-                name: "num_spectral_points",
-                reason: "an SSGP has at least one spectral point".into(),
-            });
-        }
+        check_at_least_one(
+            "num_spectral_points",
+            m,
+            "an SSGP has at least one spectral point",
+        )?;
         // m is checked against α, present in the file, before anything is sized by it.
         let k = m.checked_mul(2).ok_or(Error::DimensionMismatch {
             what: "SSGP alpha (entries, 2m)",
@@ -97,12 +96,7 @@ impl FittedSsgp {
         let y_mean = finite(r.y_mean, "SSGP y_mean")?;
         let neg_log_evidence = finite(r.neg_log_evidence, "SSGP −log p(y|θ)")?;
         check_threads(r.threads)?;
-        if r.chunk_rows == 0 {
-            return Err(Error::InvalidParameter {
-                name: "chunk_rows",
-                reason: "must be at least 1".into(),
-            });
-        }
+        check_at_least_one("chunk_rows", r.chunk_rows, "must be at least 1")?;
         let training = r.training.into_summary(&columns)?;
         let sn2 = hyper.hyper.noise_variance;
         let solved = FactorNorms::of(&l, "cholesky_factor")?

@@ -12,6 +12,7 @@ use crate::hyperparameters::{check_block, Hyperparameters};
 use crate::init::{self};
 use crate::linalg;
 use crate::model::FitRecord;
+use crate::optim::Observer;
 use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
 
@@ -45,6 +46,28 @@ pub(crate) fn check_ssgp_target_spread(spread: f64) -> Result<()> {
 }
 
 impl ValidSsgpParams {
+    /// The unit frequencies W (m×`dim`) training starts from: the given ones, or the best of the
+    /// initial draws from the spectral density by `neg_log_evidence`, each reported to
+    /// `observer`.
+    ///
+    /// # Errors
+    /// As [`init::unit_frequencies`].
+    pub(crate) fn start_unit_frequencies(
+        &self,
+        dim: usize,
+        observer: Option<&Observer>,
+        neg_log_evidence: impl Fn(&DMatrix<f64>) -> Result<f64>,
+    ) -> Result<DMatrix<f64>> {
+        init::unit_frequencies(
+            self.initial_unit_frequencies.as_ref(),
+            self.density().as_ref(),
+            (self.m, dim),
+            (self.initial_draws, self.training.seed),
+            observer,
+            neg_log_evidence,
+        )
+    }
+
     /// The evidence of this configuration on `data`: θ ↦ (−log p(y|θ), ∇θ). With fixed spectral
     /// points W is the given one, or the first draw of the seed.
     ///
@@ -142,20 +165,14 @@ impl ValidSsgpParams {
             self.evidence_with(data, None)?.working_bytes(),
             "SSGP's training buffers (2m×2m factors and n-row chunks of the design matrix)",
         )?;
-        let w0 = init::unit_frequencies(
-            self.initial_unit_frequencies.as_ref(),
-            self.density().as_ref(),
-            (self.m, data.dim()),
-            (self.initial_draws, self.training.seed),
-            self.training.optim.observer.as_ref(),
-            |w| {
+        let w0 =
+            self.start_unit_frequencies(data.dim(), self.training.optim.observer.as_ref(), |w| {
                 let evidence = self.evidence_with(data, Some(w))?;
                 evidence.value(&evidence.pack(&SsgpHyperparameters {
                     hyper: start.clone(),
                     unit_frequencies: w.clone(),
                 })?)
-            },
-        )?;
+            })?;
         let evidence = self.evidence_with(data, Some(&w0))?;
         let theta0 = evidence.pack(&SsgpHyperparameters {
             hyper: start,

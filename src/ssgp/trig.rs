@@ -7,14 +7,14 @@
 //! Accurate to about 1 ulp for |x| ≤ 2²⁰·π/2; larger arguments (never produced by sensible
 //! frequencies) fall back to libm.
 
+// The constants below are fdlibm's, written with all their published digits.
+#![allow(clippy::excessive_precision)]
+
 use std::f64::consts::FRAC_2_PI as TWO_OVER_PI;
 /// π/2 in three parts: the first 33 bits, the next 33, and the rest (fdlibm's pio2_1, pio2_2,
 /// pio2_3), so k·PIO2_1 and k·PIO2_2 are exact for |k| < 2²⁰.
-#[allow(clippy::excessive_precision)]
 const PIO2_1: f64 = 1.570_796_326_734_125_6;
-#[allow(clippy::excessive_precision)]
 const PIO2_2: f64 = 6.077_100_506_303_966e-11;
-#[allow(clippy::excessive_precision)]
 const PIO2_3: f64 = 2.022_266_248_795_950_6e-21;
 /// 1.5·2⁵²: adding and subtracting it rounds to the nearest integer.
 const ROUNDER: f64 = 6_755_399_441_055_744.0;
@@ -22,29 +22,17 @@ const ROUNDER: f64 = 6_755_399_441_055_744.0;
 const LIMIT: f64 = 1_647_099.0;
 
 // fdlibm's minimax coefficients (__kernel_sin, __kernel_cos), as published.
-#[allow(clippy::excessive_precision)]
 const S1: f64 = -1.666_666_666_666_663_2e-1;
-#[allow(clippy::excessive_precision)]
 const S2: f64 = 8.333_333_333_322_49e-3;
-#[allow(clippy::excessive_precision)]
 const S3: f64 = -1.984_126_982_985_795e-4;
-#[allow(clippy::excessive_precision)]
 const S4: f64 = 2.755_731_370_707_006_8e-6;
-#[allow(clippy::excessive_precision)]
 const S5: f64 = -2.505_076_025_340_686_3e-8;
-#[allow(clippy::excessive_precision)]
 const S6: f64 = 1.589_690_995_211_55e-10;
-#[allow(clippy::excessive_precision)]
 const C1: f64 = 4.166_666_666_666_660_2e-2;
-#[allow(clippy::excessive_precision)]
 const C2: f64 = -1.388_888_888_887_411e-3;
-#[allow(clippy::excessive_precision)]
 const C3: f64 = 2.480_158_728_947_673e-5;
-#[allow(clippy::excessive_precision)]
 const C4: f64 = -2.755_731_435_139_066_3e-7;
-#[allow(clippy::excessive_precision)]
 const C5: f64 = 2.087_572_321_298_175e-9;
-#[allow(clippy::excessive_precision)]
 const C6: f64 = -1.135_964_755_778_819_5e-11;
 
 /// sin and cos of one argument with |x| ≤ LIMIT, branch free.
