@@ -217,6 +217,32 @@ pub trait FittedRegressor: Send + Sync {
     }
 }
 
+/// The inherent `sample_joint` of a fitted type whose joint predictive distribution is its own
+/// inherent `predict_covariance` (SSGP, FITC, VFE, the full GP): `draws` seeded joint samples of
+/// f* at `x` by [`JointPredictive::sample`](crate::predictive::JointPredictive::sample). Doc
+/// lines given to the macro are added to the method's first paragraph.
+macro_rules! sample_joint_from_covariance {
+    ($(#[doc = $extra:expr])*) => {
+        /// `draws` joint samples of f* at `x` (n*×D) from [`Self::predict_covariance`], seeded
+        /// ([`JointPredictive::sample`](crate::predictive::JointPredictive::sample)).
+        $(#[doc = $extra])*
+        ///
+        /// # Errors
+        /// As [`Self::predict_covariance`] and
+        /// [`JointPredictive::sample`](crate::predictive::JointPredictive::sample).
+        pub fn sample_joint<X: $crate::data::Inputs + ?Sized>(
+            &self,
+            x: &X,
+            draws: usize,
+            seed: u64,
+        ) -> $crate::error::Result<$crate::predictive::JointSamples> {
+            self.predict_covariance(&*x.to_matrix()?)?
+                .sample(draws, seed)
+        }
+    };
+}
+pub(crate) use sample_joint_from_covariance;
+
 /// The [`FittedRegressor`] impl of a type whose calls go to a model: `$this => $inner` turns
 /// `&self` (bound to `$this`) into that model — a `&dyn FittedRegressor` held inside, or `self`
 /// itself for a fitted type with inherent `name`, `predict`, `predict_mean`,

@@ -1,13 +1,10 @@
 //! A FITC model conditioned on its training data at fixed parameters, and its predictions.
 
-use crate::data::Inputs;
-use crate::error::Result;
 use crate::inducing::{fitted_methods, Fitted};
 #[cfg(doc)]
 use crate::kernel::Covariance;
 #[cfg(doc)]
 use crate::predictive::JointPredictive;
-use crate::predictive::JointSamples;
 
 /// A FITC model conditioned on its training data at fixed parameters.
 ///
@@ -32,20 +29,7 @@ impl FittedFitc {
         Self { fit }
     }
 
-    /// `draws` joint samples of f* at `x` (n*×D) from [`Self::predict_covariance`], seeded
-    /// ([`JointPredictive::sample`]).
-    ///
-    /// # Errors
-    /// As [`Self::predict_covariance`] and [`JointPredictive::sample`].
-    pub fn sample_joint<X: Inputs + ?Sized>(
-        &self,
-        x: &X,
-        draws: usize,
-        seed: u64,
-    ) -> Result<JointSamples> {
-        let x = &*x.to_matrix()?;
-        self.predict_covariance(x)?.sample(draws, seed)
-    }
+    crate::model::sample_joint_from_covariance!();
 }
 
 fitted_methods! {

@@ -11,9 +11,7 @@ use crate::model::FitRecord;
 use crate::prediction_loop::{
     gradients_in_chunks, mean_in_chunks, predict_in_chunks, Chunk, ChunkGradients,
 };
-use crate::predictive::{
-    check_joint_size, JointPredictive, JointSamples, Predictive, PredictiveGradients,
-};
+use crate::predictive::{check_joint_size, JointPredictive, Predictive, PredictiveGradients};
 use crate::termination::TrainingSummary;
 use faer::Par;
 use nalgebra::{DMatrix, DVector};
@@ -260,20 +258,7 @@ impl FittedFullGp {
         JointPredictive::assemble(pred, cov, h.noise_variance)
     }
 
-    /// `draws` joint samples of f* at `x` (n*×D) from [`Self::predict_covariance`], seeded
-    /// ([`JointPredictive::sample`]).
-    ///
-    /// # Errors
-    /// As [`Self::predict_covariance`] and [`JointPredictive::sample`].
-    pub fn sample_joint<X: Inputs + ?Sized>(
-        &self,
-        x: &X,
-        draws: usize,
-        seed: u64,
-    ) -> Result<JointSamples> {
-        let x = &*x.to_matrix()?;
-        self.predict_covariance(x)?.sample(draws, seed)
-    }
+    crate::model::sample_joint_from_covariance!();
 
     /// `full`.
     pub fn name(&self) -> &'static str {

@@ -12,9 +12,7 @@ use crate::model::FitRecord;
 use crate::prediction_loop::{
     gradients_in_chunks, mean_in_chunks, predict_in_chunks, Chunk, ChunkGradients, GradientChunk,
 };
-use crate::predictive::{
-    check_joint_size, JointPredictive, JointSamples, Predictive, PredictiveGradients,
-};
+use crate::predictive::{check_joint_size, JointPredictive, Predictive, PredictiveGradients};
 use crate::termination::TrainingSummary;
 use faer::{MatMut, MatRef, Par};
 use nalgebra::{DMatrix, DVector};
@@ -353,20 +351,9 @@ impl FittedSsgp {
         JointPredictive::assemble(p, cov, sn2)
     }
 
-    /// `draws` joint samples of f* at `x` (n*×D) from [`Self::predict_covariance`], seeded
-    /// ([`JointPredictive::sample`]). [`Self::sample_posterior`] draws whole functions instead.
-    ///
-    /// # Errors
-    /// As [`Self::predict_covariance`] and [`JointPredictive::sample`].
-    pub fn sample_joint<X: Inputs + ?Sized>(
-        &self,
-        x: &X,
-        draws: usize,
-        seed: u64,
-    ) -> Result<JointSamples> {
-        let x = &*x.to_matrix()?;
-        self.predict_covariance(x)?.sample(draws, seed)
-    }
+    crate::model::sample_joint_from_covariance!(
+        /// [`Self::sample_posterior`] draws whole functions instead.
+    );
 
     /// Draws a function from the posterior (as in the paper's Figure 2a): weights
     /// w ~ N(α, σn²A⁻¹), i.e. w = α + σn L⁻ᵀz with z ~ N(0, I); the function can then be

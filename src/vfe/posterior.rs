@@ -1,11 +1,8 @@
 //! A VFE model conditioned on its training data at fixed parameters, and its predictions.
 
-use crate::data::Inputs;
-use crate::error::Result;
 use crate::inducing::{fitted_methods, Fitted};
 #[cfg(doc)]
 use crate::predictive::JointPredictive;
-use crate::predictive::JointSamples;
 
 /// A VFE model conditioned on its training data at fixed parameters: the optimal variational
 /// posterior (Titsias 2009, eq. 10–11)
@@ -66,20 +63,7 @@ impl FittedVfe {
         Self { fit, trace }
     }
 
-    /// `draws` joint samples of f* at `x` (n*×D) from [`Self::predict_covariance`], seeded
-    /// ([`JointPredictive::sample`]).
-    ///
-    /// # Errors
-    /// As [`Self::predict_covariance`] and [`JointPredictive::sample`].
-    pub fn sample_joint<X: Inputs + ?Sized>(
-        &self,
-        x: &X,
-        draws: usize,
-        seed: u64,
-    ) -> Result<JointSamples> {
-        let x = &*x.to_matrix()?;
-        self.predict_covariance(x)?.sample(draws, seed)
-    }
+    crate::model::sample_joint_from_covariance!();
 
     /// F = log N(y | 0, Q_ff + σn²I) − tr(K_ff − Q_ff)/(2σn²), the collapsed bound on
     /// log p(y|θ) at the fitted θ.
