@@ -1,7 +1,7 @@
 //! The FITC configuration: a builder and its validated twin (training is `train.rs`).
 
 use super::posterior::FittedFitc;
-use crate::inducing::{inducing_params, kind, Kind, Settings};
+use crate::inducing::{inducing_params, kind, InducingStart, Kind, Settings};
 #[cfg(doc)]
 use crate::linalg::Jitter;
 use crate::params::TrainingSettings;
@@ -23,7 +23,8 @@ pub(super) const FITC: Kind = kind!(
 
 /// Validated FITC settings (from [`FitcParams`] by [`ParamGuard::check`](crate::ParamGuard::check)).
 ///
-/// Defaults: seed 0, [`crate::OptimConfig::default`], all cores, no noise floor, jitter
+/// Defaults: seed 0, [`crate::OptimConfig::default`], all cores, the noise floor
+/// [`crate::params::DEFAULT_RELATIVE_NOISE_FLOOR`]·var(y), jitter
 /// [`Jitter::relative`]`(`[`DEFAULT_JITTER`]`)` on $K_{uu}$, pseudo-inputs m distinct training
 /// inputs drawn at random and learned, lengthscales from a full GP on 1024 points
 /// ([`crate::init::DEFAULT_START`]).
@@ -42,7 +43,7 @@ pub struct ValidFitcParams {
 pub struct FitcParams(pub(crate) ValidFitcParams);
 
 inducing_params! {
-    FitcParams, ValidFitcParams => FittedFitc, FITC, DEFAULT_JITTER;
+    FitcParams, ValidFitcParams => FittedFitc, FITC, DEFAULT_JITTER, InducingStart::Subset;
     "fitc", "pseudo-inputs", pseudo_inputs, fixed_pseudo_inputs;
     jitter:
     /// An absolute jitter δ on the diagonal of $K_{uu}$, as in Snelson's code (the default is

@@ -8,8 +8,9 @@ use crate::params::{impl_fit, training_builder, TrainingSettings};
 
 /// Validated full-GP settings (from [`FullGpParams`] by [`ParamGuard::check`](crate::ParamGuard::check)).
 ///
-/// Defaults: the default [`crate::OptimConfig`], all cores, no noise floor, the paper's initial
-/// lengthscales (half ranges), θ learned on all the data, seed 0, [`Jitter::ladder`].
+/// Defaults: the default [`crate::OptimConfig`], all cores, the noise floor
+/// [`crate::params::DEFAULT_RELATIVE_NOISE_FLOOR`]·var(y), the paper's initial lengthscales (half
+/// ranges), θ learned on all the data, seed 0, [`Jitter::ladder`].
 #[derive(Debug, Clone)]
 pub struct ValidFullGpParams {
     pub(crate) training: TrainingSettings,

@@ -95,16 +95,16 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
-    /// `kind`'s settings with m inducing inputs, drawn and learned, and the relative jitter
-    /// `jitter` on $K_{uu}$.
-    pub(crate) fn new(kind: &'static Kind, m: usize, jitter: f64) -> Self {
+    /// `kind`'s settings with m inducing inputs, drawn from `start` and learned, and the
+    /// relative jitter `jitter` on $K_{uu}$.
+    pub(crate) fn new(kind: &'static Kind, m: usize, jitter: f64, start: InducingStart) -> Self {
         Self {
             kind,
             m,
             jitter: Jitter::relative(jitter),
             given: None,
             fixed: false,
-            start: InducingStart::default(),
+            start,
         }
     }
 
@@ -271,7 +271,7 @@ impl Settings {
 /// their names.
 macro_rules! inducing_params {
     (
-        $params:ident, $valid:ident => $fitted:ident, $kind:ident, $jitter:ident;
+        $params:ident, $valid:ident => $fitted:ident, $kind:ident, $jitter:ident, $start:expr;
         $name:literal, $what:literal, $given:ident, $fixed:ident;
         jitter: $(#[$jitter_doc:meta])*
         initial_lengthscales_from_full_gp: $(#[$subset_doc:meta])*
@@ -283,7 +283,7 @@ macro_rules! inducing_params {
                         lengthscales: $crate::init::DEFAULT_START,
                         ..$crate::params::TrainingSettings::default()
                     },
-                    inducing: $crate::inducing::Settings::new(&$kind, m, $jitter),
+                    inducing: $crate::inducing::Settings::new(&$kind, m, $jitter, $start),
                 })
             }
 

@@ -40,7 +40,9 @@ mod saved;
 mod train;
 
 pub use evidence::VfeEvidence;
-pub use params::{InducingStart, ValidVfeParams, VfeParams, DEFAULT_JITTER};
+pub use params::{
+    InducingStart, ValidVfeParams, VfeParams, DEFAULT_INDUCING_START, DEFAULT_JITTER,
+};
 pub use posterior::FittedVfe;
 
 /// Entry point of the VFE builder: `Vfe::params(m)`.

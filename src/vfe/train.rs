@@ -16,7 +16,8 @@ trained_methods! {
     ValidVfeParams => VfeEvidence, FittedVfe;
     evidence:
     /// The bound of this configuration on `data`: θ ↦ (−F(θ), ∇θ). With fixed inducing inputs
-    /// they are the given ones, or the seed's random subset of the training inputs.
+    /// they are the given ones, or their start ([`VfeParams::inducing_start`]: by default the
+    /// k-means centres from the seed's random subset of the training inputs).
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`] if given inducing inputs do not have D columns;
@@ -24,7 +25,8 @@ trained_methods! {
     fit:
     /// Learns θ on `data` by minimising −F(θ) (targets centred by their mean) from the start
     /// values of [`crate::init`] (ℓ by the lengthscale strategy, σ0² = var(y), σn² = σ0²/4,
-    /// inducing inputs a seeded random subset of m training inputs or the given ones). The
+    /// inducing inputs the given ones or [`VfeParams::inducing_start`]'s: by default k-means
+    /// centres from a seeded random subset of m training inputs). The
     /// returned model never has a worse bound than θ₀.
     ///
     /// Input columns constant on `data` are left out (as if their lengthscale were infinite) and
