@@ -2,6 +2,7 @@
 
 use super::chunks::{DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_ROWS};
 use super::posterior::FittedSsgp;
+use super::remedy::Calibration;
 use crate::error::{Error, Result};
 use crate::hyperparameters::check_block;
 use crate::init::{self, LengthscaleInit};
@@ -37,6 +38,7 @@ pub struct ValidSsgpParams {
     pub(crate) initial_draws: usize,
     pub(crate) fixed_spectral_points: bool,
     pub(crate) noise_bound: NoiseBound,
+    pub(crate) calibration: Calibration,
     pub(crate) chunk_rows: usize,
     pub(crate) cache_bytes: usize,
     /// An explicit spectral density; `None` draws from the kernel's.
@@ -76,11 +78,19 @@ impl SsgpParams {
             initial_draws: 100,
             fixed_spectral_points: false,
             noise_bound: NoiseBound::None,
+            calibration: Calibration::Check,
             chunk_rows: DEFAULT_CHUNK_ROWS,
             cache_bytes: DEFAULT_CACHE_BYTES,
             density: None,
             initial_unit_frequencies: None,
         })
+    }
+
+    /// How the fit guards its error bars against overfitted spectral points (default
+    /// [`Calibration::Check`]; [`Calibration::Off`] for the paper's fit alone).
+    pub fn calibration(mut self, calibration: Calibration) -> Self {
+        self.0.calibration = calibration;
+        self
     }
 
     /// How many sets of spectral points to draw before training; training starts from the one
