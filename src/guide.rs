@@ -92,14 +92,41 @@
 //! z² 0.06–0.85, underconfident rather than over). So: a flag means a poor fit; no flag does
 //! not yet mean a calibrated one on small or wide data. A flagged fit:
 //! try the remedies above, compare with the full GP or FITC (whose few hyperparameters keep
-//! their LOO honest), or standardise and use fewer spectral points.
+//! their LOO honest), or standardise and use fewer spectral points. (These counts are of the
+//! learned fits, `Calibration::Off`; the default check below replaces most of them.)
 //!
-//! **Not done (issue 17):** SSGP's default settings are not yet calibrated on small and wide
-//! data. Measured on the suite (m = 50): 7 of 36 fits calibrated by default (coverage in
-//! [0.90, 0.98], mean z² ≤ 1.5) and 13 of 36 with a test NMSE within 1.1× the full GP's; on its
-//! first 22 problems (n ≤ 300), 4 by default, 6 with the fixed-points noise bound, 8 with fixed
-//! spectral points, against the issue's 90 %; on wide problems (D ≥ n) all three overfit (test
-//! mean z² up to 10⁶ with fixed points). The README's calibration table has the numbers.
+//! # The calibration check (SSGP's default)
+//!
+//! By default ([`Calibration::Check`](crate::ssgp::Calibration::Check)) an SSGP fit is checked
+//! against a second fit that cannot overfit: the *random-feature fit*, m spectral points drawn
+//! once (the seed's draw) from the kernel's spectral density at the start's lengthscales (the
+//! full GP's on a subset of ≤ 1024 rows, which SSGP starts from anyway) and held fixed with
+//! them, training only σ0² and σn² — a random-feature approximation of that full GP, whose noise
+//! absorbs what m features miss. With 20 to 2 000 training points both fits are trained on a
+//! seeded 3/4 of the rows and scored by their MNLP on the other 1/4; the one with the lower
+//! MNLP is refitted on all rows. Above 2 000 points (and below 20) the learned fit is kept unless
+//! its LOO diagnostic fits its training points too well, when the random-feature fit replaces
+//! it. [`TrainingSummary::remedy`](crate::TrainingSummary) says which fit was kept and why
+//! ([`Remedy`](crate::Remedy), saved with the model from format 4 on); `Calibration::Off` is the
+//! paper's fit alone, `Calibration::RandomFeatures` the random-feature fit alone.
+//!
+//! Its cost: up to 2 000 points, a learned fit and a random-feature fit on 3/4 of the rows
+//! before the kept fit (the random-feature fit trains two parameters: its evaluations cost as
+//! the learned fit's, its iterations are few), so at most about 2× the learned fit's time and
+//! often less, when the random-feature fit is kept (on the generated suite below the training
+//! took 160 s in all against 143 s for the learned fits alone); above, nothing (the diagnostic
+//! is computed anyway): Kin-40k's fits are the learned ones, bit for bit.
+//!
+//! Measured on the generated suite of small and wide problems (`examples/calibration.rs`, 36
+//! problems, m = 50, the README has the table): 30 of 36 fits calibrated (coverage in
+//! [0.90, 0.98], mean z² ≤ 1.5) against 6 of 36 with `Calibration::Off`, and 24 of 36 with a
+//! test NMSE within 1.1× the full GP's (14 of 36 off). **Not yet met (issue 17):** the issue asks
+//! for 90 % calibrated and every NMSE within 1.1× the full GP's. The misses: where the full GP
+//! itself resolves the function (low noise, n ≥ 100, 3–5 relevant inputs) the random-feature fit
+//! with m = 50 is calibrated but up to 6.8× less accurate (the held-out check still prefers it,
+//! the learned fit being overconfident there); on n = 50 with D = 50 the full GP's lengthscales
+//! overfit and the random-feature fit inherits them (test mean z² 31); and noise-free problems
+//! stay underconfident at the noise floor (coverage 1.0).
 //!
 //! # Failures are errors
 //!

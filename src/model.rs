@@ -30,6 +30,7 @@ impl TrainingSummary {
             ignored_inputs: columns.ignored(),
             noise_at_floor: false,
             diagnostic: None,
+            remedy: None,
         }
     }
 }

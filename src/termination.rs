@@ -128,6 +128,74 @@ pub struct TrainingSummary {
     /// ([`LooDiagnostic`]); `None` for a model loaded from a format-2 file (saved before the
     /// diagnostic existed) and for models implemented outside the crate.
     pub diagnostic: Option<LooDiagnostic>,
+    /// What SSGP's calibration check did ([`Remedy`]); `None` for every other model, for an
+    /// SSGP fitted with the check off, and for a model loaded from a file saved before the check
+    /// existed (format 2 or 3).
+    pub remedy: Option<Remedy>,
+}
+
+/// What SSGP's calibration check (`ssgp::Calibration`, issue 17) did: whether the learned fit
+/// was kept or the random-feature fit (spectral points drawn from the kernel at the start's
+/// lengthscales, held fixed with them; σ0² and σn² trained) replaced it, and on what evidence.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Remedy {
+    /// Both fits were trained on 3/4 of the rows and scored by their mean negative log
+    /// predictive density on the other 1/4; the one with the lower MNLP was refitted on all rows
+    /// (the random-feature fit when `random_features_mnlp < learned_mnlp`).
+    HeldOut {
+        /// The learned fit's held-out MNLP (`f64::MAX` if not finite).
+        learned_mnlp: f64,
+        /// The random-feature fit's held-out MNLP (`f64::MAX` if not finite).
+        random_features_mnlp: f64,
+    },
+    /// Too many rows for the held-out comparison: the learned fit was kept, its LOO diagnostic
+    /// not fitting the training points too well.
+    LooChecked,
+    /// Too many (or too few) rows for the held-out comparison: the learned fit's LOO diagnostic
+    /// fitted its training points too well ([`LooDiagnostic::fits_too_well`]), and the
+    /// random-feature fit replaced it.
+    LooFitsTooWell,
+    /// The random-feature fit, as asked for (`Calibration::RandomFeatures`).
+    RandomFeatures,
+}
+
+impl Remedy {
+    /// Whether the model is the random-feature fit (not the learned one).
+    pub fn random_features(&self) -> bool {
+        match self {
+            Self::HeldOut {
+                learned_mnlp,
+                random_features_mnlp,
+                ..
+            } => random_features_mnlp < learned_mnlp,
+            Self::LooChecked => false,
+            Self::LooFitsTooWell | Self::RandomFeatures => true,
+        }
+    }
+}
+
+impl fmt::Display for Remedy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kept = if self.random_features() {
+            "random-feature fit"
+        } else {
+            "learned fit"
+        };
+        match self {
+            Self::HeldOut {
+                learned_mnlp,
+                random_features_mnlp,
+            } => write!(
+                f,
+                "{kept} (held-out MNLP {learned_mnlp:.3} learned, {random_features_mnlp:.3} \
+                 random features)"
+            ),
+            Self::LooChecked => write!(f, "{kept} (LOO checked)"),
+            Self::LooFitsTooWell => write!(f, "{kept} (the learned fit's LOO fits too well)"),
+            Self::RandomFeatures => write!(f, "{kept} (asked for)"),
+        }
+    }
 }
 
 /// A fit's calibration by exact leave-one-out (LOO) on its training data, at the fitted
@@ -273,6 +341,7 @@ impl TrainingSummary {
             ignored_inputs: Vec::new(),
             noise_at_floor: false,
             diagnostic: None,
+            remedy: None,
         }
     }
 

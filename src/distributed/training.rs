@@ -369,6 +369,7 @@ fn share_outcome(
         ignored_inputs: columns.ignored(),
         noise_at_floor: false,
         diagnostic: None,
+        remedy: None,
     };
     Ok((DVector::from_column_slice(&v[..params]), training))
 }

@@ -42,8 +42,9 @@
 //! [`FORMAT_VERSION`] is written first in every file and checked first when one is read: a file
 //! of a version outside [`OLDEST_READ_VERSION`]..=[`FORMAT_VERSION`] is [`Error::FormatVersion`],
 //! naming both. Older versions in that range are migrated as they are read: a format-2 file
-//! (before the leave-one-out diagnostic) loads with `TrainingSummary::diagnostic` = `None`, and
-//! predicts bit for bit as before (`tests/suite/format2.rs`). **Any change to what a saved
+//! (before the leave-one-out diagnostic) loads with `TrainingSummary::diagnostic` = `None`, a
+//! format-2 or format-3 file (before SSGP's calibration check) with `TrainingSummary::remedy` =
+//! `None`, and both predict bit for bit as before (`tests/suite/format2.rs`). **Any change to what a saved
 //! type writes or reads — a field added, removed, renamed or read differently, a check that would
 //! refuse files that loaded before — bumps [`FORMAT_VERSION`].**
 //!
@@ -514,7 +515,9 @@ mod tests {
                 supported: FORMAT_VERSION
             }
         ));
-        assert!(err.to_string().contains('7') && err.to_string().contains('3'));
+        assert!(
+            err.to_string().contains('7') && err.to_string().contains(&FORMAT_VERSION.to_string())
+        );
         // Through serde alone: the same check, as the format's error.
         let err = serde_json::from_str::<SavedModel>(&future).unwrap_err();
         assert!(err.to_string().contains("format version 7"), "{err}");

@@ -9,7 +9,7 @@ use crate::data::InputColumns;
 use crate::error::{Error, Result};
 use crate::linalg;
 use crate::termination::Termination;
-use crate::termination::{LooDiagnostic, TrainingSummary};
+use crate::termination::{LooDiagnostic, Remedy, TrainingSummary};
 use faer::Par;
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
@@ -240,6 +240,10 @@ pub(crate) struct SummaryRepr {
     /// `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     diagnostic: Option<LooDiagnostic>,
+    /// What SSGP's calibration check did (format 4); absent in older files and for models
+    /// without the check, which load with `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    remedy: Option<Remedy>,
 }
 
 impl From<&TrainingSummary> for SummaryRepr {
@@ -251,6 +255,7 @@ impl From<&TrainingSummary> for SummaryRepr {
             evaluations: t.evaluations,
             termination: t.termination.clone(),
             diagnostic: t.diagnostic,
+            remedy: t.remedy,
         }
     }
 }
@@ -281,6 +286,19 @@ impl SummaryRepr {
                     nmse: finite(d.nmse, "training summary: LOO NMSE")?,
                 }),
             },
+            remedy: match self.remedy {
+                Some(Remedy::HeldOut {
+                    learned_mnlp,
+                    random_features_mnlp,
+                }) => Some(Remedy::HeldOut {
+                    learned_mnlp: finite(learned_mnlp, "training summary: held-out MNLP")?,
+                    random_features_mnlp: finite(
+                        random_features_mnlp,
+                        "training summary: held-out MNLP",
+                    )?,
+                }),
+                other => other,
+            },
         })
     }
 
@@ -293,6 +311,13 @@ impl SummaryRepr {
         ];
         if let Some(d) = &mut self.diagnostic {
             all.extend([&mut d.mean_z2, &mut d.mnlp, &mut d.nmse]);
+        }
+        if let Some(Remedy::HeldOut {
+            learned_mnlp,
+            random_features_mnlp,
+        }) = &mut self.remedy
+        {
+            all.extend([learned_mnlp, random_features_mnlp]);
         }
         all
     }

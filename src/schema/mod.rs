@@ -25,12 +25,14 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// module docs, "Versions").
 ///
 /// History: 1, the first format; 2, the FITC and full-GP forms carry their `kernel`; 3, every
-/// training summary carries its leave-one-out `diagnostic`.
-pub const FORMAT_VERSION: u32 = 3;
+/// training summary carries its leave-one-out `diagnostic`; 4, an SSGP's training summary
+/// carries what its calibration check did (`remedy`, absent for every other model).
+pub const FORMAT_VERSION: u32 = 4;
 
 /// The oldest format version this build reads: a format-2 file is migrated on load (its
 /// training summaries have no diagnostic: the loaded model reports `diagnostic: None`, and
-/// predicts bit for bit what it predicted when saved).
+/// predicts bit for bit what it predicted when saved), and so is a format-3 file (no `remedy`:
+/// the loaded model reports `remedy: None`).
 pub const OLDEST_READ_VERSION: u32 = 2;
 
 /// A fitted model's saved form, as [`FittedRegressor::saved_form`](crate::model::FittedRegressor::saved_form)

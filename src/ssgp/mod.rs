@@ -38,6 +38,7 @@ mod multi_posterior;
 mod online;
 mod params;
 pub(crate) mod posterior;
+mod remedy;
 #[cfg(feature = "serde")]
 mod saved;
 mod standardized;
@@ -50,6 +51,7 @@ pub use multi::{MultiSsgpEvidence, MultiSsgpHyperparameters};
 pub use multi_posterior::FittedMultiSsgp;
 pub use params::{NoiseBound, SsgpParams, ValidSsgpParams};
 pub use posterior::{FittedSsgp, PosteriorSample};
+pub use remedy::Calibration;
 pub use standardized::StandardizedSample;
 pub use train::TARGET_SPREAD;
 

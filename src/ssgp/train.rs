@@ -90,7 +90,7 @@ impl ValidSsgpParams {
     }
 
     /// The evidence with W fixed at `w` when the spectral points are fixed (ignored otherwise).
-    fn evidence_with<'a>(
+    pub(super) fn evidence_with<'a>(
         &self,
         data: &'a Dataset,
         w: Option<&DMatrix<f64>>,
@@ -134,11 +134,11 @@ impl ValidSsgpParams {
         let used = columns.select_data(data)?;
         let this = self.resolved_for(used.y_variance());
         let start = crate::full_gp::start(&used, &this.training)?;
-        this.fit_from(&used, start, &columns)
+        this.fit_calibrated(&used, start, &columns)
     }
 
     /// Trains on `data` restricted to the used `columns`, from `start`.
-    fn fit_from(
+    pub(super) fn fit_from(
         &self,
         data: &Dataset,
         start: Hyperparameters,
@@ -203,7 +203,7 @@ impl ValidSsgpParams {
         )
     }
 
-    fn build(
+    pub(super) fn build(
         &self,
         data: &Dataset,
         evidence: &SsgpEvidence<'_>,

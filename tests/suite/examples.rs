@@ -27,6 +27,7 @@ fn every_example_answers_help() {
             ][..],
         ),
         ("million", &["--n"][..]),
+        ("calibration", &["--m", "--first", "--variant"][..]),
         (
             "robot_arm",
             &["--json", "--evaluations", "--stream", "--seed"][..],
