@@ -23,6 +23,7 @@ use ssgp::mpi::collective::SystemOperation;
 use ssgp::mpi::traits::CommunicatorCollectives;
 use ssgp::nalgebra::DVector;
 use ssgp::optim::Objective;
+use ssgp::ssgp::Calibration;
 use ssgp::{data::CsvOptions, Dataset, LengthscaleInit, ParamGuard, Ssgp};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -186,11 +187,14 @@ fn evidence(cluster: &Cluster) -> Result<(), String> {
 fn training(cluster: &Cluster) -> Result<(), String> {
     let local =
         load_csv_share(train_csv(), &CsvOptions::new(), cluster).map_err(|e| e.to_string())?;
+    // The distributed fit is the learned fit (no calibration check), so the single-process fit
+    // it is compared with below is too.
     let params = Ssgp::params(25)
         .seed(3)
         .initial_draws(5)
         .max_evaluations(60)
         .lengthscale_init(LengthscaleInit::HalfRange)
+        .calibration(Calibration::Off)
         .check()
         .map_err(|e| e.to_string())?;
     let fit = params

@@ -16,6 +16,8 @@ use crate::init;
 #[cfg(doc)]
 use crate::init::LengthscaleInit;
 use crate::optim::{Objective, OptimReport};
+#[cfg(doc)]
+use crate::ssgp::Calibration;
 use crate::ssgp::{FittedSsgp, NoiseBound, SsgpEvidence, SsgpHyperparameters, ValidSsgpParams};
 use crate::termination::Termination;
 use crate::termination::{LooDiagnostic, TrainingSummary};
@@ -116,7 +118,11 @@ impl ValidSsgpParams {
     ///   on it and broadcasts ℓ;
     /// - the optimiser (and any observer, time budget) runs on rank 0; the others follow its
     ///   broadcast θ;
-    /// - [`NoiseBound::FixedSpectralPoints`] is not supported.
+    /// - [`NoiseBound::FixedSpectralPoints`] is not supported;
+    /// - the calibration check does not run: the distributed fit is the learned fit, as with
+    ///   [`Calibration::Off`] (data spread over ranks is the large-n regime, where the check keeps
+    ///   the learned fit unless its LOO fits its training points too well; the fit's LOO
+    ///   diagnostic, computed across the ranks, shows that case).
     ///
     /// Every rank returns the same model, or an error (no rank is left waiting in a collective).
     /// For fixed data split, seed and number of ranks the fit is reproducible.

@@ -22,6 +22,11 @@ pub enum Phase {
         /// Draws in all.
         total: usize,
     },
+    /// SSGP's calibration check ([`Calibration::Check`](crate::ssgp::Calibration::Check), for
+    /// 20 ≤ n ≤ 2 000): the learned and the random-feature fit on 3/4 of the rows, compared on
+    /// the rest before the winner is refitted on all rows; their spectral draws and optimiser
+    /// iterations are reported with this phase (the optimiser fields are theirs).
+    CalibrationCheck,
     /// The optimiser on the model's own evidence.
     Optimiser,
     /// Predictions: `done` of `total` test rows computed.
@@ -100,8 +105,8 @@ impl Progress {
 /// let fitted = Ssgp::params(8).seed(1).initial_draws(5).observer(observer).fit(&train)?;
 /// let phases = phases.lock().unwrap();
 /// assert_eq!(phases[0], Phase::StartValues);              // the full GP on a subset
-/// assert!(phases.contains(&Phase::SpectralDraws { done: 5, total: 5 }));
-/// assert_eq!(phases.last(), Some(&Phase::Optimiser));     // then SSGP's own iterations
+/// assert!(phases.contains(&Phase::CalibrationCheck));     // two fits on 3/4 of the rows
+/// assert_eq!(phases.last(), Some(&Phase::Optimiser));     // then the kept fit's iterations
 /// # Ok::<(), ssgp::Error>(())
 /// ```
 pub type Observer = Arc<dyn Fn(&Progress) -> ControlFlow<()> + Send + Sync>;
@@ -133,6 +138,10 @@ fn describe(p: &Progress) -> String {
         Phase::SpectralDraws { done, total } => format!(
             "spectral draws: {done}/{total}, best −log p {:.6e}",
             p.best_value
+        ),
+        Phase::CalibrationCheck => format!(
+            "calibration check (fits on 3/4 of the rows): {} evaluations, −log p {:.6e}",
+            p.evaluations, p.value
         ),
         Phase::Optimiser => format!(
             "iteration {}, {} evaluations, −log p {:.6e} (best {:.6e}), |∇| {:.2e}",

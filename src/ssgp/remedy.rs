@@ -17,7 +17,7 @@ use crate::data::{Dataset, InputColumns};
 use crate::error::Result;
 use crate::hyperparameters::Hyperparameters;
 use crate::metrics::mnlp;
-use crate::optim::Objective;
+use crate::optim::{retag, Objective, Phase};
 use crate::termination::{Remedy, TrainingSummary};
 use nalgebra::DVector;
 use rand::seq::SliceRandom;
@@ -110,10 +110,15 @@ impl ValidSsgpParams {
                     let score = mnlp(held.y(), &model.predict(held.x())?)?;
                     Ok(if score.is_finite() { score } else { f64::MAX })
                 };
-                // The comparison's fits are on the used columns and report to no observer:
-                // the observer sees the start and the fit that is kept.
+                // The comparison's fits are on the used columns and report to the observer
+                // as the calibration check.
                 let mut quiet = self.clone();
-                quiet.training.optim.observer = None;
+                quiet.training.optim.observer = self
+                    .training
+                    .optim
+                    .observer
+                    .as_ref()
+                    .map(|o| retag(o, |p| p.phase = Phase::CalibrationCheck));
                 let used = InputColumns::all(data.dim());
                 let learned = score(&quiet.fit_from(&fit, start.clone(), &used)?)?;
                 let random = score(&quiet.fit_random_features(

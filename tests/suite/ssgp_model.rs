@@ -419,17 +419,29 @@ fn observer_receives_every_phase_of_a_default_fit_in_order() {
     let reports = std::mem::take(&mut *seen.lock().unwrap());
     let rank = |p: &ssgp::Progress| match p.phase {
         Phase::StartValues => 0,
-        Phase::SpectralDraws { .. } => 1,
-        Phase::Optimiser => 2,
-        Phase::Prediction { .. } => 3,
-        _ => 4,
+        Phase::CalibrationCheck => 1,
+        Phase::SpectralDraws { .. } => 2,
+        Phase::Optimiser => 3,
+        Phase::Prediction { .. } => 4,
+        _ => 5,
     };
     let ranks: Vec<usize> = reports.iter().map(rank).collect();
     assert!(
         ranks.windows(2).all(|w| w[0] <= w[1]),
         "phases out of order: {ranks:?}"
     );
-    for phase in 0..4 {
+    // The calibration check runs (sinc's n is in its held-out range) and kept the learned fit,
+    // whose draws and iterations follow.
+    assert!(
+        matches!(
+            fitted.training().remedy,
+            Some(ssgp::termination::Remedy::HeldOut { learned_mnlp, random_features_mnlp })
+                if learned_mnlp <= random_features_mnlp
+        ),
+        "{:?}",
+        fitted.training().remedy
+    );
+    for phase in 0..5 {
         assert!(
             ranks.contains(&phase),
             "phase {phase} never reported: {ranks:?}"

@@ -330,8 +330,14 @@ fn sinc_end_to_end_and_summary_reports_the_bound() {
         .fit(&train)
         .unwrap();
     assert!((fixed.inducing_inputs() - z).amax() < 1e-14);
-    // A k-means start moves the seeded subset; zero rounds keep it.
+    // A k-means start moves the seeded subset; zero rounds keep it; the default is 20 rounds.
     let subset = Vfe::params(6)
+        .seed(3)
+        .inducing_start(InducingStart::Subset)
+        .max_iterations(0)
+        .fit(&train)
+        .unwrap();
+    let default = Vfe::params(6)
         .seed(3)
         .max_iterations(0)
         .fit(&train)
@@ -350,6 +356,7 @@ fn sinc_end_to_end_and_summary_reports_the_bound() {
         .unwrap();
     assert_eq!(subset.parameters(), none.parameters());
     assert_ne!(subset.parameters(), kmeans.parameters());
+    assert_eq!(default.parameters(), kmeans.parameters());
     assert!(kmeans.bound().is_finite());
 }
 
