@@ -141,6 +141,13 @@ impl TrainingSettings {
         settings
     }
 
+    /// The noise parametrisation of a model whose noise parameter is the ratio σn²/σ0² (the
+    /// multi-output SSGP): the floor is max(noise floor, relative noise floor), the relative
+    /// floor bounding the ratio itself.
+    pub(crate) fn ratio_noise(&self) -> NoiseParam {
+        self.resolved(1.0).noise()
+    }
+
     /// How the lengthscales start.
     pub fn lengthscale_init(&self) -> &LengthscaleInit {
         &self.lengthscales

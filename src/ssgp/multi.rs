@@ -13,7 +13,9 @@
 //! O(m³) for the factor: O(nm² + nmP), one factorisation whatever P.
 //!
 //! **Parameter layout**: θ = [log ℓ (D), log σ0_1 … log σ0_P, p_ρ, vec(W)] with
-//! ρ = floor + e^{2p_ρ} (the training settings' noise floor bounds the **ratio** σn²/σ0² here),
+//! ρ = floor + e^{2p_ρ} (the training settings' noise floor bounds the **ratio** σn²/σ0² here,
+//! and so does their relative floor f, default 1e-4: the floor is max(noise floor, f), so that
+//! σnp² ≥ f·σ0p² for every output and noise-free outputs fit, as with one output),
 //! W m×D column by column (left out with fixed spectral points). At the same θ the evidence and
 //! its gradient are the sums of the P single-output ones at θ_p = [log ℓ, log σ0p, log σnp, W]
 //! (mapped by the chain rule for σ0p and p_ρ; tested).
@@ -112,7 +114,7 @@ impl<'a> MultiSsgpEvidence<'a> {
             centre: super::evidence::input_means(x),
             m: params.m,
             fixed,
-            noise: params.training.noise(),
+            noise: params.training.ratio_noise(),
             chunk_rows: params.chunk_rows,
             par: linalg::par(params.training.threads),
         }
@@ -498,7 +500,8 @@ impl ValidSsgpParams {
         {
             return Err(Error::ConstantTargets { value: means[p] });
         }
-        let noise_ratio = (self.training.noise_floor + 0.25).max(self.training.noise_floor * 1.001);
+        let floor = self.training.ratio_noise().floor;
+        let noise_ratio = (floor + 0.25).max(floor * 1.001);
         let hyper_at = |w: &DMatrix<f64>| MultiSsgpHyperparameters {
             lengthscales: start.lengthscales.clone(),
             signal_variances: signal_variances.clone(),
@@ -513,7 +516,11 @@ impl ValidSsgpParams {
         let evidence = self.multi_evidence(&x, data.y(), Some(&w0))?;
         let theta0 = evidence.pack(&hyper_at(&w0))?;
         let report = self.training.minimize(&evidence, theta0)?;
-        let training = TrainingSummary::new(&report, &columns);
+        let mut training = TrainingSummary::new(&report, &columns);
+        training.noise_at_floor = self
+            .training
+            .ratio_noise()
+            .at_floor(report.theta[columns.used().len() + data.outputs()]);
         let pass = evidence.first_pass(&report.theta)?;
         Ok(FittedMultiSsgp::new(
             self,

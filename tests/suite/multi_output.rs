@@ -140,6 +140,47 @@ fn predictions_updates_and_outputs_agree_with_single_output_models() {
     assert!(fitted.predict_output(&xt, 2).is_err());
 }
 
+/// The noise ratio ρ = σn²/σ0² of the multi-output model is bounded by the relative noise floor
+/// (default 1e-4), and noise-free outputs of different scales (two sinusoids the spectral points
+/// can represent exactly) fit, ρ heading down to that floor (the summary says whether it sits
+/// there).
+#[test]
+fn noise_free_outputs_fit_with_the_ratio_at_its_default_floor() {
+    let mut rng = StdRng::seed_from_u64(74);
+    let x: DMatrix<f64> = DMatrix::from_fn(120, 2, |_, _| rng.random_range(-2.0..2.0));
+    let y = DMatrix::from_fn(120, 2, |i, p| {
+        (p as f64 * 99.0 + 1.0) * (1.3 * x[(i, 0)] + 0.4 * x[(i, 1)] + p as f64).cos()
+    });
+    let data = MultiDataset::new(x, y).unwrap();
+    let hyper = |noise_ratio| MultiSsgpHyperparameters {
+        lengthscales: DVector::from_element(2, 1.0),
+        signal_variances: DVector::from_vec(vec![1.0, 1e4]),
+        noise_ratio,
+        unit_frequencies: DMatrix::from_element(4, 2, 0.5),
+    };
+    let defaults = Ssgp::params(4).check().unwrap();
+    let evidence = defaults.multi_evidence(data.x(), data.y(), None).unwrap();
+    assert!(evidence.pack(&hyper(5e-5)).is_err());
+    assert!(evidence.pack(&hyper(2e-4)).is_ok());
+    let unbounded = Ssgp::params(4).relative_noise_floor(0.0).check().unwrap();
+    let evidence = unbounded.multi_evidence(data.x(), data.y(), None).unwrap();
+    assert!(evidence.pack(&hyper(5e-5)).is_ok());
+
+    let fitted = Ssgp::params(4)
+        .seed(1)
+        .initial_draws(20)
+        .max_evaluations(1000)
+        .threads(1)
+        .fit_multi(&data)
+        .unwrap();
+    let ratio = fitted.hyperparameters().noise_ratio;
+    assert!(
+        (1e-4..2e-4).contains(&ratio),
+        "noise ratio {ratio} (floor 1e-4)"
+    );
+    assert_eq!(fitted.training().noise_at_floor, ratio <= 1.01e-4);
+}
+
 #[test]
 fn a_short_fit_learns_both_outputs() {
     let mut rng = StdRng::seed_from_u64(73);
