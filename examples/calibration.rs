@@ -8,6 +8,8 @@
 //! `cargo run --release --example calibration [-- --m 50] [--first K] [--variant V]`; see
 //! `--help`.
 
+#[path = "cli/mod.rs"]
+mod cli;
 use ssgp::data::calibration_suite;
 use ssgp::metrics::{mnlp, nmse};
 use ssgp::ssgp::{Calibration, NoiseBound};
@@ -47,7 +49,7 @@ fn run() -> Result<(), Box<dyn Error>> {
                 println!("{HELP}");
                 return Ok(());
             }
-            _ => return Err(format!("{}\n\n{HELP}", arg.unexpected()).into()),
+            _ => return Err(cli::unexpected(arg, HELP)),
         }
     }
     let builder = match variant.as_str() {
@@ -127,9 +129,6 @@ fn run() -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
-fn main() {
-    if let Err(e) = run() {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    }
+fn main() -> std::process::ExitCode {
+    cli::main("calibration", run)
 }

@@ -8,6 +8,8 @@
 //! distributed`. Prints the table (method, m, NMSE, MNLP, −log p, train seconds, evaluations),
 //! the ranks, and the bytes moved per evaluation with the compute and communication time.
 
+#[path = "cli/mod.rs"]
+mod cli;
 use ssgp::data::CsvOptions;
 use ssgp::distributed::{load_csv_share, Cluster};
 use ssgp::metrics::{mnlp, nmse};
@@ -33,13 +35,7 @@ Options:
   -h, --help     this text";
 
 fn main() -> std::process::ExitCode {
-    match run() {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    cli::main("distributed", run)
 }
 
 fn run() -> Result<(), Box<dyn Error>> {
@@ -65,7 +61,7 @@ fn run() -> Result<(), Box<dyn Error>> {
                 println!("{HELP}");
                 return Ok(());
             }
-            _ => return Err(format!("{}\n\n{HELP}", arg.unexpected()).into()),
+            _ => return Err(cli::unexpected(arg, HELP)),
         }
     }
     let universe = ssgp::mpi::initialize().ok_or("MPI was initialised already")?;

@@ -9,6 +9,8 @@
 #[path = "support/mod.rs"]
 mod support;
 
+#[path = "cli/mod.rs"]
+mod cli;
 use ssgp::Dataset;
 use std::error::Error;
 use std::path::PathBuf;
@@ -31,13 +33,7 @@ Options:
   -h, --help     this text";
 
 fn main() -> std::process::ExitCode {
-    match main_job() {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    cli::main("kin40k", main_job)
 }
 
 fn main_job() -> Result<(), Box<dyn Error>> {
@@ -62,7 +58,7 @@ fn main_job() -> Result<(), Box<dyn Error>> {
                 println!("{HELP}");
                 return Ok(());
             }
-            _ => return Err(format!("{}\n\n{HELP}", arg.unexpected()).into()),
+            _ => return Err(cli::unexpected(arg, HELP)),
         }
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/kin40k");

@@ -5,6 +5,8 @@
 //! `cargo run --release --features linfa --example linfa [-- --spectral-points M --evals E]`
 //! (defaults: 100 spectral points = 200 basis functions, 1000 evaluations).
 
+#[path = "cli/mod.rs"]
+mod cli;
 use ssgp::linfa::dataset::Records;
 use ssgp::linfa::DatasetBase;
 use ssgp::ndarray::{Array1, Array2};
@@ -33,13 +35,7 @@ Options:
   -h, --help            this text";
 
 fn main() -> std::process::ExitCode {
-    match run() {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    cli::main("linfa", run)
 }
 
 fn run() -> Result<(), Box<dyn Error>> {
@@ -54,7 +50,7 @@ fn run() -> Result<(), Box<dyn Error>> {
                 println!("{HELP}");
                 return Ok(());
             }
-            _ => return Err(format!("{}\n\n{HELP}", arg.unexpected()).into()),
+            _ => return Err(cli::unexpected(arg, HELP)),
         }
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/kin40k");

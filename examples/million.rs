@@ -8,6 +8,8 @@
 //! Data: 8 inputs uniform in [−1, 1], y = sin(2x₁)·cos(x₂) + x₃x₄ + ½sin(3x₅) + 0.1x₆ + noise
 //! N(0, 0.1²) (inputs 7 and 8 irrelevant); 10 000 held-out test points from the same law.
 
+#[path = "cli/mod.rs"]
+mod cli;
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -44,13 +46,7 @@ Options:
   -h, --help   this text";
 
 fn main() -> std::process::ExitCode {
-    match run() {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    cli::main("million", run)
 }
 
 fn run() -> Result<(), Box<dyn Error>> {
@@ -64,7 +60,7 @@ fn run() -> Result<(), Box<dyn Error>> {
                 println!("{HELP}");
                 return Ok(());
             }
-            _ => return Err(format!("{}\n\n{HELP}", arg.unexpected()).into()),
+            _ => return Err(cli::unexpected(arg, HELP)),
         }
     }
     let mut rng = StdRng::seed_from_u64(7);

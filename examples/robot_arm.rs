@@ -14,6 +14,8 @@
 //!
 //! `cargo run --release --example robot_arm [-- --json] [--evaluations N] [--stream N] [--seed S]`
 
+#[path = "cli/mod.rs"]
+mod cli;
 use nalgebra::{DMatrix, Matrix2, Vector2};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -176,7 +178,7 @@ fn options() -> Result<Options, Box<dyn Error>> {
                 println!("{HELP}");
                 std::process::exit(0);
             }
-            _ => return Err(format!("{}\n\n{HELP}", arg.unexpected()).into()),
+            _ => return Err(cli::unexpected(arg, HELP)),
         }
     }
     Ok(o)
@@ -332,9 +334,6 @@ fn jacobian_error(
     Ok(total / states as f64)
 }
 
-fn main() {
-    if let Err(e) = run() {
-        eprintln!("robot_arm: {e}");
-        std::process::exit(1);
-    }
+fn main() -> std::process::ExitCode {
+    cli::main("robot_arm", run)
 }

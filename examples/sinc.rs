@@ -9,6 +9,8 @@
 //! `cargo run --release --example sinc [-- --out FILE.svg]` (default `target/sinc.svg`;
 //! `--help` lists the flags).
 
+#[path = "cli/mod.rs"]
+mod cli;
 use plotters::prelude::*;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
@@ -29,13 +31,7 @@ Options:
   -h, --help   this text";
 
 fn main() -> std::process::ExitCode {
-    match run() {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    cli::main("sinc", run)
 }
 
 fn run() -> Result<(), Box<dyn Error>> {
@@ -49,7 +45,7 @@ fn run() -> Result<(), Box<dyn Error>> {
                 println!("{HELP}");
                 return Ok(());
             }
-            _ => return Err(format!("{}\n\n{HELP}", arg.unexpected()).into()),
+            _ => return Err(cli::unexpected(arg, HELP)),
         }
     }
     let mut rng = StdRng::seed_from_u64(1);

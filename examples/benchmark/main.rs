@@ -46,6 +46,8 @@ mod support;
 mod plot;
 mod record;
 
+#[path = "../cli/mod.rs"]
+mod cli;
 use plot::plot;
 use ssgp::{Dataset, LengthscaleInit};
 use std::error::Error;
@@ -205,7 +207,7 @@ fn parse() -> Result<Args, Box<dyn Error>> {
                 println!("{}", usage());
                 std::process::exit(0);
             }
-            _ => return Err(format!("{}\n\n{}", arg.unexpected(), usage()).into()),
+            _ => return Err(cli::unexpected(arg, &usage())),
         }
     }
     match (train_given, test_given) {
@@ -271,13 +273,7 @@ fn label(r: &Run) -> String {
 }
 
 fn main() -> ExitCode {
-    match benchmark() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("benchmark: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    cli::main("benchmark", benchmark)
 }
 
 fn benchmark() -> Result<(), Box<dyn Error>> {
