@@ -2,6 +2,8 @@
 //! formulas the fast ones are checked against.
 
 use nalgebra::{DMatrix, DVector};
+use rand::rngs::StdRng;
+use rand::Rng;
 use ssgp::optim::Objective;
 use std::path::PathBuf;
 
@@ -121,4 +123,29 @@ pub fn loo_by_definition(c: &DMatrix<f64>, y: &DVector<f64>) -> (f64, f64, f64) 
     }
     let sst = y.norm_squared();
     (z2 / n as f64, nlp / n as f64, sse / sst)
+}
+
+/// FITC's and VFE's test problems: random data (targets centred) and θ = [log ℓ, log σ0, p_n,
+/// vec(inducing inputs)] in a well-conditioned range.
+pub fn inducing_problem(
+    n: usize,
+    m: usize,
+    dim: usize,
+    rng: &mut StdRng,
+) -> (DMatrix<f64>, DVector<f64>, DVector<f64>) {
+    let x = DMatrix::from_fn(n, dim, |_, _| rng.random_range(-2.0..2.0));
+    let y = DVector::from_fn(n, |i, _| {
+        (0..dim).map(|d| x[(i, d)]).sum::<f64>().sin() + 0.3 * rng.random_range(-1.0..1.0)
+    });
+    let y = y.add_scalar(-y.mean());
+    let mut theta = DVector::zeros(dim + 2 + m * dim);
+    for d in 0..dim {
+        theta[d] = rng.random_range(-0.3..0.7);
+    }
+    theta[dim] = rng.random_range(-0.5..0.5);
+    theta[dim + 1] = rng.random_range(-1.5..-0.5);
+    for i in dim + 2..theta.len() {
+        theta[i] = rng.random_range(-2.0..2.0);
+    }
+    (x, y, theta)
 }

@@ -2,7 +2,7 @@
 //! Snelson's reference values on Kin-40k, the sinc toy end to end, and errors on bad input.
 
 use crate::common::{
-    check_gradient, dense_neg_log_evidence, kin40k_train, read_numbers,
+    check_gradient, dense_neg_log_evidence, inducing_problem, kin40k_train, read_numbers,
     se_ard_by_definition as gram,
 };
 use approx::assert_relative_eq;
@@ -71,7 +71,7 @@ fn dense_fitc_covariance(
 #[test]
 fn loo_diagnostic_is_leave_one_out_by_definition() {
     let mut rng = StdRng::seed_from_u64(8);
-    let (x, y, _) = random_problem(40, 6, 2, &mut rng);
+    let (x, y, _) = inducing_problem(40, 6, 2, &mut rng);
     let data = Dataset::new(x.clone(), y.clone()).unwrap();
     let fitted = Fitc::params(6)
         .seed(2)
@@ -93,37 +93,13 @@ fn loo_diagnostic_is_leave_one_out_by_definition() {
     assert_relative_eq!(found.nmse, nmse, max_relative = 1e-8);
 }
 
-/// Random data (targets centred), pseudo-inputs and hyperparameters in a well-conditioned range.
-fn random_problem(
-    n: usize,
-    m: usize,
-    dim: usize,
-    rng: &mut StdRng,
-) -> (DMatrix<f64>, DVector<f64>, DVector<f64>) {
-    let x = DMatrix::from_fn(n, dim, |_, _| rng.random_range(-2.0..2.0));
-    let y = DVector::from_fn(n, |i, _| {
-        (0..dim).map(|d| x[(i, d)]).sum::<f64>().sin() + 0.3 * rng.random_range(-1.0..1.0)
-    });
-    let y = y.add_scalar(-y.mean());
-    let mut theta = DVector::zeros(dim + 2 + m * dim);
-    for d in 0..dim {
-        theta[d] = rng.random_range(-0.3..0.7);
-    }
-    theta[dim] = rng.random_range(-0.5..0.5);
-    theta[dim + 1] = rng.random_range(-1.5..-0.5);
-    for i in dim + 2..theta.len() {
-        theta[i] = rng.random_range(-2.0..2.0);
-    }
-    (x, y, theta)
-}
-
 #[test]
 fn gradient_matches_central_differences_free_and_fixed() {
     let mut rng = StdRng::seed_from_u64(11);
     let mut worst = 0.0f64;
     for &(n, m, dim) in &[(30, 5, 1), (40, 7, 3), (25, 4, 2)] {
         for trial in 0..3 {
-            let (x, y, theta) = random_problem(n, m, dim, &mut rng);
+            let (x, y, theta) = inducing_problem(n, m, dim, &mut rng);
             let data = Dataset::new(x, y).unwrap();
             let floor = if trial == 2 { 0.05 } else { 0.0 };
             let free_params = Fitc::params(m)
@@ -185,7 +161,7 @@ fn fast_evidence_matches_dense_formula() {
         (40, 6, 2, 0.1, 1e-6),
         (35, 10, 2, 0.02, 1e-3),
     ] {
-        let (x, y, theta) = random_problem(n, m, dim, &mut rng);
+        let (x, y, theta) = inducing_problem(n, m, dim, &mut rng);
         let data = Dataset::new(x.clone(), y.clone()).unwrap();
         let params = Fitc::params(m)
             .relative_noise_floor(0.0)

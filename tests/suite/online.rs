@@ -95,6 +95,44 @@ fn assert_close(a: &DVector<f64>, b: &DVector<f64>, rel: f64, what: &str) {
     }
 }
 
+/// The batch's rows followed by the stream's: the data a model updated with the stream has seen.
+fn stacked(
+    (xb, yb): (&DMatrix<f64>, &DVector<f64>),
+    (xs, ys): (&DMatrix<f64>, &DVector<f64>),
+) -> (DMatrix<f64>, DVector<f64>) {
+    let (nb, n) = (xb.nrows(), xb.nrows() + xs.nrows());
+    let x = DMatrix::from_fn(n, xb.ncols(), |i, d| {
+        if i < nb {
+            xb[(i, d)]
+        } else {
+            xs[(i - nb, d)]
+        }
+    });
+    let y = DVector::from_fn(n, |i, _| if i < nb { yb[i] } else { ys[i - nb] });
+    (x, y)
+}
+
+/// Feeds the stream (xs, ys) to `update`: its first `singles` rows one at a time, the rest as
+/// one batch.
+fn feed(
+    xs: &DMatrix<f64>,
+    ys: &DVector<f64>,
+    singles: usize,
+    mut update: impl FnMut(&DMatrix<f64>, &DVector<f64>),
+) {
+    for i in 0..singles {
+        update(
+            &xs.rows(i, 1).into_owned(),
+            &DVector::from_element(1, ys[i]),
+        );
+    }
+    let rest = xs.nrows() - singles;
+    update(
+        &xs.rows(singles, rest).into_owned(),
+        &ys.rows(singles, rest).into_owned(),
+    );
+}
+
 #[test]
 fn ssgp_updates_equal_conditioning_from_scratch() {
     let mut rng = StdRng::seed_from_u64(61);
@@ -104,24 +142,9 @@ fn ssgp_updates_equal_conditioning_from_scratch() {
     let mut model = ssgp_model(&batch, m, &mut rng);
     // The stream drifts beyond the batch's range: one sample at a time, then a batch of 30.
     let (xs, ys) = samples(60, dim, 1.5, &mut rng);
-    for i in 0..30 {
-        model
-            .update(
-                &xs.rows(i, 1).into_owned(),
-                &DVector::from_element(1, ys[i]),
-            )
-            .unwrap();
-    }
-    model
-        .update(&xs.rows(30, 30).into_owned(), &ys.rows(30, 30).into_owned())
-        .unwrap();
+    feed(&xs, &ys, 30, |x, y| model.update(x, y).unwrap());
     assert_eq!(model.num_updates(), 60);
-    let x_all = DMatrix::from_fn(
-        110,
-        dim,
-        |i, d| if i < 50 { xb[(i, d)] } else { xs[(i - 50, d)] },
-    );
-    let y_all = DVector::from_fn(110, |i, _| if i < 50 { yb[i] } else { ys[i - 50] });
+    let (x_all, y_all) = stacked((&xb, &yb), (&xs, &ys));
     let xt = samples(9, dim, 0.8, &mut rng).0;
     let (mean, var) = dense_ssgp(&model, &x_all, &y_all, (&[1.0; 110], 1.0), &xt);
     let p = model.predict(&xt).unwrap();
@@ -142,7 +165,7 @@ fn ssgp_forgetting_discounts_old_samples_and_the_prior() {
     let (xs, ys) = samples(25, dim, 0.5, &mut rng);
     model.update_forgetting(&xs, &ys, gamma).unwrap();
     // A_k = γ^k (Φ0ᵀΦ0 + λI) + Σ_j γ^{k−j} φ_jφ_jᵀ.
-    let k = 25;
+    let k: usize = 25;
     let weights: Vec<f64> = (0..40 + k)
         .map(|i| {
             if i < 40 {
@@ -152,14 +175,7 @@ fn ssgp_forgetting_discounts_old_samples_and_the_prior() {
             }
         })
         .collect();
-    let x_all = DMatrix::from_fn(40 + k, dim, |i, d| {
-        if i < 40 {
-            xb[(i, d)]
-        } else {
-            xs[(i - 40, d)]
-        }
-    });
-    let y_all = DVector::from_fn(40 + k, |i, _| if i < 40 { yb[i] } else { ys[i - 40] });
+    let (x_all, y_all) = stacked((&xb, &yb), (&xs, &ys));
     let xt = samples(7, dim, 0.3, &mut rng).0;
     let (mean, var) = dense_ssgp(
         &model,
@@ -245,24 +261,9 @@ fn full_gp_updates_equal_conditioning_from_scratch() {
         .condition(&batch, &theta)
         .unwrap();
     let (xs, ys) = samples(20, dim, 1.0, &mut rng);
-    for i in 0..10 {
-        model
-            .update(
-                &xs.rows(i, 1).into_owned(),
-                &DVector::from_element(1, ys[i]),
-            )
-            .unwrap();
-    }
-    model
-        .update(&xs.rows(10, 10).into_owned(), &ys.rows(10, 10).into_owned())
-        .unwrap();
+    feed(&xs, &ys, 10, |x, y| model.update(x, y).unwrap());
     assert_eq!(model.len(), 50);
-    let x_all = DMatrix::from_fn(
-        50,
-        dim,
-        |i, d| if i < 30 { xb[(i, d)] } else { xs[(i - 30, d)] },
-    );
-    let y_all = DVector::from_fn(50, |i, _| if i < 30 { yb[i] } else { ys[i - 30] });
+    let (x_all, y_all) = stacked((&xb, &yb), (&xs, &ys));
     let ell = [0.2f64.exp(), 0.4f64.exp()];
     let (sf2, sn2) = ((0.6f64).exp(), (-2.4f64).exp());
     let yc = y_all.add_scalar(-yb.mean());

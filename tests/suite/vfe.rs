@@ -4,7 +4,7 @@
 //! the joint covariance against the dense formulas of the optimal q(u), the trace diagnostic,
 //! persistence bit for bit, the sinc toy end to end and errors on bad input.
 
-use crate::common::{check_gradient, dense_neg_log_evidence};
+use crate::common::{check_gradient, dense_neg_log_evidence, inducing_problem};
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -78,38 +78,13 @@ fn dense_neg_bound(dn: &Dense, y: &DVector<f64>) -> f64 {
     dense_neg_log_evidence(c, y) + (&dn.k_ff - &dn.q_ff).trace() / (2.0 * dn.p.sn2)
 }
 
-/// Random data (targets centred), inducing inputs and hyperparameters in a well-conditioned
-/// range.
-fn random_problem(
-    n: usize,
-    m: usize,
-    dim: usize,
-    rng: &mut StdRng,
-) -> (DMatrix<f64>, DVector<f64>, DVector<f64>) {
-    let x = DMatrix::from_fn(n, dim, |_, _| rng.random_range(-2.0..2.0));
-    let y = DVector::from_fn(n, |i, _| {
-        (0..dim).map(|d| x[(i, d)]).sum::<f64>().sin() + 0.3 * rng.random_range(-1.0..1.0)
-    });
-    let y = y.add_scalar(-y.mean());
-    let mut theta = DVector::zeros(dim + 2 + m * dim);
-    for d in 0..dim {
-        theta[d] = rng.random_range(-0.3..0.7);
-    }
-    theta[dim] = rng.random_range(-0.5..0.5);
-    theta[dim + 1] = rng.random_range(-1.5..-0.5);
-    for i in dim + 2..theta.len() {
-        theta[i] = rng.random_range(-2.0..2.0);
-    }
-    (x, y, theta)
-}
-
 #[test]
 fn fast_bound_matches_the_dense_formula_for_every_kernel() {
     let mut rng = StdRng::seed_from_u64(31);
     let mut worst = 0.0f64;
     for kernel in Kernel::ALL {
         for &(n, m, dim, jitter) in &[(30, 5, 1, 1e-6), (50, 8, 3, 1e-6), (35, 10, 2, 1e-3)] {
-            let (x, y, theta) = random_problem(n, m, dim, &mut rng);
+            let (x, y, theta) = inducing_problem(n, m, dim, &mut rng);
             let data = Dataset::new(x.clone(), y.clone()).unwrap();
             let params = Vfe::params(m)
                 .relative_noise_floor(0.0)
@@ -145,7 +120,7 @@ fn gradient_matches_central_differences_for_every_kernel() {
     let mut worst = 0.0f64;
     for kernel in Kernel::ALL {
         for (trial, &(n, m, dim)) in [(30, 5, 1), (40, 7, 3), (25, 4, 2)].iter().enumerate() {
-            let (x, y, theta) = random_problem(n, m, dim, &mut rng);
+            let (x, y, theta) = inducing_problem(n, m, dim, &mut rng);
             let data = Dataset::new(x, y).unwrap();
             let floor = if trial == 2 { 0.05 } else { 0.0 };
             // The default relative jitter moves with σ0; an absolute one does not.
@@ -188,7 +163,7 @@ fn the_bound_is_below_the_exact_evidence_and_meets_it_at_the_training_inputs() {
     let mut rng = StdRng::seed_from_u64(33);
     for kernel in Kernel::ALL {
         let (n, m, dim) = (40, 6, 2);
-        let (x, y, theta) = random_problem(n, m, dim, &mut rng);
+        let (x, y, theta) = inducing_problem(n, m, dim, &mut rng);
         let data = Dataset::new(x.clone(), y.clone()).unwrap();
         let p = decode(&theta, &x, m, 0.0);
         let k = gram(&x, &x, kernel, &p.ell, p.sf2) + DMatrix::identity(n, n) * p.sn2;
@@ -250,7 +225,7 @@ fn predictions_and_joint_covariance_match_the_dense_optimal_posterior() {
     let mut rng = StdRng::seed_from_u64(34);
     for kernel in Kernel::ALL {
         let (n, m, dim) = (45, 7, 2);
-        let (x, y, theta) = random_problem(n, m, dim, &mut rng);
+        let (x, y, theta) = inducing_problem(n, m, dim, &mut rng);
         let y_shift = 0.7;
         let data = Dataset::new(x.clone(), y.add_scalar(y_shift)).unwrap();
         let jitter = 1e-6;
