@@ -11,7 +11,7 @@
 #[path = "cli/mod.rs"]
 mod cli;
 use ssgp::data::calibration_suite;
-use ssgp::metrics::{mnlp, nmse};
+use ssgp::metrics::{calibration, mnlp, nmse};
 use ssgp::ssgp::{Calibration, NoiseBound};
 use ssgp::{FullGp, Ssgp};
 use std::error::Error;
@@ -32,9 +32,6 @@ Options:
                  NoiseBound::FixedSpectralPoints { fraction: 1 }) or fixed (off, with fixed
                  spectral points)
   -h, --help     this text";
-
-/// z² below which a test target is inside the central 95 % interval (1.96²).
-const Z95: f64 = 3.841_458_820_694_124;
 
 fn run() -> Result<(), Box<dyn Error>> {
     use lexopt::prelude::*;
@@ -86,14 +83,8 @@ fn run() -> Result<(), Box<dyn Error>> {
         let seconds = t0.elapsed().as_secs_f64();
         let p = model.predict(test.x())?;
         let e = nmse(test.y(), &p, train.y_mean())?;
-        let z2: Vec<f64> = test
-            .y()
-            .iter()
-            .zip(p.mean.iter().zip(p.y_variance.iter()))
-            .map(|(y, (mu, v))| (y - mu).powi(2) / v)
-            .collect();
-        let coverage = z2.iter().filter(|&&z| z <= Z95).count() as f64 / z2.len() as f64;
-        let mean_z2 = z2.iter().sum::<f64>() / z2.len() as f64;
+        let c = calibration(test.y(), &p)?;
+        let (coverage, mean_z2) = (c.within_95, c.mean_squared_z);
         let loo = model.training().diagnostic;
         let flagged = loo.is_some_and(|d| d.is_flagged());
         let is_bad = e > 1.0 || mean_z2 > 2.0;

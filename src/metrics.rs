@@ -100,10 +100,16 @@ pub struct Calibration {
     pub within_one_sd: f64,
     /// Fraction within two standard deviations (0.954 if calibrated).
     pub within_two_sd: f64,
+    /// Fraction inside the central 95 % interval μ ± 1.96σ, the coverage of
+    /// [`Predictive::interval`]`(0.95)` (0.95 if calibrated).
+    pub within_95: f64,
     /// Mean of the squared standardised errors ((y − μ)/σ)² (1 if calibrated, ≫ 1 if overconfident,
     /// ≪ 1 if underconfident).
     pub mean_squared_z: f64,
 }
+
+/// 1.959963984540054², the 0.95 quantile of χ²₁: z² below it is inside the central 95 % interval.
+const Z95_SQUARED: f64 = 3.841_458_820_694_124;
 
 /// Calibration of the noisy predictive on held-out targets.
 ///
@@ -121,6 +127,7 @@ pub fn calibration(y_test: &DVector<f64>, pred: &Predictive) -> Result<Calibrati
     Ok(Calibration {
         within_one_sd: z2.iter().filter(|&&z| z <= 1.0).count() as f64 / n,
         within_two_sd: z2.iter().filter(|&&z| z <= 4.0).count() as f64 / n,
+        within_95: z2.iter().filter(|&&z| z <= Z95_SQUARED).count() as f64 / n,
         mean_squared_z: z2.iter().sum::<f64>() / n,
     })
 }
@@ -158,6 +165,12 @@ mod tests {
         assert_relative_eq!(c.mean_squared_z, (1.0 + 0.0625 + 2.0 + 0.0) / 4.0);
         assert_relative_eq!(c.within_one_sd, 0.75);
         assert_relative_eq!(c.within_two_sd, 1.0);
+        assert_relative_eq!(c.within_95, 1.0);
+        // z = 1.97 and 1.99 are within two sd but outside the central 95 % interval (±1.96).
+        let edge = DVector::from_vec(vec![1.97, 1.99, 0.0, 1.0]);
+        let c = calibration(&edge, &predictive(&[0.0; 4], &[1.0; 4])).unwrap();
+        assert_relative_eq!(c.within_two_sd, 1.0);
+        assert_relative_eq!(c.within_95, 0.5);
         // Predicting the training mean everywhere scores 1.
         let flat = predictive(&[0.2; 4], &[1.0; 4]);
         assert_relative_eq!(nmse(&y, &flat, 0.2).unwrap(), 1.0, epsilon = 1e-15);

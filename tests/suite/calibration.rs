@@ -58,17 +58,8 @@ fn the_fast_subset_fits_carry_their_diagnostic() {
 /// Mean z² and 95 % coverage of `model`'s predictions on `test`.
 fn calibration(model: &ssgp::FittedSsgp, test: &ssgp::Dataset) -> (f64, f64) {
     let p = model.predict(test.x()).unwrap();
-    let z2: Vec<f64> = test
-        .y()
-        .iter()
-        .zip(p.mean.iter().zip(p.y_variance.iter()))
-        .map(|(y, (mu, v))| (y - mu).powi(2) / v)
-        .collect();
-    let inside = z2.iter().filter(|&&z| z <= 1.96 * 1.96).count();
-    (
-        z2.iter().sum::<f64>() / z2.len() as f64,
-        inside as f64 / z2.len() as f64,
-    )
+    let c = ssgp::metrics::calibration(test.y(), &p).unwrap();
+    (c.mean_squared_z, c.within_95)
 }
 
 /// The calibration check (the default) on three problems where learned spectral points overfit
