@@ -12,7 +12,7 @@
 mod cli;
 use ssgp::data::calibration_suite;
 use ssgp::metrics::{calibration, mnlp, nmse};
-use ssgp::ssgp::{Calibration, NoiseBound};
+use ssgp::ssgp::{CalibrationGuard, NoiseBound};
 use ssgp::{FullGp, Ssgp};
 use std::error::Error;
 use std::time::Instant;
@@ -27,8 +27,8 @@ Options:
   --m M          spectral points (default 50)
   --first K      the first K problems only (default all)
   --variant V    the SSGP settings: default (Ssgp::params(m).seed(1), the calibration check),
-                 off (the learned fit alone, Calibration::Off), features (the random-feature
-                 fit, Calibration::RandomFeatures), bound (off, with
+                 off (the learned fit alone, CalibrationGuard::Off), features (the random-feature
+                 fit, CalibrationGuard::RandomFeatures), bound (off, with
                  NoiseBound::FixedSpectralPoints { fraction: 1 }) or fixed (off, with fixed
                  spectral points)
   -h, --help     this text";
@@ -51,17 +51,17 @@ fn run() -> Result<(), Box<dyn Error>> {
     }
     let builder = match variant.as_str() {
         "default" => Ssgp::params(m).seed(1),
-        "off" => Ssgp::params(m).seed(1).calibration(Calibration::Off),
+        "off" => Ssgp::params(m).seed(1).calibration(CalibrationGuard::Off),
         "features" => Ssgp::params(m)
             .seed(1)
-            .calibration(Calibration::RandomFeatures),
+            .calibration(CalibrationGuard::RandomFeatures),
         "bound" => Ssgp::params(m)
             .seed(1)
-            .calibration(Calibration::Off)
+            .calibration(CalibrationGuard::Off)
             .noise_bound(NoiseBound::FixedSpectralPoints { fraction: 1.0 }),
         "fixed" => Ssgp::params(m)
             .seed(1)
-            .calibration(Calibration::Off)
+            .calibration(CalibrationGuard::Off)
             .fixed_spectral_points(true),
         _ => {
             return Err(format!(

@@ -134,7 +134,7 @@ pub struct TrainingSummary {
     pub remedy: Option<Remedy>,
 }
 
-/// What SSGP's calibration check (`ssgp::Calibration`, issue 17) did: whether the learned fit
+/// What SSGP's calibration check (`ssgp::CalibrationGuard`, issue 17) did: whether the learned fit
 /// was kept or the random-feature fit (spectral points drawn from the kernel at the start's
 /// lengthscales, held fixed with them; σ0² and σn² trained) replaced it, and on what evidence.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -156,7 +156,7 @@ pub enum Remedy {
     /// fitted its training points too well ([`LooDiagnostic::fits_too_well`]), and the
     /// random-feature fit replaced it.
     LooFitsTooWell,
-    /// The random-feature fit, as asked for (`Calibration::RandomFeatures`).
+    /// The random-feature fit, as asked for (`CalibrationGuard::RandomFeatures`).
     RandomFeatures,
 }
 

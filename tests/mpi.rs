@@ -23,7 +23,7 @@ use ssgp::mpi::collective::SystemOperation;
 use ssgp::mpi::traits::CommunicatorCollectives;
 use ssgp::nalgebra::DVector;
 use ssgp::optim::Objective;
-use ssgp::ssgp::Calibration;
+use ssgp::ssgp::CalibrationGuard;
 use ssgp::{data::CsvOptions, Dataset, LengthscaleInit, ParamGuard, Ssgp};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -194,7 +194,7 @@ fn training(cluster: &Cluster) -> Result<(), String> {
         .initial_draws(5)
         .max_evaluations(60)
         .lengthscale_init(LengthscaleInit::HalfRange)
-        .calibration(Calibration::Off)
+        .calibration(CalibrationGuard::Off)
         .check()
         .map_err(|e| e.to_string())?;
     let fit = params

@@ -17,7 +17,7 @@ use crate::init;
 use crate::init::LengthscaleInit;
 use crate::optim::{Objective, OptimReport};
 #[cfg(doc)]
-use crate::ssgp::Calibration;
+use crate::ssgp::CalibrationGuard;
 use crate::ssgp::{FittedSsgp, NoiseBound, SsgpEvidence, SsgpHyperparameters, ValidSsgpParams};
 use crate::termination::Termination;
 use crate::termination::{LooDiagnostic, TrainingSummary};
@@ -120,9 +120,9 @@ impl ValidSsgpParams {
     ///   broadcast θ;
     /// - [`NoiseBound::FixedSpectralPoints`] is not supported;
     /// - the calibration check does not run: the distributed fit is the learned fit, as with
-    ///   [`Calibration::Off`] (data spread over ranks is the large-n regime, where the check keeps
-    ///   the learned fit unless its LOO fits its training points too well; the fit's LOO
-    ///   diagnostic, computed across the ranks, shows that case).
+    ///   [`CalibrationGuard::Off`] (data spread over ranks is the large-n regime, where the
+    ///   check keeps the learned fit unless its LOO fits its training points too well; the fit's
+    ///   LOO diagnostic, computed across the ranks, shows that case).
     ///
     /// Every rank returns the same model, or an error (no rank is left waiting in a collective).
     /// For fixed data split, seed and number of ranks the fit is reproducible.

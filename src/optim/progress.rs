@@ -22,8 +22,8 @@ pub enum Phase {
         /// Draws in all.
         total: usize,
     },
-    /// SSGP's calibration check ([`Calibration::Check`](crate::ssgp::Calibration::Check), for
-    /// 20 ≤ n ≤ 2 000): the learned and the random-feature fit on 3/4 of the rows, compared on
+    /// SSGP's calibration check ([`CalibrationGuard::Check`](crate::ssgp::CalibrationGuard::Check),
+    /// for 20 ≤ n ≤ 2 000): the learned and the random-feature fit on 3/4 of the rows, compared on
     /// the rest before the winner is refitted on all rows; their spectral draws and optimiser
     /// iterations are reported with this phase (the optimiser fields are theirs).
     CalibrationCheck,

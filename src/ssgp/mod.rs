@@ -51,7 +51,7 @@ pub use multi::{MultiSsgpEvidence, MultiSsgpHyperparameters};
 pub use multi_posterior::FittedMultiSsgp;
 pub use params::{NoiseBound, SsgpParams, ValidSsgpParams};
 pub use posterior::{FittedSsgp, PosteriorSample};
-pub use remedy::Calibration;
+pub use remedy::CalibrationGuard;
 pub use standardized::StandardizedSample;
 pub use train::TARGET_SPREAD;
 

@@ -2,7 +2,7 @@
 
 use super::chunks::{DEFAULT_CACHE_BYTES, DEFAULT_CHUNK_ROWS};
 use super::posterior::FittedSsgp;
-use super::remedy::Calibration;
+use super::remedy::CalibrationGuard;
 use crate::error::{Error, Result};
 use crate::hyperparameters::check_block;
 use crate::init::{self, LengthscaleInit};
@@ -42,7 +42,7 @@ pub struct ValidSsgpParams {
     pub(crate) initial_unit_frequencies: Option<DMatrix<f64>>,
     pub(crate) fixed_spectral_points: bool,
     pub(crate) noise_bound: NoiseBound,
-    pub(crate) calibration: Calibration,
+    pub(crate) calibration: CalibrationGuard,
     pub(crate) chunk_rows: usize,
     pub(crate) cache_bytes: usize,
 }
@@ -84,7 +84,7 @@ impl SsgpParams {
             initial_unit_frequencies: None,
             fixed_spectral_points: false,
             noise_bound: NoiseBound::None,
-            calibration: Calibration::Check,
+            calibration: CalibrationGuard::Check,
             chunk_rows: DEFAULT_CHUNK_ROWS,
             cache_bytes: DEFAULT_CACHE_BYTES,
         })
@@ -92,8 +92,8 @@ impl SsgpParams {
 
     crate::params::setters! {
         /// How the fit guards its error bars against overfitted spectral points (default
-        /// [`Calibration::Check`]; [`Calibration::Off`] for the paper's fit alone).
-        calibration(calibration: Calibration) => calibration;
+        /// [`CalibrationGuard::Check`]; [`CalibrationGuard::Off`] for the paper's fit alone).
+        calibration(calibration: CalibrationGuard) => calibration;
         /// How many sets of spectral points to draw before training; training starts from the one
         /// with the best evidence (default 100, as the original code). Each draw costs one
         /// evaluation of the evidence without gradient.

@@ -8,7 +8,7 @@
 //! once from the kernel's spectral density at the start's lengthscales (the full GP's on a
 //! subset, honest there) and held fixed with ℓ, training only σ0² and σn² — a random-feature
 //! approximation of the start's full GP, whose noise absorbs what the m features miss.
-//! [`Calibration`] chooses between the two fits.
+//! [`CalibrationGuard`] chooses between the two fits.
 
 use super::params::{NoiseBound, ValidSsgpParams};
 use super::posterior::FittedSsgp;
@@ -23,16 +23,16 @@ use nalgebra::DVector;
 use rand::seq::SliceRandom;
 
 /// How an SSGP fit guards its error bars against overfitted spectral points (the default is
-/// [`Calibration::Check`]).
+/// [`CalibrationGuard::Check`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Calibration {
+pub enum CalibrationGuard {
     /// The paper's fit only: learned spectral points (§4.2), no check.
     Off,
     /// Always the random-feature fit (spectral points drawn from the kernel at the start's
     /// lengthscales and held fixed with them; σ0² and σn² trained).
     RandomFeatures,
-    /// The learned fit, checked. Up to [`Calibration::HELD_OUT_MAX_ROWS`] training points, both
-    /// fits are trained on a seeded 3/4 of the rows and scored by their MNLP on the other 1/4;
+    /// The learned fit, checked. Up to [`CalibrationGuard::HELD_OUT_MAX_ROWS`] training points,
+    /// both fits are trained on a seeded 3/4 of the rows and scored by their MNLP on the other 1/4;
     /// the winner is refitted on all rows (about 2.2 times the learned fit's cost). Above, the
     /// learned fit is kept unless its LOO diagnostic fits its training points too well
     /// ([`LooDiagnostic::fits_too_well`](crate::termination::LooDiagnostic::fits_too_well)),
@@ -41,8 +41,8 @@ pub enum Calibration {
     Check,
 }
 
-impl Calibration {
-    /// The number of training points up to which [`Calibration::Check`] compares the two fits
+impl CalibrationGuard {
+    /// The number of training points up to which [`CalibrationGuard::Check`] compares the two fits
     /// on held-out rows.
     pub const HELD_OUT_MAX_ROWS: usize = 2000;
     /// The fewest training points for a held-out comparison (below, the learned fit's LOO
@@ -85,7 +85,8 @@ impl Objective for Variances<'_, '_> {
 }
 
 impl ValidSsgpParams {
-    /// Trains on `data` (restricted to the used `columns`) from `start` as [`Calibration`] says.
+    /// Trains on `data` (restricted to the used `columns`) from `start` as [`CalibrationGuard`]
+    /// says.
     pub(super) fn fit_calibrated(
         &self,
         data: &Dataset,
@@ -94,12 +95,12 @@ impl ValidSsgpParams {
     ) -> Result<FittedSsgp> {
         let n = data.len();
         match self.calibration {
-            Calibration::Off => self.fit_from(data, start, columns),
-            Calibration::RandomFeatures => {
+            CalibrationGuard::Off => self.fit_from(data, start, columns),
+            CalibrationGuard::RandomFeatures => {
                 self.fit_random_features(data, &start, columns, Remedy::RandomFeatures)
             }
-            Calibration::Check
-                if (Calibration::HELD_OUT_MIN_ROWS..=Calibration::HELD_OUT_MAX_ROWS)
+            CalibrationGuard::Check
+                if (CalibrationGuard::HELD_OUT_MIN_ROWS..=CalibrationGuard::HELD_OUT_MAX_ROWS)
                     .contains(&n) =>
             {
                 let mut rows: Vec<usize> = (0..n).collect();
@@ -139,7 +140,7 @@ impl ValidSsgpParams {
                     Ok(fitted)
                 }
             }
-            Calibration::Check => {
+            CalibrationGuard::Check => {
                 let mut fitted = self.fit_from(data, start.clone(), columns)?;
                 let too_well = fitted
                     .record

@@ -3,7 +3,7 @@
 //! leave-one-out diagnostic. `examples/calibration.rs` runs the whole suite (the README's table).
 
 use ssgp::data::{calibration_suite, Roughness};
-use ssgp::ssgp::Calibration;
+use ssgp::ssgp::CalibrationGuard;
 use ssgp::{FullGp, Remedy, Ssgp};
 
 #[test]
@@ -63,7 +63,7 @@ fn calibration(model: &ssgp::FittedSsgp, test: &ssgp::Dataset) -> (f64, f64) {
 }
 
 /// The calibration check (the default) on three problems where learned spectral points overfit
-/// (mD = 1 000–500 against n = 50–100): the paper's fit alone (`Calibration::Off`) is
+/// (mD = 1 000–500 against n = 50–100): the paper's fit alone (`CalibrationGuard::Off`) is
 /// overconfident on test data (mean z² in the hundreds in `examples/calibration.rs`), the
 /// default keeps the random-feature fit, calibrated (coverage in [0.90, 0.98], mean z² ≤ 1.5)
 /// and more accurate, and says so in its summary.
@@ -75,7 +75,7 @@ fn the_default_check_calibrates_overfitted_spectral_points() {
         let name = problem.name();
         let off = Ssgp::params(50)
             .seed(1)
-            .calibration(Calibration::Off)
+            .calibration(CalibrationGuard::Off)
             .fit(&train)
             .unwrap();
         let checked = Ssgp::params(50).seed(1).fit(&train).unwrap();

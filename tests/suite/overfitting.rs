@@ -8,7 +8,7 @@ use rand::{Rng, SeedableRng};
 use ssgp::data::sinc_data;
 use ssgp::ensemble::{Combine, Ensemble};
 use ssgp::metrics::{calibration, mnlp, nmse};
-use ssgp::ssgp::{Calibration, NoiseBound, Ssgp, SsgpParams};
+use ssgp::ssgp::{CalibrationGuard, NoiseBound, Ssgp, SsgpParams};
 use ssgp::Dataset;
 
 /// A smooth, almost noise-free 4-input function (noise variance 3.3e-5), like the Pendulum set.
@@ -33,7 +33,7 @@ fn problem() -> (Dataset, Dataset, SsgpParams) {
     // default floor (1e-4·var y) alone keeps this fit's MNLP near −1 (see the test below); the
     // default check alone keeps the random-feature fit (NMSE 0.058, MNLP −0.61).
     let params = Ssgp::params(60)
-        .calibration(Calibration::Off)
+        .calibration(CalibrationGuard::Off)
         .relative_noise_floor(0.0)
         .initial_draws(10)
         .max_evaluations(2000)

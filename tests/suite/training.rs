@@ -9,7 +9,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
 use ssgp::metrics::nmse;
-use ssgp::ssgp::Calibration;
+use ssgp::ssgp::CalibrationGuard;
 use ssgp::{Dataset, Fitc, FittedRegressor, FullGp, LengthscaleInit, Regressor, Ssgp, Termination};
 
 /// Fits `model`, returning its test NMSE and the fitted model.
@@ -327,7 +327,7 @@ fn case_5_every_model_is_free_of_the_scale_of_inputs_and_targets() {
                 Ssgp::params(20)
                     .seed(1)
                     .fixed_spectral_points(true)
-                    .calibration(Calibration::Off),
+                    .calibration(CalibrationGuard::Off),
             ),
             false,
         ),
