@@ -99,8 +99,9 @@ fn run() -> Result<(), Box<dyn Error>> {
             fine_flagged += usize::from(flagged);
         }
         let kept = match model.training().remedy {
-            Some(r) if r.random_features() => "features",
-            Some(_) | None => "learned",
+            Some(r) if r.random_features() => format!("features ×{:.3}", r.variance_scale()),
+            Some(r) => format!("learned ×{:.3}", r.variance_scale()),
+            None => "learned".to_string(),
         };
         let (lz, le) = loo.map_or((f64::NAN, f64::NAN), |d| (d.mean_z2, d.nmse));
         println!(

@@ -141,13 +141,20 @@ pub struct TrainingSummary {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Remedy {
     /// Both fits were trained on 3/4 of the rows and scored by their mean negative log
-    /// predictive density on the other 1/4; the one with the lower MNLP was refitted on all rows
-    /// (the random-feature fit when `random_features_mnlp < learned_mnlp`).
+    /// predictive density on the other 1/4, each with its predictive variances multiplied by the
+    /// factor the held-out rows ask for (their mean z², where it differs from 1 beyond chance; a
+    /// learned fit is only ever narrowed); the one with the lower MNLP was refitted on all rows
+    /// (the random-feature fit when `random_features_mnlp < learned_mnlp`) and its σ0² and σn²
+    /// multiplied by its factor, `variance_scale`.
     HeldOut {
         /// The learned fit's held-out MNLP (`f64::MAX` if not finite).
         learned_mnlp: f64,
         /// The random-feature fit's held-out MNLP (`f64::MAX` if not finite).
         random_features_mnlp: f64,
+        /// The factor s on the kept fit's σ0² and σn² (so on every predictive variance; the
+        /// mean is unchanged); 1 in files saved before it existed.
+        #[cfg_attr(feature = "serde", serde(default = "unit_scale"))]
+        variance_scale: f64,
     },
     /// Too many rows for the held-out comparison: the learned fit was kept, its LOO diagnostic
     /// not fitting the training points too well.
@@ -160,7 +167,22 @@ pub enum Remedy {
     RandomFeatures,
 }
 
+/// The variance factor of a held-out check saved without one (it scaled nothing).
+#[cfg(feature = "serde")]
+fn unit_scale() -> f64 {
+    1.0
+}
+
 impl Remedy {
+    /// The factor s the kept fit's σ0² and σn² were multiplied by (1 but for a held-out check
+    /// that scaled them).
+    pub fn variance_scale(&self) -> f64 {
+        match self {
+            Self::HeldOut { variance_scale, .. } => *variance_scale,
+            _ => 1.0,
+        }
+    }
+
     /// Whether the model is the random-feature fit (not the learned one).
     pub fn random_features(&self) -> bool {
         match self {
@@ -186,10 +208,11 @@ impl fmt::Display for Remedy {
             Self::HeldOut {
                 learned_mnlp,
                 random_features_mnlp,
+                variance_scale,
             } => write!(
                 f,
                 "{kept} (held-out MNLP {learned_mnlp:.3} learned, {random_features_mnlp:.3} \
-                 random features)"
+                 random features; variances ×{variance_scale:.3})"
             ),
             Self::LooChecked => write!(f, "{kept} (LOO checked)"),
             Self::LooFitsTooWell => write!(f, "{kept} (the learned fit's LOO fits too well)"),

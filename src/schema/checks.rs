@@ -290,11 +290,16 @@ impl SummaryRepr {
                 Some(Remedy::HeldOut {
                     learned_mnlp,
                     random_features_mnlp,
+                    variance_scale,
                 }) => Some(Remedy::HeldOut {
                     learned_mnlp: finite(learned_mnlp, "training summary: held-out MNLP")?,
                     random_features_mnlp: finite(
                         random_features_mnlp,
                         "training summary: held-out MNLP",
+                    )?,
+                    variance_scale: positive(
+                        variance_scale,
+                        "training summary: held-out variance factor",
                     )?,
                 }),
                 other => other,
@@ -315,9 +320,10 @@ impl SummaryRepr {
         if let Some(Remedy::HeldOut {
             learned_mnlp,
             random_features_mnlp,
+            variance_scale,
         }) = &mut self.remedy
         {
-            all.extend([learned_mnlp, random_features_mnlp]);
+            all.extend([learned_mnlp, random_features_mnlp, variance_scale]);
         }
         all
     }

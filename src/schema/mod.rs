@@ -26,7 +26,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 ///
 /// History: 1, the first format; 2, the FITC and full-GP forms carry their `kernel`; 3, every
 /// training summary carries its leave-one-out `diagnostic`; 4, an SSGP's training summary
-/// carries what its calibration check did (`remedy`, absent for every other model).
+/// carries what its calibration check did (`remedy`, absent for every other model; a held-out
+/// check's `variance_scale`, when absent, reads as 1).
 pub const FORMAT_VERSION: u32 = 4;
 
 /// The oldest format version this build reads: a format-2 file is migrated on load (its

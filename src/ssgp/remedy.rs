@@ -8,7 +8,8 @@
 //! once from the kernel's spectral density at the start's lengthscales (the full GP's on a
 //! subset, honest there) and held fixed with ℓ, training only σ0² and σn² — a random-feature
 //! approximation of the start's full GP, whose noise absorbs what the m features miss.
-//! [`CalibrationGuard`] chooses between the two fits.
+//! [`CalibrationGuard`] chooses between the two fits, and scales the kept fit's variances by
+//! what held-out rows show (a fit held up by its noise floor is underconfident: narrowed).
 
 use super::params::{NoiseBound, ValidSsgpParams};
 use super::posterior::FittedSsgp;
@@ -32,8 +33,14 @@ pub enum CalibrationGuard {
     /// lengthscales and held fixed with them; σ0² and σn² trained).
     RandomFeatures,
     /// The learned fit, checked. Up to [`CalibrationGuard::HELD_OUT_MAX_ROWS`] training points,
-    /// both fits are trained on a seeded 3/4 of the rows and scored by their MNLP on the other 1/4;
-    /// the winner is refitted on all rows (about 2.2 times the learned fit's cost). Above, the
+    /// both fits are trained on a seeded 3/4 of the rows and scored by their MNLP on the other 1/4,
+    /// each with its predictive variances multiplied by the factor s those rows ask for (their
+    /// mean z² where it differs from 1 beyond chance; a learned fit is only narrowed); the winner
+    /// is refitted on all rows and its σ0², σn² multiplied by its s, which moves every predictive
+    /// variance by s and leaves the mean (about 2.2 times the learned fit's cost). A narrowing
+    /// may take σn² below the relative noise floor (a bound for training; the floor recorded
+    /// with the model is scaled too), never below an absolute `noise_floor` or a [`NoiseBound`].
+    /// Above, the
     /// learned fit is kept unless its LOO diagnostic fits its training points too well
     /// ([`LooDiagnostic::fits_too_well`](crate::termination::LooDiagnostic::fits_too_well)),
     /// when the random-feature fit replaces it (a few per cent of the learned fit's cost).
@@ -86,12 +93,14 @@ impl Objective for Variances<'_, '_> {
 
 impl ValidSsgpParams {
     /// Trains on `data` (restricted to the used `columns`) from `start` as [`CalibrationGuard`]
-    /// says.
+    /// says. `absolute_floor` is the noise floor set as a variance (not relative to var(y)): a
+    /// held-out factor never takes σn² below it, nor below a [`NoiseBound`].
     pub(super) fn fit_calibrated(
         &self,
         data: &Dataset,
         start: Hyperparameters,
         columns: &InputColumns,
+        absolute_floor: f64,
     ) -> Result<FittedSsgp> {
         let n = data.len();
         match self.calibration {
@@ -107,10 +116,6 @@ impl ValidSsgpParams {
                 rows.shuffle(&mut crate::random::seeded(self.training.seed));
                 let (held, fit) = rows.split_at(n / 4);
                 let (held, fit) = (data.subset(held)?, data.subset(fit)?);
-                let score = |model: &FittedSsgp| -> Result<f64> {
-                    let score = mnlp(held.y(), &model.predict(held.x())?)?;
-                    Ok(if score.is_finite() { score } else { f64::MAX })
-                };
                 // The comparison's fits are on the used columns and report to the observer
                 // as the calibration check.
                 let mut quiet = self.clone();
@@ -121,24 +126,36 @@ impl ValidSsgpParams {
                     .as_ref()
                     .map(|o| retag(o, |p| p.phase = Phase::CalibrationCheck));
                 let used = InputColumns::all(data.dim());
-                let learned = score(&quiet.fit_from(&fit, start.clone(), &used)?)?;
-                let random = score(&quiet.fit_random_features(
-                    &fit,
-                    &start,
-                    &used,
-                    Remedy::RandomFeatures,
-                )?)?;
-                let remedy = Remedy::HeldOut {
-                    learned_mnlp: learned,
-                    random_features_mnlp: random,
+                // The smallest factor: σn² stays above a floor or bound the user set.
+                let narrowest = match self.noise_bound {
+                    NoiseBound::None if self.training.noise_floor > 0.0 => {
+                        (absolute_floor / self.training.noise_floor).min(1.0)
+                    }
+                    NoiseBound::None => 0.0,
+                    NoiseBound::FixedSpectralPoints { .. } => 1.0,
                 };
-                if random < learned {
-                    self.fit_random_features(data, &start, columns, remedy)
+                let learned_fit = quiet.fit_from(&fit, start.clone(), &used)?;
+                let learned = held_out(&learned_fit, &held, (narrowest, 1.0))?;
+                let random_fit =
+                    quiet.fit_random_features(&fit, &start, &used, Remedy::RandomFeatures)?;
+                let random = held_out(&random_fit, &held, (narrowest, f64::INFINITY))?;
+                let keep_random = random.mnlp < learned.mnlp;
+                let remedy = Remedy::HeldOut {
+                    learned_mnlp: learned.mnlp,
+                    random_features_mnlp: random.mnlp,
+                    variance_scale: if keep_random {
+                        random.scale
+                    } else {
+                        learned.scale
+                    },
+                };
+                let mut fitted = if keep_random {
+                    self.fit_random_features(data, &start, columns, remedy)?
                 } else {
-                    let mut fitted = self.fit_from(data, start, columns)?;
-                    fitted.record.training.remedy = Some(remedy);
-                    Ok(fitted)
-                }
+                    self.fit_from(data, start, columns)?
+                };
+                fitted.record.training.remedy = Some(remedy);
+                self.rescaled(data, fitted, columns)
             }
             CalibrationGuard::Check => {
                 let mut fitted = self.fit_from(data, start.clone(), columns)?;
@@ -154,6 +171,50 @@ impl ValidSsgpParams {
                 Ok(fitted)
             }
         }
+    }
+
+    /// `fitted` with σ0² and σn² both multiplied by its remedy's
+    /// [`Remedy::variance_scale`] s, and its noise floor too when s < 1 (a widened fit keeps its
+    /// floor): the posterior (L, α) is
+    /// kept, since A = ΦᵀΦ + (mσn²/σ0²)I does not change, so the predictive mean is the same
+    /// and every predictive variance σn²(1 + ‖L⁻¹φ‖²) is multiplied by s. θ, −log p(y|θ) and the
+    /// LOO diagnostic are those of the scaled model, σ0² and σn² decoded from θ as on loading.
+    fn rescaled(
+        &self,
+        data: &Dataset,
+        mut fitted: FittedSsgp,
+        columns: &InputColumns,
+    ) -> Result<FittedSsgp> {
+        let s = fitted
+            .record
+            .training
+            .remedy
+            .map_or(1.0, |r| r.variance_scale());
+        if s == 1.0 {
+            return Ok(fitted);
+        }
+        let mut this = self.clone();
+        this.fixed_spectral_points = fitted.fixed;
+        let floor = fitted.record.noise_floor;
+        this.training.noise_floor = floor * s.min(1.0);
+        // θ = [log ℓ (D), log σ0, p_n, …] with σn² = floor + e^{2p_n}: log σ0 moves by ½ log s,
+        // and p_n to s·σn² = floor' + e^{2p_n'}, i.e. e^{2p_n'} = s·e^{2p_n} + (s − min(s, 1))·floor.
+        let mut theta = fitted.record.theta.clone();
+        let d = fitted.hyper.hyper.dim();
+        theta[d] += 0.5 * s.ln();
+        let excess = s * (2.0 * theta[d + 1]).exp() + (s - s.min(1.0)) * floor;
+        theta[d + 1] = 0.5 * excess.max(f64::MIN_POSITIVE).ln();
+        let evidence = this.evidence_with(data, Some(&fitted.hyper.unit_frequencies))?;
+        fitted.hyper = evidence.unpack(&theta)?;
+        fitted.record = this.training.record(
+            theta.clone(),
+            fitted.record.y_mean,
+            evidence.value(&theta)?,
+            fitted.record.training.clone(),
+            columns.clone(),
+        );
+        fitted.record.training.diagnostic = fitted.loo_diagnostic(data).ok().flatten();
+        Ok(fitted)
     }
 
     /// The random-feature fit: m unit frequencies W (the given ones, or a draw of the seed from
@@ -194,4 +255,49 @@ impl ValidSsgpParams {
         training.remedy = Some(remedy);
         fixed.build(data, &evidence, &theta, training, columns.clone())
     }
+}
+
+/// A candidate's score on the held-out rows of [`CalibrationGuard::Check`].
+struct HeldOutScore {
+    /// MNLP of its predictive with the variances multiplied by `scale` (`f64::MAX` if not
+    /// finite).
+    mnlp: f64,
+    /// The variance factor s: the held-out mean z² where it differs from 1 by more than two
+    /// standard errors of a mean of χ²₁ (2·√(2/n_held)), 1 otherwise; within the given range.
+    scale: f64,
+}
+
+/// `model`'s [`HeldOutScore`] on `held`, its factor within `(lowest, highest)`. The factor is
+/// the maximum-likelihood scale of N(μ, s·v) on the held-out rows (s = mean z²), applied only
+/// where the rows show a miscalibration beyond chance. A learned fit is not widened (highest 1):
+/// its refit on all rows overfits less than the 3/4 fit scored here, and a widening measured on
+/// the latter overstates it (on the calibration suite it left fits underconfident, coverage
+/// 0.99–1.00); a narrowing (a fit held up by its noise floor) carries over. `lowest` keeps σn²
+/// above a floor the user set.
+fn held_out(
+    model: &FittedSsgp,
+    held: &Dataset,
+    (lowest, highest): (f64, f64),
+) -> Result<HeldOutScore> {
+    let mut p = model.predict(held.x())?;
+    let rows = held.len() as f64;
+    let z2 = held
+        .y()
+        .iter()
+        .zip(p.mean.iter().zip(p.y_variance.iter()))
+        .map(|(y, (mu, v))| (y - mu).powi(2) / v)
+        .sum::<f64>()
+        / rows;
+    let beyond_chance = (z2 - 1.0).abs() > 2.0 * (2.0 / rows).sqrt();
+    let scale = if z2.is_finite() && z2 > 0.0 && beyond_chance {
+        z2.max(lowest).min(highest)
+    } else {
+        1.0
+    };
+    p.y_variance *= scale;
+    let score = mnlp(held.y(), &p)?;
+    Ok(HeldOutScore {
+        mnlp: if score.is_finite() { score } else { f64::MAX },
+        scale,
+    })
 }

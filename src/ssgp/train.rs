@@ -134,7 +134,7 @@ impl ValidSsgpParams {
         let used = columns.select_data(data)?;
         let this = self.resolved_for(used.y_variance());
         let start = crate::full_gp::start(&used, &this.training)?;
-        this.fit_calibrated(&used, start, &columns)
+        this.fit_calibrated(&used, start, &columns, self.training.noise_floor)
     }
 
     /// Trains on `data` restricted to the used `columns`, from `start`.

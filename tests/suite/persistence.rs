@@ -155,6 +155,14 @@ fn every_kind_round_trips_bit_for_bit() {
     assert_eq!(loaded.unit_frequencies(), fixed.unit_frequencies());
     assert_eq!(loaded.parameters(), fixed.parameters());
 
+    // A fit whose σ0², σn² and noise floor the calibration check multiplied by its held-out
+    // factor (a near noise-free problem: narrowed).
+    let (near_noise_free, _) = ssgp::data::calibration_suite()[12].generate(1).unwrap();
+    let rescaled = Ssgp::params(50).seed(1).fit(&near_noise_free).unwrap();
+    let factor = rescaled.training().remedy.unwrap().variance_scale();
+    assert!(factor < 1.0, "{factor}");
+    round_trip(&rescaled, &x1, "SSGP, variances rescaled by the check");
+
     // FITC on data with a constant column: the ignored column is saved and still ignored.
     let fitc = fitc_params().fit(&wide).unwrap();
     assert_eq!(fitc.training().ignored_inputs, vec![1]);

@@ -435,7 +435,7 @@ fn observer_receives_every_phase_of_a_default_fit_in_order() {
     assert!(
         matches!(
             fitted.training().remedy,
-            Some(ssgp::termination::Remedy::HeldOut { learned_mnlp, random_features_mnlp })
+            Some(ssgp::termination::Remedy::HeldOut { learned_mnlp, random_features_mnlp, .. })
                 if learned_mnlp <= random_features_mnlp
         ),
         "{:?}",
