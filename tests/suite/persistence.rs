@@ -1141,3 +1141,32 @@ fn mutate_all() {
     assert!(total >= 2000, "{total} mutated files");
     println!("{total} mutated files in {:.2?}", start.elapsed());
 }
+
+/// The held-out check's variance factor in a saved SSGP: a file without it (written before the
+/// factor existed) loads with factor 1, and a factor that is not positive is refused.
+#[test]
+fn a_held_out_remedy_loads_its_variance_factor() {
+    let (near_noise_free, _) = ssgp::data::calibration_suite()[12].generate(1).unwrap();
+    let fitted = Ssgp::params(50).seed(1).fit(&near_noise_free).unwrap();
+    let json: Value = serde_json::from_str(&persist::to_json(&fitted).unwrap()).unwrap();
+    let pointer = "/model/ssgp/training/remedy/HeldOut";
+    let factor = json.pointer(pointer).unwrap()["variance_scale"]
+        .as_f64()
+        .unwrap();
+    assert!(factor < 1.0, "{json}");
+    let mut without = json.clone();
+    let held_out = without
+        .pointer_mut(pointer)
+        .unwrap()
+        .as_object_mut()
+        .unwrap();
+    assert!(held_out.remove("variance_scale").is_some());
+    let loaded: FittedSsgp = persist::from_json(&without.to_string()).unwrap();
+    assert_eq!(loaded.training().remedy.unwrap().variance_scale(), 1.0);
+    let mut negative = json;
+    negative.pointer_mut(pointer).unwrap()["variance_scale"] = serde_json::json!(-2.0);
+    assert!(matches!(
+        persist::from_json::<FittedSsgp>(&negative.to_string()),
+        Err(Error::InvalidParameter { .. })
+    ));
+}
