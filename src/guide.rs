@@ -78,9 +78,10 @@
 //! cost: SSGP O(nm²), about one evaluation of the evidence (the hat matrix's diagonal; for
 //! n ≤ 4m the n×n form, O(n²m + n³/3)); FITC O(nm) on top of its factorisation; the full GP an
 //! extra n³/3 flops and 8n² bytes (the inverse factor), skipped (`None`) when they cannot be
-//! allocated. It flags a fit that predicts held-out points worse than the mean (LOO NMSE > 1),
-//! an overconfident one (LOO mean z² > 1.5), and one that fits its training points too well
-//! (LOO mean z² < 0.5).
+//! allocated. It flags a fit that predicts held-out points hardly better than the mean (LOO
+//! NMSE > 0.95: it explains less than 5 % of the targets' variance, and on new data it is as
+//! likely a little worse than the mean as a little better), an overconfident one (LOO mean
+//! z² > 1.5), and one that fits its training points too well (LOO mean z² < 0.5).
 //!
 //! The last flag is the one that matters for SSGP with learned spectral points. The LOO keeps
 //! the hyperparameters, so with more learned frequencies than the data pin down (mD against n)
@@ -93,7 +94,11 @@
 //! not yet mean a calibrated one on small or wide data. A flagged fit:
 //! try the remedies above, compare with the full GP or FITC (whose few hyperparameters keep
 //! their LOO honest), or standardise and use fewer spectral points. (These counts are of the
-//! learned fits, `CalibrationGuard::Off`; the default check below replaces most of them.)
+//! learned fits, `CalibrationGuard::Off`, with the flag at LOO NMSE > 1; the default check
+//! below replaces most of them. With the check, the flags catch 10 of the 11 default fits bad
+//! on test data — all but one whose full GP start overfits, n = 50 with D = 50 — and flag 8 of
+//! the other 25: 6 that predict about the mean (test NMSE 0.98–1.00, as useless as the bad
+//! ones) and 2 whose LOO fits the training points too well although their test error bars hold.)
 //!
 //! # The calibration check (SSGP's default)
 //!
