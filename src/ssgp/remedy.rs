@@ -173,10 +173,9 @@ impl ValidSsgpParams {
         }
     }
 
-    /// `fitted` with σ0² and σn² both multiplied by its remedy's
-    /// [`Remedy::variance_scale`] s, and its noise floor too when s < 1 (a widened fit keeps its
-    /// floor): the posterior (L, α) is
-    /// kept, since A = ΦᵀΦ + (mσn²/σ0²)I does not change, so the predictive mean is the same
+    /// `fitted` with σ0² and σn² both multiplied by its remedy's [`Remedy::variance_scale`] s,
+    /// and its noise floor too when s < 1 (a widened fit keeps its floor): the posterior (L, α)
+    /// is kept, since A = ΦᵀΦ + (mσn²/σ0²)I does not change, so the predictive mean is the same
     /// and every predictive variance σn²(1 + ‖L⁻¹φ‖²) is multiplied by s. θ, −log p(y|θ) and the
     /// LOO diagnostic are those of the scaled model, σ0² and σn² decoded from θ as on loading.
     fn rescaled(
@@ -198,7 +197,8 @@ impl ValidSsgpParams {
         let floor = fitted.record.noise_floor;
         this.training.noise_floor = floor * s.min(1.0);
         // θ = [log ℓ (D), log σ0, p_n, …] with σn² = floor + e^{2p_n}: log σ0 moves by ½ log s,
-        // and p_n to s·σn² = floor' + e^{2p_n'}, i.e. e^{2p_n'} = s·e^{2p_n} + (s − min(s, 1))·floor.
+        // and p_n to s·σn² = floor' + e^{2p_n'}, i.e.
+        // e^{2p_n'} = s·e^{2p_n} + (s − min(s, 1))·floor.
         let mut theta = fitted.record.theta.clone();
         let d = fitted.hyper.hyper.dim();
         theta[d] += 0.5 * s.ln();
