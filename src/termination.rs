@@ -159,7 +159,7 @@ pub enum Remedy {
     /// Too many rows for the held-out comparison: the learned fit was kept, its LOO diagnostic
     /// not fitting the training points too well.
     LooChecked,
-    /// Too many (or too few) rows for the held-out comparison: the learned fit's LOO diagnostic
+    /// Too few rows for the held-out comparison: the learned fit's LOO diagnostic
     /// fitted its training points too well ([`LooDiagnostic::fits_too_well`]), and the
     /// random-feature fit replaced it.
     LooFitsTooWell,

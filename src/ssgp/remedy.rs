@@ -40,17 +40,18 @@ pub enum CalibrationGuard {
     /// variance by s and leaves the mean (about 2.2 times the learned fit's cost). A narrowing
     /// may take σn² below the relative noise floor (a bound for training; the floor recorded
     /// with the model is scaled too), never below an absolute `noise_floor` or a [`NoiseBound`].
-    /// Above, the
-    /// learned fit is kept unless its LOO diagnostic fits its training points too well
+    /// Above, the learned fit is kept unless its LOO diagnostic fits its training points too well
     /// ([`LooDiagnostic::fits_too_well`](crate::termination::LooDiagnostic::fits_too_well)),
-    /// when the random-feature fit replaces it (a few per cent of the learned fit's cost).
+    /// when the held-out comparison decides as below (the learned fit on all rows, already
+    /// trained, is kept if it wins; about twice its cost); below
+    /// [`CalibrationGuard::HELD_OUT_MIN_ROWS`], the random-feature fit replaces it then.
     #[default]
     Check,
 }
 
 impl CalibrationGuard {
-    /// The number of training points up to which [`CalibrationGuard::Check`] compares the two fits
-    /// on held-out rows.
+    /// The number of training points up to which [`CalibrationGuard::Check`] always compares the
+    /// two fits on held-out rows (above, only when the learned fit's LOO fits too well).
     pub const HELD_OUT_MAX_ROWS: usize = 2000;
     /// The fewest training points for a held-out comparison (below, the learned fit's LOO
     /// decides as above the maximum).
@@ -112,50 +113,7 @@ impl ValidSsgpParams {
                 if (CalibrationGuard::HELD_OUT_MIN_ROWS..=CalibrationGuard::HELD_OUT_MAX_ROWS)
                     .contains(&n) =>
             {
-                let mut rows: Vec<usize> = (0..n).collect();
-                rows.shuffle(&mut crate::random::seeded(self.training.seed));
-                let (held, fit) = rows.split_at(n / 4);
-                let (held, fit) = (data.subset(held)?, data.subset(fit)?);
-                // The comparison's fits are on the used columns and report to the observer
-                // as the calibration check.
-                let mut quiet = self.clone();
-                quiet.training.optim.observer = self
-                    .training
-                    .optim
-                    .observer
-                    .as_ref()
-                    .map(|o| retag(o, |p| p.phase = Phase::CalibrationCheck));
-                let used = InputColumns::all(data.dim());
-                // The smallest factor: σn² stays above a floor or bound the user set.
-                let narrowest = match self.noise_bound {
-                    NoiseBound::None if self.training.noise_floor > 0.0 => {
-                        (absolute_floor / self.training.noise_floor).min(1.0)
-                    }
-                    NoiseBound::None => 0.0,
-                    NoiseBound::FixedSpectralPoints { .. } => 1.0,
-                };
-                let learned_fit = quiet.fit_from(&fit, start.clone(), &used)?;
-                let learned = held_out(&learned_fit, &held, (narrowest, 1.0))?;
-                let random_fit =
-                    quiet.fit_random_features(&fit, &start, &used, Remedy::RandomFeatures)?;
-                let random = held_out(&random_fit, &held, (narrowest, f64::INFINITY))?;
-                let keep_random = random.mnlp < learned.mnlp;
-                let remedy = Remedy::HeldOut {
-                    learned_mnlp: learned.mnlp,
-                    random_features_mnlp: random.mnlp,
-                    variance_scale: if keep_random {
-                        random.scale
-                    } else {
-                        learned.scale
-                    },
-                };
-                let mut fitted = if keep_random {
-                    self.fit_random_features(data, &start, columns, remedy)?
-                } else {
-                    self.fit_from(data, start, columns)?
-                };
-                fitted.record.training.remedy = Some(remedy);
-                self.rescaled(data, fitted, columns)
+                self.held_out_check(data, start, columns, absolute_floor, None)
             }
             CalibrationGuard::Check => {
                 let mut fitted = self.fit_from(data, start.clone(), columns)?;
@@ -164,6 +122,9 @@ impl ValidSsgpParams {
                     .training
                     .diagnostic
                     .is_some_and(|d| d.fits_too_well());
+                if too_well && n >= CalibrationGuard::HELD_OUT_MIN_ROWS {
+                    return self.held_out_check(data, start, columns, absolute_floor, Some(fitted));
+                }
                 if too_well {
                     return self.fit_random_features(data, &start, columns, Remedy::LooFitsTooWell);
                 }
@@ -171,6 +132,64 @@ impl ValidSsgpParams {
                 Ok(fitted)
             }
         }
+    }
+
+    /// The held-out comparison of [`CalibrationGuard::Check`]: the learned and the random-feature
+    /// fit trained on a seeded 3/4 of `data`, scored on the other 1/4 with their variance
+    /// factors, the winner refitted on all rows (or `learned_on_all`, the learned fit already
+    /// trained on all rows, when it wins) and rescaled by its factor.
+    fn held_out_check(
+        &self,
+        data: &Dataset,
+        start: Hyperparameters,
+        columns: &InputColumns,
+        absolute_floor: f64,
+        learned_on_all: Option<FittedSsgp>,
+    ) -> Result<FittedSsgp> {
+        let n = data.len();
+        let mut rows: Vec<usize> = (0..n).collect();
+        rows.shuffle(&mut crate::random::seeded(self.training.seed));
+        let (held, fit) = rows.split_at(n / 4);
+        let (held, fit) = (data.subset(held)?, data.subset(fit)?);
+        // The comparison's fits are on the used columns and report to the observer
+        // as the calibration check.
+        let mut quiet = self.clone();
+        quiet.training.optim.observer = self
+            .training
+            .optim
+            .observer
+            .as_ref()
+            .map(|o| retag(o, |p| p.phase = Phase::CalibrationCheck));
+        let used = InputColumns::all(data.dim());
+        // The smallest factor: σn² stays above a floor or bound the user set.
+        let narrowest = match self.noise_bound {
+            NoiseBound::None if self.training.noise_floor > 0.0 => {
+                (absolute_floor / self.training.noise_floor).min(1.0)
+            }
+            NoiseBound::None => 0.0,
+            NoiseBound::FixedSpectralPoints { .. } => 1.0,
+        };
+        let learned_fit = quiet.fit_from(&fit, start.clone(), &used)?;
+        let learned = held_out(&learned_fit, &held, (narrowest, 1.0))?;
+        let random_fit = quiet.fit_random_features(&fit, &start, &used, Remedy::RandomFeatures)?;
+        let random = held_out(&random_fit, &held, (narrowest, f64::INFINITY))?;
+        let keep_random = random.mnlp < learned.mnlp;
+        let remedy = Remedy::HeldOut {
+            learned_mnlp: learned.mnlp,
+            random_features_mnlp: random.mnlp,
+            variance_scale: if keep_random {
+                random.scale
+            } else {
+                learned.scale
+            },
+        };
+        let mut fitted = match (keep_random, learned_on_all) {
+            (true, _) => self.fit_random_features(data, &start, columns, remedy)?,
+            (false, Some(fitted)) => fitted,
+            (false, None) => self.fit_from(data, start, columns)?,
+        };
+        fitted.record.training.remedy = Some(remedy);
+        self.rescaled(data, fitted, columns)
     }
 
     /// `fitted` with σ0² and σn² both multiplied by its remedy's [`Remedy::variance_scale`] s,

@@ -158,3 +158,42 @@ fn the_held_out_factor_scales_the_variances_to_calibrated() {
         "the random-feature fits kept, widened and narrowed"
     );
 }
+
+/// Above `CalibrationGuard::HELD_OUT_MAX_ROWS` the learned fit is kept unless its LOO fits its
+/// training points too well; then the held-out comparison decides, as below (it used to be the
+/// random-feature fit, unchecked). On n = 2 400 with D = 100 (3 relevant) the learned fit with
+/// m = 50 is a disaster on test data (NMSE 1.34, mean z² 6 946) whose LOO mean z² is 0.000; the
+/// default compares it on held-out rows, keeps the random-feature fit and is calibrated.
+#[test]
+fn above_the_held_out_range_a_loo_that_fits_too_well_runs_the_held_out_check() {
+    let problem = ssgp::data::Problem {
+        n: 2400,
+        dim: 100,
+        relevant: 3,
+        roughness: Roughness::Smooth,
+        noise: 0.1,
+        seed: 7,
+    };
+    assert!(problem.n > CalibrationGuard::HELD_OUT_MAX_ROWS);
+    let (train, test) = problem.generate(1000).unwrap();
+    let off = Ssgp::params(50)
+        .seed(1)
+        .calibration(CalibrationGuard::Off)
+        .fit(&train)
+        .unwrap();
+    let loo = off.training().diagnostic.unwrap();
+    assert!(loo.fits_too_well(), "{loo}");
+    let checked = Ssgp::params(50).seed(1).fit(&train).unwrap();
+    let remedy = checked.training().remedy.unwrap();
+    let (z2, coverage) = calibration(&checked, &test);
+    println!("z² {z2:.2}, coverage {coverage:.3}, {remedy}");
+    assert!(
+        matches!(remedy, Remedy::HeldOut { learned_mnlp, random_features_mnlp, .. }
+            if random_features_mnlp < learned_mnlp),
+        "{remedy}"
+    );
+    assert!(
+        z2 <= 1.5 && (0.90..=0.98).contains(&coverage),
+        "z² {z2}, coverage {coverage}"
+    );
+}
