@@ -138,11 +138,15 @@ fn blocks(n: usize, m: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// The chunks (start, len) of a block (start, len): at most [`CHUNK`] points each, in order.
+/// The chunks (start, len) of a block (start, len), in order: as few as hold at most [`CHUNK`]
+/// points each, of equal size (±1, the longer first).
 fn chunks((start, len): (usize, usize)) -> impl Iterator<Item = (usize, usize)> {
-    (start..start + len)
-        .step_by(CHUNK)
-        .map(move |s| (s, CHUNK.min(start + len - s)))
+    let count = len.div_ceil(CHUNK).max(1);
+    let (size, extra) = (len / count, len % count);
+    (0..count).map(move |p| {
+        let before = p * size + p.min(extra);
+        (start + before, size + usize::from(p < extra))
+    })
 }
 
 /// `data` (a column-major matrix of `rows` rows) cut into the column ranges of `plan`.
@@ -327,7 +331,7 @@ pub(crate) fn factorize(
                 .zip(work.chunks_exact_mut(m))
                 .enumerate()
             {
-                let q: f64 = vi.iter().map(|t| t * t).sum();
+                let q = dot(vi, vi);
                 sums.trace += c - q;
                 let l = match approx {
                     Approximation::Fitc => c - q + sn2,
@@ -349,8 +353,9 @@ pub(crate) fn factorize(
                 cols.ys[o + i] = y[s + i] / sl;
                 sums.log_lambda += l.ln();
                 sums.ys2 += cols.ys[o + i] * cols.ys[o + i];
+                let inv_sl = 1.0 / sl;
                 for (w, t) in wi.iter_mut().zip(vi) {
-                    *w = t / sl;
+                    *w = t * inv_sl;
                 }
             }
             let vs = MatRef::from_column_major_slice(work, m, len);
@@ -488,16 +493,13 @@ pub(crate) fn gradient(
                 .zip(v_c.chunks_exact(m))
                 .enumerate()
             {
-                let sl = sqrt_lambda(i);
-                w.iter_mut().zip(vi).for_each(|(w, t)| *w = t / sl);
+                let inv_sl = 1.0 / sqrt_lambda(i);
+                w.iter_mut().zip(vi).for_each(|(w, t)| *w = t * inv_sl);
             }
             // B = L_A⁻¹ V_s; α = C⁻¹y = Λ^{-1/2}(y_s − Bᵀ B y_s); w = diag(C⁻¹) − α².
             linalg::solve_left_lower(mat(work, m, len), la, Par::Seq);
             for (i, b) in work.chunks_exact(m).enumerate() {
-                let (b2, bty) = b
-                    .iter()
-                    .zip(f.by.iter())
-                    .fold((0.0, 0.0), |(b2, bty), (t, u)| (b2 + t * t, bty + t * u));
+                let (b2, bty) = (dot(b, b), dot(b, f.by.as_slice()));
                 let l = f.lambda[s + i];
                 alpha[i] = (f.ys[s + i] - bty) / sqrt_lambda(i);
                 let wi = (1.0 - b2) / l - alpha[i] * alpha[i];
@@ -514,9 +516,9 @@ pub(crate) fn gradient(
                 .zip(v_c.chunks_exact(m))
                 .enumerate()
             {
-                let sl = sqrt_lambda(i);
+                let inv_sl = 1.0 / sqrt_lambda(i);
                 for ((p, &va), &t) in p.iter_mut().zip(v_alpha.iter()).zip(vi) {
-                    *p = *p / sl - alpha[i] * va - d[i] * t;
+                    *p = *p * inv_sl - alpha[i] * va - d[i] * t;
                 }
             }
             let v_view = MatRef::from_column_major_slice(v_c, m, len);
@@ -532,7 +534,7 @@ pub(crate) fn gradient(
             // P = L_u⁻ᵀ P_V; P ∘ K_uf weights ∂/∂log σ0, P ∘ G_uf the lengthscales and inputs.
             linalg::solve_left_lower_transpose(mat(work, m, len), lu, Par::Seq);
             let k_c = &f.k_uf.as_slice()[cols.clone()];
-            sums.sum_pk += work.iter().zip(k_c).map(|(p, k)| p * k).sum::<f64>();
+            sums.sum_pk += dot(work, k_c);
             let slopes = f.g_uf.as_ref().map_or(k_c, |g| &g.as_slice()[cols]);
             work.iter_mut().zip(slopes).for_each(|(p, g)| *p *= g);
             for dd in 0..dim {
@@ -606,13 +608,50 @@ pub(crate) fn gradient(
     g
 }
 
+/// Σ a_i b_i over equal-length slices, in eight interleaved partial sums (so the loop
+/// vectorises instead of waiting on one chain of additions), added pairwise at the end.
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f64 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    let mut acc = [0.0; 8];
+    for (x, y) in ca.zip(cb) {
+        for k in 0..8 {
+            acc[k] += x[k] * y[k];
+        }
+    }
+    (((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))) + tail
+}
+
 /// For a weight matrix `a` (m×k, column major) and coordinates `u` (m) and `z` (k): writes
 /// $r_j = \sum_i a_{ji}(u_j - z_i)$ into `r` and returns $\sum_{ji} a_{ji}(u_j - z_i)^2$.
-/// `q` (m) is scratch space: the squared sum is accumulated per row so the loop over j vectorises.
+/// `q` (m) is scratch space: the squared sum is accumulated per row so the loop over j
+/// vectorises; four columns are taken at a time, so `r` and `q` are read and written once per
+/// four columns.
 fn weighted_differences(a: &[f64], u: &[f64], z: &[f64], r: &mut [f64], q: &mut [f64]) -> f64 {
+    let m = u.len();
+    let (r, q) = (&mut r[..m], &mut q[..m]);
     r.fill(0.0);
     q.fill(0.0);
-    for (col, &zi) in a.chunks_exact(u.len()).zip(z) {
+    let (quads, zq) = (a.chunks_exact(4 * m), z.chunks_exact(4));
+    let (rest, zr) = (quads.remainder(), zq.remainder());
+    for (block, zs) in quads.zip(zq) {
+        let (c0, block) = block.split_at(m);
+        let (c1, block) = block.split_at(m);
+        let (c2, c3) = block.split_at(m);
+        for j in 0..m {
+            let uj = u[j];
+            let (d0, d1, d2, d3) = (uj - zs[0], uj - zs[1], uj - zs[2], uj - zs[3]);
+            let (t0, t1, t2, t3) = (c0[j] * d0, c1[j] * d1, c2[j] * d2, c3[j] * d3);
+            r[j] += (t0 + t1) + (t2 + t3);
+            q[j] += (t0 * d0 + t1 * d1) + (t2 * d2 + t3 * d3);
+        }
+    }
+    for (col, &zi) in rest.chunks_exact(m.max(1)).zip(zr) {
         for (((rj, qj), &aj), &uj) in r.iter_mut().zip(q.iter_mut()).zip(col).zip(u) {
             let diff = uj - zi;
             let t = aj * diff;
@@ -671,6 +710,16 @@ fn weights(f: &Factors, par: Par) -> DVector<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dot_is_the_sum_of_products_at_every_length() {
+        for len in [0, 1, 7, 8, 9, 17, 64] {
+            let a: Vec<f64> = (0..len).map(|i| (i as f64 * 0.7).sin()).collect();
+            let b: Vec<f64> = (0..len).map(|i| (i as f64 * 0.3).cos()).collect();
+            let naive: f64 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            assert!((dot(&a, &b) - naive).abs() < 1e-13, "length {len}");
+        }
+    }
 
     #[test]
     fn weighted_differences_match_their_definition() {

@@ -21,6 +21,7 @@
 //! expanded as ‖a‖² + ‖b‖² − 2abᵀ (one gemm) on inputs that are first **centred** and divided by ℓ,
 //! so inputs far from the origin do not cancel.
 
+mod exp;
 pub mod spectral;
 
 pub use spectral::{Matern, SpectralDensity, SquaredExponential};
@@ -378,6 +379,10 @@ impl Covariance<'_> {
         g: Option<&mut [f64]>,
     ) {
         match g {
+            None if self.kernel == Kernel::SquaredExponential => {
+                squared_distances_into(k, a, b, Par::Seq);
+                exp::scaled_exp_neg_half(k, self.signal_variance);
+            }
             None => {
                 squared_distances_into(k, a, b, Par::Seq);
                 k.iter_mut().for_each(|v| *v = self.of_squared_distance(*v));

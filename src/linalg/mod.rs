@@ -115,6 +115,19 @@ pub(crate) fn clear_avx_upper() {
     }
 }
 
+/// Whether this CPU runs AVX2 builds of the crate's vectorised loops (SSGP's sine and cosine,
+/// the squared exponential's exponential).
+pub(crate) fn avx2_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::factor::tests::spd;
