@@ -742,7 +742,7 @@ mod tests {
     #[test]
     fn blocked_evaluation_is_thread_invariant_and_differentiates() {
         use crate::optim::Objective;
-        use crate::{Dataset, Fitc, ParamGuard, Vfe};
+        use crate::Dataset;
         use rand::{Rng, SeedableRng};
         let (n, m, dim) = (5000, 90, 2);
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
@@ -760,27 +760,14 @@ mod tests {
             (Approximation::Fitc, Kernel::Matern32),
         ];
         for (approx, kernel) in cases {
-            let objective = |threads: usize| -> Box<dyn Objective> {
-                match approx {
-                    Approximation::Fitc => Box::new(
-                        Fitc::params(m)
-                            .kernel(kernel)
-                            .threads(threads)
-                            .check()
-                            .unwrap()
-                            .evidence(&data)
-                            .unwrap(),
-                    ),
-                    Approximation::Vfe => Box::new(
-                        Vfe::params(m)
-                            .kernel(kernel)
-                            .threads(threads)
-                            .check()
-                            .unwrap()
-                            .evidence(&data)
-                            .unwrap(),
-                    ),
-                }
+            let objective = |threads: usize| {
+                let training = crate::params::TrainingSettings {
+                    kernel,
+                    threads,
+                    ..Default::default()
+                };
+                let settings = (m, &training, Jitter::relative(1e-6));
+                InducingObjective::new(&data, settings, None, approx, "test θ")
             };
             let one = objective(1);
             let (value, grad) = one.value_and_gradient(&theta).unwrap();
