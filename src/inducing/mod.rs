@@ -35,8 +35,20 @@
 //! $M ∘ G_{uu}$ (the kernel's slopes, [`crate::kernel`]; G = K for the squared exponential) and
 //! the coordinate differences $x̄_{jd} - x_{id}$, an O(nmD) pass.
 //!
-//! Cost: about 7nm² flops in faer gemms and triangular solves, plus O(nmD) for the kernel and its
-//! derivatives; memory O(nm).
+//! # The evaluation
+//! Both [`factorize`] and [`gradient`] are one pass over the n points in chunks of 256 (columns
+//! of K_uf), as SSGP's evidence is: the chunks are grouped into 12, 6, 4, 3, 2 or 1 contiguous
+//! blocks chosen from n and m alone, the blocks run in parallel (one job per block, its chunks in
+//! order), and their partial sums are added in block order, so an evaluation gives the same bits
+//! on any number of threads. Everything a chunk needs stays in the core's cache while its O(m²)
+//! per-point steps run as gemms on it: pass 1 computes the chunk's kernel columns, $V = L_u^{-1}K_{uf}$,
+//! λ and its share of $VΛ^{-1}V^⊤$ and $VΛ^{-1}y$; pass 2 its $B$, α, w, $P_V$, its share of
+//! $P_VV^⊤$, $P = L_u^{-⊤}P_V$ and the sums of $P ∘ K_{uf}$ and $P ∘ G_{uf}$ against the coordinate
+//! differences. Only K_uf and V (m×n each) are kept between the passes, in buffers reused from one
+//! evaluation to the next.
+//!
+//! Cost: about 7nm² flops in faer gemms and triangular solves (2nm² in pass 1, 5nm² in pass 2),
+//! plus O(nmD) for the kernel and its derivatives; memory O(nm).
 
 mod fitted;
 mod kmeans;
