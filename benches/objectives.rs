@@ -1,8 +1,10 @@
 //! Cost of one evaluation of each model's evidence and gradient, against the machine's gemm rate
 //! and its floating-point peak.
 //!
-//! `cargo bench --bench objectives [-- --threads T] [-- --quick]` prints first one JSON object
-//! describing the machine, then one per case.
+//! `cargo bench --bench objectives [-- --threads T] [-- --quick] [-- --only ssgp,fitc,vfe,full]
+//! [-- --m 100,200]` prints first one JSON object describing the machine, then one per case;
+//! `--only` keeps the named methods, `--m` sets the m of the SSGP, FITC and VFE cases (default
+//! 50, 100, 250, 375).
 //!
 //! The machine line: `isa` (the widest f64 instruction set the CPU reports: `avx512f`,
 //! `avx2+fma`, or `sse2`), `faer_isa` (the one faer's kernels run: on stable Rust at most
@@ -345,6 +347,25 @@ fn main() {
         .and_then(|t| t.parse().ok())
         .unwrap_or_else(rayon::current_num_threads);
     let quick = args.iter().any(|a| a == "--quick");
+    let value_of = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let only = value_of("--only");
+    let runs = |method: &str| {
+        only.as_ref()
+            .is_none_or(|o| o.split(',').any(|x| x == method))
+    };
+    let sizes: Vec<usize> = value_of("--m").map_or(vec![50, 100, 250, 375], |s| {
+        s.split(',')
+            .map(|v| {
+                v.parse()
+                    .expect("--m takes a comma-separated list of sizes")
+            })
+            .collect()
+    });
     let reps = if quick { 3 } else { 7 };
     let blas = openblas::OpenBlas::load();
     let (isa, flops_per_cycle, faer_isa) = instruction_sets();
@@ -374,7 +395,7 @@ fn main() {
         d,
         threads,
     };
-    for m in [50, 100, 250, 375] {
+    for &m in sizes.iter().filter(|_| runs("ssgp")) {
         let params = Ssgp::params(m).threads(threads).check().expect("valid");
         let objective = params.evidence(&data).expect("valid");
         let hyper = SsgpHyperparameters {
@@ -392,23 +413,31 @@ fn main() {
         let gemm = Gemm::measure(blas.as_ref(), (n, 2 * m, 2 * m), threads, reps);
         case("ssgp", m).emit(secs, 12.0 * n as f64 * (m * m) as f64, &gemm, peak);
     }
-    for m in [50, 100, 250, 375] {
+    for &m in sizes.iter().filter(|_| runs("fitc") || runs("vfe")) {
         let theta = inducing_theta(&data, m);
         let gemm = Gemm::measure(blas.as_ref(), (n, m, m), threads, reps);
-        let fitc = Fitc::params(m).threads(threads).check().expect("valid");
-        let objective = fitc.evidence(&data).expect("valid");
-        let secs = median_seconds(reps, || {
-            objective.value_and_gradient(&theta).expect("evaluates");
-        });
-        case("fitc", m).emit(secs, 7.0 * n as f64 * (m * m) as f64, &gemm, peak);
-        let vfe = Vfe::params(m).threads(threads).check().expect("valid");
-        let objective = vfe.evidence(&data).expect("valid");
-        let secs = median_seconds(reps, || {
-            objective.value_and_gradient(&theta).expect("evaluates");
-        });
-        case("vfe", m).emit(secs, 7.0 * n as f64 * (m * m) as f64, &gemm, peak);
+        if runs("fitc") {
+            let fitc = Fitc::params(m).threads(threads).check().expect("valid");
+            let objective = fitc.evidence(&data).expect("valid");
+            let secs = median_seconds(reps, || {
+                objective.value_and_gradient(&theta).expect("evaluates");
+            });
+            case("fitc", m).emit(secs, 7.0 * n as f64 * (m * m) as f64, &gemm, peak);
+        }
+        if runs("vfe") {
+            let vfe = Vfe::params(m).threads(threads).check().expect("valid");
+            let objective = vfe.evidence(&data).expect("valid");
+            let secs = median_seconds(reps, || {
+                objective.value_and_gradient(&theta).expect("evaluates");
+            });
+            case("vfe", m).emit(secs, 7.0 * n as f64 * (m * m) as f64, &gemm, peak);
+        }
     }
-    let full_sizes: &[usize] = if quick { &[2000] } else { &[2000, 5000, 10000] };
+    let full_sizes: &[usize] = match (runs("full"), quick) {
+        (false, _) => &[],
+        (true, true) => &[2000],
+        (true, false) => &[2000, 5000, 10000],
+    };
     for &nf in full_sizes {
         let sub = random_data(nf, d, &mut rng);
         let params = FullGp::params().threads(threads).check().expect("valid");

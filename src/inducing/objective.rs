@@ -1,12 +1,12 @@
 //! The data and settings of an inducing-point objective (FITC's −log p(y|θ), VFE's −F): what
 //! [`crate::fitc::FitcEvidence`] and [`crate::vfe::VfeEvidence`] both hold and do.
 
-use super::{centred_rows, factorize, gradient, Approximation, Factors};
+use super::{centred_rows, factorize, gradient, Approximation, Buffers, Factors};
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::hyperparameters::{self, Decoded, NoiseParam};
 use crate::kernel::{self, Kernel};
-use crate::linalg::{par, Jitter};
+use crate::linalg::{par, Jitter, Threads};
 use crate::optim::Objective;
 use crate::params::TrainingSettings;
 use nalgebra::{DMatrix, DVector};
@@ -33,6 +33,10 @@ pub(crate) struct InducingObjective {
     noise: NoiseParam,
     fixed: Option<DMatrix<f64>>,
     threads: usize,
+    /// Who runs the blocks of an evaluation (from `threads`, built once).
+    pool: Threads,
+    /// The m×n buffers kept between evaluations.
+    buffers: Buffers,
     approx: Approximation,
     /// The name of θ in errors.
     what: &'static str,
@@ -70,6 +74,8 @@ impl InducingObjective {
             noise: training.noise(),
             fixed,
             threads: training.threads,
+            pool: Threads::new(training.threads),
+            buffers: Buffers::default(),
             approx,
             what,
         }
@@ -114,7 +120,7 @@ impl InducingObjective {
             &decoded,
             (self.kernel, &self.jitter),
             self.approx,
-            par(self.threads),
+            (&self.pool, par(self.threads), &self.buffers),
         )?;
         Ok((decoded, f))
     }
@@ -153,7 +159,8 @@ impl Objective for InducingObjective {
         let (decoded, f) = self.factors(theta)?;
         let value = f.neg_log_evidence;
         let free = self.fixed.is_none();
-        let g = gradient(&self.x, &decoded, f, self.approx, free, par(self.threads));
+        let threads = (&self.pool, par(self.threads), &self.buffers);
+        let g = gradient(&self.x, &decoded, f, self.approx, free, threads);
         Ok((value, g))
     }
 }

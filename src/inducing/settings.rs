@@ -244,7 +244,7 @@ impl Settings {
         let (decoded, f) = evidence.factors(&theta)?;
         let mut summary = summary.unwrap_or_else(|| TrainingSummary::untrained(f.neg_log_evidence));
         if self.kind.approx == Approximation::Fitc {
-            summary.diagnostic = super::loo_diagnostic(&f);
+            summary.diagnostic = super::loo_diagnostic(&f, crate::linalg::par(training.threads));
         }
         let weights = weights(&f, crate::linalg::par(training.threads));
         let fit = Fitted {

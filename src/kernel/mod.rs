@@ -21,12 +21,13 @@
 //! expanded as ‖a‖² + ‖b‖² − 2abᵀ (one gemm) on inputs that are first **centred** and divided by ℓ,
 //! so inputs far from the origin do not cancel.
 
+mod exp;
 pub mod spectral;
 
 pub use spectral::{Matern, SpectralDensity, SquaredExponential};
 
 use crate::linalg;
-use faer::Par;
+use faer::{MatMut, MatRef, Par};
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
 
@@ -68,33 +69,53 @@ pub fn centre_columns(x: &DMatrix<f64>) -> (DMatrix<f64>, DVector<f64>) {
 /// their squares overflow) stays NaN, so the models report it instead of taking it for 0.
 pub fn squared_distances(a: &DMatrix<f64>, b: &DMatrix<f64>, par: Par) -> DMatrix<f64> {
     let mut d2 = DMatrix::zeros(a.nrows(), b.nrows());
+    squared_distances_into(
+        d2.as_mut_slice(),
+        (linalg::view(a), &row_norms(a)),
+        (linalg::view(b), &row_norms(b)),
+        par,
+    );
+    d2
+}
+
+/// The squared norms of the rows of `a` (n×D): n entries.
+pub(crate) fn row_norms(a: &DMatrix<f64>) -> Vec<f64> {
+    a.row_iter().map(|r| r.norm_squared()).collect()
+}
+
+/// [`squared_distances`] into `d2` (n×p, column major) for rows `a` (n×D) and `b` (p×D) given as
+/// views with their squared row norms `na` (n) and `nb` (p): one gemm and one pass over `d2`.
+pub(crate) fn squared_distances_into(
+    d2: &mut [f64],
+    (a, na): (MatRef<'_, f64>, &[f64]),
+    (b, nb): (MatRef<'_, f64>, &[f64]),
+    par: Par,
+) {
+    let rows = na.len();
     linalg::gemm(
-        linalg::view_mut(&mut d2),
+        MatMut::from_column_major_slice_mut(d2, rows, nb.len()),
         false,
-        linalg::view(a),
-        linalg::view(b).transpose(),
+        a,
+        b.transpose(),
         -2.0,
         par,
     );
-    let na: Vec<f64> = a.row_iter().map(|r| r.norm_squared()).collect();
-    let nb: Vec<f64> = b.row_iter().map(|r| r.norm_squared()).collect();
-    for j in 0..b.nrows() {
-        for i in 0..a.nrows() {
-            d2[(i, j)] = if na[i].is_infinite() != nb[j].is_infinite() {
+    for (col, &nbj) in d2.chunks_exact_mut(rows.max(1)).zip(nb) {
+        for (v, &nai) in col.iter_mut().zip(na) {
+            *v = if nai.is_infinite() != nbj.is_infinite() {
                 // One point beyond √f64::MAX, the other not: −2aᵀb may be −∞ and the sum NaN, but
                 // the distance is ∞ (the covariance 0).
                 f64::INFINITY
             } else {
-                let v = d2[(i, j)] + na[i] + nb[j];
-                if v < 0.0 {
+                let s = *v + nai + nbj;
+                if s < 0.0 {
                     0.0
                 } else {
-                    v
+                    s
                 }
             };
         }
     }
-    d2
 }
 
 /// A stationary covariance family with ARD lengthscales (see the [module docs](self)); every
@@ -344,6 +365,36 @@ impl Covariance<'_> {
             d2.map(|v| self.of_squared_distance(v)),
             Some(d2.map(|v| self.slope_of_squared_distance(v))),
         )
+    }
+
+    /// K(a, b) into `k` (n×p, column major) and, when given, the slopes G(a, b) into `g`, for
+    /// rows `a` (n×D) and `b` (p×D) already shifted and scaled, given as views with their squared
+    /// row norms ([`row_norms`]): the one-chunk form of [`Covariance::cross_with_slopes`], run
+    /// sequentially (its callers run chunks in parallel).
+    pub(crate) fn cross_scaled_into(
+        &self,
+        a: (MatRef<'_, f64>, &[f64]),
+        b: (MatRef<'_, f64>, &[f64]),
+        k: &mut [f64],
+        g: Option<&mut [f64]>,
+    ) {
+        match g {
+            None if self.kernel == Kernel::SquaredExponential => {
+                squared_distances_into(k, a, b, Par::Seq);
+                exp::scaled_exp_neg_half(k, self.signal_variance);
+            }
+            None => {
+                squared_distances_into(k, a, b, Par::Seq);
+                k.iter_mut().for_each(|v| *v = self.of_squared_distance(*v));
+            }
+            Some(g) => {
+                squared_distances_into(g, a, b, Par::Seq);
+                for (kv, gv) in k.iter_mut().zip(g.iter_mut()) {
+                    *kv = self.of_squared_distance(*gv);
+                    *gv = self.slope_of_squared_distance(*gv);
+                }
+            }
+        }
     }
 
     /// The lower triangle (diagonal included) of K(z, z) into `k` (n×n) for scaled inputs `z`

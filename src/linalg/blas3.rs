@@ -137,6 +137,17 @@ pub(crate) fn solve_right_lower(mut x: MatMut<'_, f64>, l: MatRef<'_, f64>, par:
     solve_right_lower(left, l.submatrix(0, 0, h, h), par);
 }
 
+/// X ← L⁻¹X for X k×r (a left-side solve), by the recursive halving of
+/// [`right_solve_cholesky`] on Xᵀ: gemms down to triangles of [`BLOCK`] = 32.
+pub(crate) fn solve_left_lower(x: MatMut<'_, f64>, l: MatRef<'_, f64>, par: Par) {
+    solve_right_lower_transpose(x.transpose_mut(), l, par);
+}
+
+/// X ← L⁻ᵀX for X k×r (a left-side solve with the transpose), as [`solve_left_lower`].
+pub(crate) fn solve_left_lower_transpose(x: MatMut<'_, f64>, l: MatRef<'_, f64>, par: Par) {
+    solve_right_lower(x.transpose_mut(), l, par);
+}
+
 /// Where to halve a triangle of size k > BLOCK: a multiple of BLOCK near k/2.
 fn split_point(k: usize) -> usize {
     (k / 2).div_ceil(BLOCK).max(1) * BLOCK

@@ -15,17 +15,20 @@
 
 mod blas3;
 mod factor;
+mod threads;
 mod update;
 mod views;
 
 pub(crate) use blas3::{
-    add_gram, gemm, right_solve_cholesky, solve_right_lower, symm_lower, syrk_lower,
+    add_gram, gemm, right_solve_cholesky, solve_left_lower, solve_left_lower_transpose,
+    solve_right_lower, symm_lower, syrk_lower,
 };
 pub(crate) use factor::{
     cholesky_in_place_lower, cholesky_solve_in_place, factorize_with_jitter, invert_lower,
     solve_lower, solve_lower_transpose, spd_inverse_lower,
 };
 pub use factor::{log_det_from_cholesky, Jitter};
+pub(crate) use threads::Threads;
 pub(crate) use update::{rank_one_update, scale_lower};
 pub(crate) use views::{rows_view, vector_view, vector_view_mut, view, view_mut};
 
@@ -109,6 +112,19 @@ pub(crate) fn clear_avx_upper() {
             // live Rust value occupies across this point; the CPU supports AVX (checked above).
             unsafe { std::arch::asm!("vzeroupper", options(nomem, nostack, preserves_flags)) };
         }
+    }
+}
+
+/// Whether this CPU runs AVX2 builds of the crate's vectorised loops (SSGP's sine and cosine,
+/// the squared exponential's exponential).
+pub(crate) fn avx2_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
     }
 }
 

@@ -10,10 +10,9 @@
 //! equally busy, with one synchronisation per pass.
 
 use crate::linalg;
+use crate::linalg::Threads;
 use nalgebra::DMatrix;
 use rayon::prelude::*;
-use rayon::ThreadPool;
-use std::sync::Arc;
 
 /// Default number of rows per chunk of the design matrix.
 pub const DEFAULT_CHUNK_ROWS: usize = 4096;
@@ -25,32 +24,6 @@ const BLOCK_COUNTS: [usize; 6] = [12, 6, 4, 3, 2, 1];
 /// The least work (rows × (2m)²) worth a block of its own: smaller blocks make the matrix
 /// products too small to run at full speed.
 const MIN_BLOCK_WORK: f64 = 4e7;
-
-/// Who runs the block jobs.
-#[derive(Clone)]
-pub(crate) enum Threads {
-    /// One after the other on the calling thread.
-    Sequential,
-    /// On rayon's global pool.
-    Global,
-    /// On a pool of the crate's own with a set number of threads.
-    Pool(Arc<ThreadPool>),
-}
-
-impl Threads {
-    /// The runner for a thread setting: 1 → sequential, 0 → rayon's global pool, t → a pool of
-    /// t threads (built once; if it cannot be built, the global pool).
-    pub fn new(threads: usize) -> Self {
-        match threads {
-            0 => Self::Global,
-            1 => Self::Sequential,
-            t => rayon::ThreadPoolBuilder::new()
-                .num_threads(t)
-                .build()
-                .map_or(Self::Global, |pool| Self::Pool(Arc::new(pool))),
-        }
-    }
-}
 
 /// How the n rows are cut into blocks and chunks.
 #[derive(Debug, Clone, Copy)]

@@ -10,6 +10,7 @@
 // The constants below are fdlibm's, written with all their published digits.
 #![allow(clippy::excessive_precision)]
 
+use crate::linalg;
 use std::f64::consts::FRAC_2_PI as TWO_OVER_PI;
 /// π/2 in three parts: the first 33 bits, the next 33, and the rest (fdlibm's pio2_1, pio2_2,
 /// pio2_3), so k·PIO2_1 and k·PIO2_2 are exact for |k| < 2²⁰.
@@ -86,19 +87,7 @@ unsafe fn sin_cos_avx2(cos_out: &mut [f64], sin_out: &mut [f64]) {
 /// A block holding any argument beyond the fast reduction's range (or a non-finite one) goes
 /// through libm instead, so the result is always as accurate as libm's to about 1 ulp.
 pub(crate) fn sin_cos_in_place(cos_out: &mut [f64], sin_out: &mut [f64]) {
-    sin_cos_on(cos_out, sin_out, avx2_available());
-}
-
-/// Whether this CPU runs the AVX2 build of the loop.
-fn avx2_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    sin_cos_on(cos_out, sin_out, linalg::avx2_available());
 }
 
 /// [`sin_cos_in_place`] on the AVX2 build of the loop when `avx2` (which the caller has checked
@@ -144,7 +133,7 @@ mod tests {
             assert!((s[i] - x.sin()).abs() <= 2.5e-16, "portable sin({x})");
             assert!((c[i] - x.cos()).abs() <= 2.5e-16, "portable cos({x})");
         }
-        if avx2_available() {
+        if linalg::avx2_available() {
             assert_eq!(run(true), (c, s), "the two builds must give the same bits");
         }
     }

@@ -1,0 +1,57 @@
+//! Who runs the parallel jobs of a row-chunked evaluation (SSGP's evidence, FITC's and VFE's):
+//! the calling thread, rayon's global pool, or a pool of the crate's own.
+
+use rayon::prelude::*;
+use rayon::ThreadPool;
+use std::sync::Arc;
+
+/// Who runs the block jobs.
+#[derive(Clone)]
+pub(crate) enum Threads {
+    /// One after the other on the calling thread.
+    Sequential,
+    /// On rayon's global pool.
+    Global,
+    /// On a pool of the crate's own with a set number of threads.
+    Pool(Arc<ThreadPool>),
+}
+
+impl std::fmt::Debug for Threads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Sequential => f.write_str("Sequential"),
+            Self::Global => f.write_str("Global"),
+            Self::Pool(pool) => write!(f, "Pool({})", pool.current_num_threads()),
+        }
+    }
+}
+
+impl Threads {
+    /// The runner for a thread setting: 1 → sequential, 0 → rayon's global pool, t → a pool of
+    /// t threads (built once; if it cannot be built, the global pool).
+    pub fn new(threads: usize) -> Self {
+        match threads {
+            0 => Self::Global,
+            1 => Self::Sequential,
+            t => rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .map_or(Self::Global, |pool| Self::Pool(Arc::new(pool))),
+        }
+    }
+
+    /// `job` on every item, in parallel where the runner allows, the results in the items'
+    /// order (so sums taken over them in that order do not depend on the thread count). Each job
+    /// starts with [`super::clear_avx_upper`] (rayon's workers also run faer's kernels).
+    pub fn map<T: Send, R: Send>(&self, items: Vec<T>, job: impl Fn(T) -> R + Sync) -> Vec<R> {
+        let run = |item| {
+            super::clear_avx_upper();
+            job(item)
+        };
+        match self {
+            Self::Sequential => items.into_iter().map(run).collect(),
+            Self::Global => items.into_par_iter().map(run).collect(),
+            Self::Pool(pool) => pool.install(|| items.into_par_iter().map(run).collect()),
+        }
+    }
+}
