@@ -331,7 +331,14 @@ fn case_5_every_model_is_free_of_the_scale_of_inputs_and_targets() {
             ),
             false,
         ),
-        ("FITC-20", Box::new(Fitc::params(20).seed(1)), false),
+        // Trained to convergence (about 2 500–3 300 evaluations): at the default budget of 1 000
+        // its NMSE depends on where round-off leaves the unfinished run (0.021392–0.021554 over
+        // one-ulp changes of y), a spread as wide as the 1 % this test allows.
+        (
+            "FITC-20",
+            Box::new(Fitc::params(20).seed(1).max_evaluations(10_000)),
+            false,
+        ),
         ("full GP", Box::new(FullGp::params()), false),
     ];
     let nmse_at = |model: &dyn Regressor, (a, b, c): (f64, f64, f64)| {
