@@ -76,7 +76,8 @@
 //! leave-one-out calibration on the training data, at the fitted hyperparameters
 //! ([`LooDiagnostic`](crate::LooDiagnostic): mean z², MNLP, NMSE), saved with the model. Its
 //! cost: SSGP O(nm²), about one evaluation of the evidence (the hat matrix's diagonal; for
-//! n ≤ 4m the n×n form, O(n²m + n³/3)); FITC O(nm) on top of its factorisation; the full GP an
+//! n ≤ 4m the n×n form, O(n²m + n³/3)); FITC and VFE nm² flops on top of their factorisation
+//! (one triangular solve; VFE's adds the variance σ0² − Q_ii its predictive has); the full GP an
 //! extra n³/3 flops and 8n² bytes (the inverse factor), skipped (`None`) when they cannot be
 //! allocated. It flags a fit that predicts held-out points hardly better than the mean (LOO
 //! NMSE > 0.95: it explains less than 5 % of the targets' variance, and on new data it is as

@@ -674,11 +674,19 @@ fn weighted_differences(a: &[f64], u: &[f64], z: &[f64], r: &mut [f64], q: &mut 
     q.iter().sum()
 }
 
-/// FITC's exact leave-one-out diagnostic at the factorised θ, from its Woodbury form
-/// (C = Q + Λ): with $B = L_A^{-1}VΛ^{-1/2}$, r = C⁻¹y = Λ^{-1/2}(y_s − Bᵀ B y_s) and
+/// The exact leave-one-out diagnostic at the factorised θ, from the Woodbury form of
+/// C = Q + Λ: with $B = L_A^{-1}VΛ^{-1/2}$, r = C⁻¹y = Λ^{-1/2}(y_s − Bᵀ B y_s) and
 /// [C⁻¹]ᵢᵢ = (1 − ‖Bᵢ‖²)/λᵢ, so the LOO residual is rᵢ/[C⁻¹]ᵢᵢ and its variance 1/[C⁻¹]ᵢᵢ
-/// (R&W eq. 5.12): nm² flops for B beyond the factorisation.
-fn loo_diagnostic(f: &Factors, par: Par) -> Option<crate::termination::LooDiagnostic> {
+/// (R&W eq. 5.12): nm² flops for B beyond the factorisation. For FITC that is its predictive
+/// of yᵢ given the other points. VFE (Λ = σn²I) predicts from q(u) with the extra variance
+/// k(xᵢ, xᵢ) − Q_ii = σ0² − ‖V_{:i}‖² that its predictive adds (`vfe_signal_variance` = σ0²):
+/// q(u) given the other points is the posterior of C's weights given them, so the mean is the
+/// same and the variance 1/[C⁻¹]ᵢᵢ + σ0² − ‖V_{:i}‖².
+fn loo_diagnostic(
+    f: &Factors,
+    par: Par,
+    vfe_signal_variance: Option<f64>,
+) -> Option<crate::termination::LooDiagnostic> {
     let n = f.lambda.len();
     let (mut residuals, mut variances, mut centred) = (
         Vec::with_capacity(n),
@@ -695,8 +703,9 @@ fn loo_diagnostic(f: &Factors, par: Par) -> Option<crate::termination::LooDiagno
         let sqrt_lambda = f.lambda[i].sqrt();
         let r = (f.ys[i] - bty[i]) / sqrt_lambda;
         let c_inv = (1.0 - col.norm_squared()) / f.lambda[i];
+        let unexplained = vfe_signal_variance.map_or(0.0, |sf2| sf2 - f.v.column(i).norm_squared());
         residuals.push(r / c_inv);
-        variances.push(1.0 / c_inv);
+        variances.push(1.0 / c_inv + unexplained);
         centred.push(f.ys[i] * sqrt_lambda);
     }
     crate::termination::LooDiagnostic::from_residuals(&residuals, &variances, &centred)

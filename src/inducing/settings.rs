@@ -243,9 +243,13 @@ impl Settings {
         let evidence = self.objective(data, training, None);
         let (decoded, f) = evidence.factors(&theta)?;
         let mut summary = summary.unwrap_or_else(|| TrainingSummary::untrained(f.neg_log_evidence));
-        if self.kind.approx == Approximation::Fitc {
-            summary.diagnostic = super::loo_diagnostic(&f, crate::linalg::par(training.threads));
-        }
+        let vfe_signal_variance =
+            (self.kind.approx == Approximation::Vfe).then_some(decoded.hyper.signal_variance);
+        summary.diagnostic = super::loo_diagnostic(
+            &f,
+            crate::linalg::par(training.threads),
+            vfe_signal_variance,
+        );
         let weights = weights(&f, crate::linalg::par(training.threads));
         let fit = Fitted {
             kernel: training.kernel,

@@ -280,6 +280,54 @@ fn predictions_and_joint_covariance_match_the_dense_optimal_posterior() {
     }
 }
 
+/// VFE's LOO diagnostic (the Woodbury form of Q + σn²I plus the variance σ0² − Q_ii the
+/// predictive adds, O(nm²)) is leave-one-out of its own predictive by definition: for each i,
+/// q(u) from the other n − 1 points at the fitted θ (Σ₋ᵢ = (K_uu + K_u,₋ᵢK_₋ᵢ,u/σn²)⁻¹) and its
+/// predictive of yᵢ, with the training mean as the offset.
+#[test]
+fn loo_diagnostic_is_leave_one_out_of_its_predictive_by_definition() {
+    let mut rng = StdRng::seed_from_u64(36);
+    for kernel in [Kernel::SquaredExponential, Kernel::Matern32] {
+        let (n, m, dim) = (40, 6, 2);
+        let (x, y, _) = inducing_problem(n, m, dim, &mut rng);
+        let data = Dataset::new(x.clone(), y.clone()).unwrap();
+        let jitter = 1e-6;
+        let fitted = Vfe::params(m)
+            .seed(2)
+            .kernel(kernel)
+            .jitter(jitter)
+            .relative_noise_floor(0.0)
+            .max_evaluations(60)
+            .fit(&data)
+            .unwrap();
+        let dn = dense(&x, fitted.parameters(), m, kernel, jitter);
+        let p = &dn.p;
+        let yc = y.add_scalar(-data.y_mean());
+        let (mut z2, mut nlp, mut sse) = (0.0, 0.0, 0.0);
+        for i in 0..n {
+            let rest: Vec<usize> = (0..n).filter(|&j| j != i).collect();
+            let k_ru = dn.k_fu.select_rows(&rest);
+            let y_rest = DVector::from_iterator(n - 1, rest.iter().map(|&j| yc[j]));
+            let chol = (&dn.k_uu + k_ru.transpose() * &k_ru / p.sn2)
+                .cholesky()
+                .unwrap();
+            let k_iu = dn.k_fu.row(i).transpose();
+            let mean = k_iu.dot(&chol.solve(&(k_ru.transpose() * &y_rest))) / p.sn2;
+            let var = dn.k_ff[(i, i)] - dn.q_ff[(i, i)] + k_iu.dot(&chol.solve(&k_iu)) + p.sn2;
+            let e = yc[i] - mean;
+            z2 += e * e / var;
+            nlp += 0.5 * (2.0 * std::f64::consts::PI * var).ln() + 0.5 * e * e / var;
+            sse += e * e;
+        }
+        let (z2, mnlp, nmse) = (z2 / n as f64, nlp / n as f64, sse / yc.norm_squared());
+        let found = fitted.training().diagnostic.unwrap();
+        println!("{kernel:?}: {found} (by definition z² {z2:.6}, MNLP {mnlp:.6}, NMSE {nmse:.6})");
+        assert!((found.mean_z2 - z2).abs() <= 1e-8 * z2, "{kernel:?}");
+        assert!((found.mnlp - mnlp).abs() <= 1e-8 * mnlp.abs(), "{kernel:?}");
+        assert!((found.nmse - nmse).abs() <= 1e-8 * nmse, "{kernel:?}");
+    }
+}
+
 #[test]
 fn sinc_end_to_end_and_summary_reports_the_bound() {
     let mut rng = StdRng::seed_from_u64(35);
