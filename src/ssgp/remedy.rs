@@ -17,7 +17,7 @@ use super::{SsgpEvidence, SsgpHyperparameters};
 use crate::data::{Dataset, InputColumns};
 use crate::error::Result;
 use crate::hyperparameters::Hyperparameters;
-use crate::metrics::mnlp;
+use crate::metrics::{calibration, mnlp};
 use crate::optim::{retag, Objective, Phase};
 use crate::termination::{Remedy, TrainingSummary};
 use nalgebra::DVector;
@@ -300,13 +300,7 @@ fn held_out(
 ) -> Result<HeldOutScore> {
     let mut p = model.predict(held.x())?;
     let rows = held.len() as f64;
-    let z2 = held
-        .y()
-        .iter()
-        .zip(p.mean.iter().zip(p.y_variance.iter()))
-        .map(|(y, (mu, v))| (y - mu).powi(2) / v)
-        .sum::<f64>()
-        / rows;
+    let z2 = calibration(held.y(), &p)?.mean_squared_z;
     let beyond_chance = (z2 - 1.0).abs() > 2.0 * (2.0 / rows).sqrt();
     let scale = if z2.is_finite() && z2 > 0.0 && beyond_chance {
         z2.max(lowest).min(highest)
