@@ -7,16 +7,16 @@
 //! 50, 100, 250, 375).
 //!
 //! The machine line: `isa` (the widest f64 instruction set the CPU reports: `avx512f`,
-//! `avx2+fma`, or `sse2`), `faer_isa` (the one faer's kernels run: on stable Rust at most
-//! `avx2+fma`), `flops_per_cycle` per core at `isa` (two FMA ports × lanes × 2: 32, 16, or 4 for
+//! `avx2+fma`, or `sse2`), `gemm_isa` (the one the crate's packed gemm runs: `private-gemm-x86`'s
+//! `avx512f` or `avx2+fma` kernels, else `gemm-f64`'s, reported as `portable`), `flops_per_cycle` per core at `isa` (two FMA ports × lanes × 2: 32, 16, or 4 for
 //! SSE2's separate add and multiply; a core with one AVX-512 FMA port does half), `ghz` (the clock
 //! measured now by a chain of dependent integer additions, one per cycle), `peak_gflops_per_core`
 //! = their product, `threads`, and `openblas` (the library the reference dgemm came from, or
 //! `null` when no `libopenblas.so.0` could be loaded: `apt-get install libopenblas0` on Debian).
 //!
 //! A case: `method`, `n`, `m`, `d`, `threads`, `seconds_median`, `flops`, `gflops`,
-//! `gemm_gflops` (faer's), `openblas_gflops` (or `null`), `best_gemm_gflops` (the larger),
-//! `efficiency` (= gflops / best_gemm_gflops, the figure the README quotes), `of_faer`
+//! `gemm_gflops` (the crate's own gemm), `openblas_gflops` (or `null`), `best_gemm_gflops` (the larger),
+//! `efficiency` (= gflops / best_gemm_gflops, the figure the README quotes), `of_own_gemm`
 //! (= gflops / gemm_gflops), `of_openblas`, and `of_peak` (= gflops / (peak × threads)).
 //!
 //! Flop counts are fixed definitions, so the figure cannot be flattered:
@@ -28,7 +28,7 @@
 //! - VFE: 7·n·m², FITC's count: the same factorisation and gradient with Λ = σn²I (the trace
 //!   term is the O(nm) column norms of V, not counted);
 //! - full GP: n³ (Cholesky n³/3, triangular inverse n³/3, L⁻ᵀL⁻¹ n³/3: the leading terms);
-//! - the dgemm references (faer's, the one the crate uses, and OpenBLAS's `cblas_dgemm`, loaded
+//! - the dgemm references (the crate's own packed gemm, `linalg::tr_mul_to`, and OpenBLAS's `cblas_dgemm`, loaded
 //!   at run time so that neither the crate nor its tests link it), with the same thread count, at
 //!   shape (2m×n)·(n×2m) for SSGP, (m×n)·(n×m) for FITC and VFE, and (n×n)·(n×512) for the full
 //!   GP (its kernels are square).
@@ -36,6 +36,7 @@
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use ssgp::linalg::{tr_mul_to, Par};
 use ssgp::optim::Objective;
 use ssgp::ssgp::{Ssgp, SsgpHyperparameters};
 use ssgp::{Dataset, Fitc, FullGp, Hyperparameters, ParamGuard, Vfe};
@@ -54,25 +55,14 @@ fn median_seconds(reps: usize, mut f: impl FnMut()) -> f64 {
     times[times.len() / 2]
 }
 
-/// Rate (GFLOP/s) of faer's gemm at (k×n)·(n×r), as used for ΦᵀΦ when r = k.
+/// Rate (GFLOP/s) of the crate's packed gemm at (k×n)·(n×r), as used for ΦᵀΦ when r = k.
 fn gemm_gflops(n: usize, k: usize, r: usize, threads: usize, reps: usize) -> f64 {
-    let a = faer::Mat::<f64>::from_fn(n, k, |i, j| ((i * 31 + j * 17) % 97) as f64 / 97.0);
-    let b = faer::Mat::<f64>::from_fn(n, r, |i, j| ((i * 13 + j * 7) % 89) as f64 / 89.0);
-    let mut c = faer::Mat::<f64>::zeros(k, r);
-    let par = if threads == 1 {
-        faer::Par::Seq
-    } else {
-        faer::Par::rayon(threads)
-    };
+    let a = DMatrix::<f64>::from_fn(n, k, |i, j| ((i * 31 + j * 17) % 97) as f64 / 97.0);
+    let b = DMatrix::<f64>::from_fn(n, r, |i, j| ((i * 13 + j * 7) % 89) as f64 / 89.0);
+    let mut c = DMatrix::<f64>::zeros(k, r);
+    let par = Par::rayon(threads);
     let secs = median_seconds(reps, || {
-        faer::linalg::matmul::matmul(
-            c.as_mut(),
-            faer::Accum::Replace,
-            a.transpose(),
-            b.as_ref(),
-            1.0,
-            par,
-        );
+        tr_mul_to(&a, &b, &mut c, par).expect("shapes agree");
     });
     2.0 * n as f64 * (k * r) as f64 / secs / 1e9
 }
@@ -209,24 +199,23 @@ fn openblas_gflops(
 
 /// The f64 instruction sets this core runs: the widest the CPU reports with its flops per cycle
 /// per core (two FMA ports × f64 lanes × 2 flops; SSE2 without FMA: one add and one multiply of 2
-/// lanes), and the one faer's kernels use (faer 0.24 on stable Rust stops at AVX2 + FMA: its
-/// AVX-512 kernels need its `nightly` feature).
+/// lanes), and the one the crate's packed gemm runs (`src/linalg/gemm.rs` chooses it the same
+/// way).
 fn instruction_sets() -> (&'static str, f64, &'static str) {
     #[cfg(target_arch = "x86_64")]
     {
         let avx2 = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
-        let faer = if avx2 { "avx2+fma" } else { "sse2" };
         if is_x86_feature_detected!("avx512f") {
-            return ("avx512f", 32.0, faer);
+            return ("avx512f", 32.0, "avx512f");
         }
         if avx2 {
-            return ("avx2+fma", 16.0, faer);
+            return ("avx2+fma", 16.0, "avx2+fma");
         }
-        ("sse2", 4.0, faer)
+        ("sse2", 4.0, "portable")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        ("unknown", f64::NAN, "unknown")
+        ("unknown", f64::NAN, "portable")
     }
 }
 
@@ -261,9 +250,9 @@ fn measured_ghz() -> f64 {
     }
 }
 
-/// The two dgemm references at one shape: faer's and, when loaded, OpenBLAS's.
+/// The two dgemm references at one shape: the crate's own and, when loaded, OpenBLAS's.
 struct Gemm {
-    faer: f64,
+    own: f64,
     openblas: Option<f64>,
 }
 
@@ -275,13 +264,13 @@ impl Gemm {
         reps: usize,
     ) -> Self {
         Self {
-            faer: gemm_gflops(n, k, r, threads, reps),
+            own: gemm_gflops(n, k, r, threads, reps),
             openblas: blas.map(|b| openblas_gflops(b, n, k, r, threads, reps)),
         }
     }
 
     fn best(&self) -> f64 {
-        self.openblas.map_or(self.faer, |o| o.max(self.faer))
+        self.openblas.map_or(self.own, |o| o.max(self.own))
     }
 }
 
@@ -314,11 +303,11 @@ impl Case<'_> {
             "seconds_median": secs,
             "flops": flops,
             "gflops": gflops,
-            "gemm_gflops": gemm.faer,
+            "gemm_gflops": gemm.own,
             "openblas_gflops": gemm.openblas,
             "best_gemm_gflops": gemm.best(),
             "efficiency": gflops / gemm.best(),
-            "of_faer": gflops / gemm.faer,
+            "of_own_gemm": gflops / gemm.own,
             "of_openblas": gemm.openblas.map(|o| gflops / o),
             "of_peak": gflops / (peak_per_core * self.threads as f64),
         });
@@ -368,7 +357,7 @@ fn main() {
     });
     let reps = if quick { 3 } else { 7 };
     let blas = openblas::OpenBlas::load();
-    let (isa, flops_per_cycle, faer_isa) = instruction_sets();
+    let (isa, flops_per_cycle, gemm_isa) = instruction_sets();
     let ghz = measured_ghz();
     let peak = flops_per_cycle * ghz;
     println!(
@@ -376,7 +365,7 @@ fn main() {
         serde_json::json!({
             "machine": {
                 "isa": isa,
-                "faer_isa": faer_isa,
+                "gemm_isa": gemm_isa,
                 "flops_per_cycle": flops_per_cycle,
                 "ghz": ghz,
                 "peak_gflops_per_core": peak,

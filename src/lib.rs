@@ -43,7 +43,7 @@
 //! | [`error`] | the crate's one [`Error`] type |
 //! | [`data`] | [`Dataset`] (validated once) from row-major slices, rows, nalgebra, ndarray (feature `ndarray`) or CSV ([`data::CsvOptions`]: delimiter, header, target column, row ranges; file:line errors), the sinc toy |
 //! | [`optim`] | argmin's nonlinear CG over any [`optim::Objective`], with budgets, a convergence test and best-θ keeping |
-//! | [`linalg`] | Cholesky with the one [`linalg::Jitter`] policy, triangular solves, BLAS-3 kernels on faer |
+//! | [`linalg`] | Cholesky with the one [`linalg::Jitter`] policy, triangular solves, BLAS-3 kernels on a packed gemm |
 //! | [`hyperparameters`] | the shared [`Hyperparameters`] (ℓ, σ0², σn²), the noise parametrisation and the θ layout |
 //! | [`kernel`] | the stationary ARD covariances (squared exponential, eq. 3; Matérn ½, 3/2, 5/2) and their spectral densities (eq. 9–12) |
 //! | [`predictive`] | [`Predictive`]: means and variances of y* (`y_variance`) and f* (`f_variance`); [`JointPredictive`]: the joint covariance at up to [`predictive::MAX_JOINT_POINTS`] points and seeded joint samples ([`JointSamples`]) |

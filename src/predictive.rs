@@ -6,8 +6,8 @@
 //! `f_` the latent function value f* (no noise).
 
 use crate::error::{Error, Result};
+use crate::linalg::Par;
 use crate::linalg::{self, Jitter};
-use faer::Par;
 use nalgebra::{DMatrix, DVector};
 use rand::Rng;
 

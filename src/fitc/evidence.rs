@@ -43,7 +43,7 @@ use crate::optim::Objective;
 /// `Approximation::Fitc`: $\hat W = W - \mathrm{diag}(w)$, the diagonal of $Q_{ff}$ does not
 /// enter C).
 ///
-/// Cost: about 7nm² flops in faer gemms and triangular solves, plus O(nmD) for the kernel and its
+/// Cost: about 7nm² flops in gemms and triangular solves, plus O(nmD) for the kernel and its
 /// derivatives; memory O(nm).
 ///
 /// The FITC evidence θ ↦ (−log p(y|θ), ∇θ) on fixed training data, for

@@ -7,9 +7,9 @@ use crate::data::Dataset;
 use crate::error::Result;
 use crate::hyperparameters::{self, Decoded, Hyperparameters, NoiseParam};
 use crate::kernel::{self, Covariance, Kernel};
+use crate::linalg::Par;
 use crate::linalg::{self, Jitter};
 use crate::optim::Objective;
-use faer::Par;
 use nalgebra::{DMatrix, DVector};
 use std::sync::{Mutex, PoisonError};
 
@@ -74,7 +74,7 @@ struct Workspace {
 /// # Cost and memory
 ///
 /// One evaluation is one Cholesky factorisation (n³/3 flops), the inverse K_y⁻¹ from it (2n³/3),
-/// and O(n²D) more, all through faer's blocked, multithreaded kernels. Three n×n `f64` buffers
+/// and O(n²D) more, all through the blocked, multithreaded kernels of `linalg`. Three n×n `f64` buffers
 /// (24·n² bytes: 2.4 GB at n = 10 000) are allocated at the first evaluation and reused until the
 /// objective is dropped: K (then M), the factor L (then K_y⁻¹), and L⁻¹. Only lower triangles are
 /// computed.

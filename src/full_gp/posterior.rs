@@ -5,6 +5,7 @@ use crate::data::{Dataset, InputColumns};
 use crate::error::Result;
 use crate::hyperparameters::Hyperparameters;
 use crate::kernel::{self, Covariance, Kernel};
+use crate::linalg::Par;
 use crate::linalg::{self, Jitter};
 use crate::model::fitted_regressor;
 use crate::model::FitRecord;
@@ -13,7 +14,6 @@ use crate::prediction_loop::{
 };
 use crate::predictive::{check_joint_size, JointPredictive, Predictive, PredictiveGradients};
 use crate::termination::TrainingSummary;
-use faer::Par;
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
 
@@ -157,7 +157,7 @@ impl FittedFullGp {
             );
             let mut cross = self.covariance().cross_scaled(&self.z, &zt, self.par());
             linalg::gemm(
-                faer::MatMut::from_column_major_slice_mut(mean, len, 1),
+                crate::linalg::MatMut::from_column_major_slice_mut(mean, len, 1),
                 false,
                 linalg::view(&cross).transpose(),
                 linalg::vector_view(&self.alpha),

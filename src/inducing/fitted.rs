@@ -6,12 +6,12 @@ use crate::error::Result;
 use crate::hyperparameters::Hyperparameters;
 use crate::kernel::{self, Covariance, Kernel};
 use crate::linalg;
+use crate::linalg::Par;
 use crate::model::FitRecord;
 use crate::prediction_loop::{
     gradients_in_chunks, mean_in_chunks, predict_in_chunks, Chunk, ChunkGradients,
 };
 use crate::predictive::{check_joint_size, JointPredictive, Predictive, PredictiveGradients};
-use faer::Par;
 use nalgebra::{DMatrix, DVector};
 
 /// Test points per block in the predictions (bounds the working memory to O(m·block)).

@@ -2,7 +2,7 @@
 //! start SGPR from k-means centres or a random subset).
 
 use crate::kernel;
-use faer::Par;
+use crate::linalg::Par;
 use nalgebra::DMatrix;
 
 /// Lloyd's k-means on the rows of `x` (n×D) from the centres `start` (m×D, e.g. a seeded subset

@@ -47,7 +47,7 @@
 //! differences. Only K_uf and V (m×n each) are kept between the passes, in buffers reused from one
 //! evaluation to the next.
 //!
-//! Cost: about 7nm² flops in faer gemms and triangular solves (2nm² in pass 1, 5nm² in pass 2),
+//! Cost: about 7nm² flops in gemms and triangular solves (2nm² in pass 1, 5nm² in pass 2),
 //! plus O(nmD) for the kernel and its derivatives; memory O(nm).
 
 mod fitted;
@@ -71,7 +71,7 @@ use crate::error::{Error, Result};
 use crate::hyperparameters::Decoded;
 use crate::kernel::{self, Covariance, Kernel};
 use crate::linalg::{self, Jitter, Threads};
-use faer::{MatMut, MatRef, Par};
+use crate::linalg::{MatMut, MatRef, Par};
 use nalgebra::{DMatrix, DVector};
 
 /// Which diagonal Λ the approximation puts beside $Q_{ff}$ (see the [module docs](self)).
@@ -176,8 +176,8 @@ fn split_columns<'a>(
         .collect()
 }
 
-/// A column-major `rows`×`cols` slice as a faer matrix.
-fn mat(data: &mut [f64], rows: usize, cols: usize) -> MatMut<'_, f64> {
+/// A column-major `rows`×`cols` slice as a mutable view.
+fn mat(data: &mut [f64], rows: usize, cols: usize) -> MatMut<'_> {
     MatMut::from_column_major_slice_mut(data, rows, cols)
 }
 
@@ -375,6 +375,7 @@ pub(crate) fn factorize(
                 linalg::view_mut(&mut sums.a),
                 !first,
                 vs.transpose(),
+                1.0,
                 Par::Seq,
             );
             let ys_c = MatRef::from_column_major_slice(&cols.ys[o..o + len], len, 1);

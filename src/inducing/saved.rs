@@ -10,8 +10,8 @@ use super::{pseudo_covariance, Fitted};
 use crate::error::Result;
 use crate::kernel::Covariance;
 use crate::linalg;
+use crate::linalg::Par;
 use crate::schema::{bounded, FactorNorms};
-use faer::Par;
 use nalgebra::DMatrix;
 
 /// The words of the messages of loading a model's saved form: m's field and the model's name

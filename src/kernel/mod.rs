@@ -27,7 +27,7 @@ pub mod spectral;
 pub use spectral::{Matern, SpectralDensity, SquaredExponential};
 
 use crate::linalg;
-use faer::{MatMut, MatRef, Par};
+use crate::linalg::{MatMut, MatRef, Par};
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
 
@@ -87,8 +87,8 @@ pub(crate) fn row_norms(a: &DMatrix<f64>) -> Vec<f64> {
 /// views with their squared row norms `na` (n) and `nb` (p): one gemm and one pass over `d2`.
 pub(crate) fn squared_distances_into(
     d2: &mut [f64],
-    (a, na): (MatRef<'_, f64>, &[f64]),
-    (b, nb): (MatRef<'_, f64>, &[f64]),
+    (a, na): (MatRef<'_>, &[f64]),
+    (b, nb): (MatRef<'_>, &[f64]),
     par: Par,
 ) {
     let rows = na.len();
@@ -373,8 +373,8 @@ impl Covariance<'_> {
     /// sequentially (its callers run chunks in parallel).
     pub(crate) fn cross_scaled_into(
         &self,
-        a: (MatRef<'_, f64>, &[f64]),
-        b: (MatRef<'_, f64>, &[f64]),
+        a: (MatRef<'_>, &[f64]),
+        b: (MatRef<'_>, &[f64]),
         k: &mut [f64],
         g: Option<&mut [f64]>,
     ) {
@@ -405,7 +405,13 @@ impl Covariance<'_> {
     /// gives the gradient's weights.
     pub fn lower_scaled(&self, z: &DMatrix<f64>, k: &mut DMatrix<f64>, par: Par) {
         let n = z.nrows();
-        linalg::syrk_lower(linalg::view_mut(k), false, linalg::view(z).transpose(), par);
+        linalg::syrk_lower(
+            linalg::view_mut(k),
+            false,
+            linalg::view(z).transpose(),
+            1.0,
+            par,
+        );
         let sq: Vec<f64> = z.row_iter().map(|r| r.norm_squared()).collect();
         let data = k.as_mut_slice();
         let keep_distances = self.kernel != Kernel::SquaredExponential;

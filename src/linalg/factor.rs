@@ -1,20 +1,25 @@
 //! Cholesky factorisation (A = LLᵀ, L lower) with the crate's one jitter policy, log-determinants,
 //! triangular solves and inverses.
 
-use super::{clear_avx_upper, invariant, view, view_mut};
+use super::blas3::{
+    multiply_right_lower, solve_left_lower, solve_left_lower_transpose,
+    solve_right_lower_transpose, split_point, syrk_lower,
+};
+use super::leaf::{self, BLOCK};
+use super::views::{MatMut, MatRef};
+use super::{view, view_mut, Par};
 use crate::error::{Error, Result};
-use faer::dyn_stack::{MemBuffer, MemStack};
-use faer::linalg::cholesky::llt::factor::{cholesky_in_place, cholesky_in_place_scratch};
-use faer::linalg::matmul::triangular::BlockStructure;
-use faer::{Accum, MatMut, MatRef, Par};
 use nalgebra::DMatrix;
 
 /// Cholesky factorisation in place: on success the lower triangle of `a` holds L with A = L Lᵀ and
 /// the strict upper triangle is zeroed. Only the lower triangle of `a` is read.
 ///
+/// Recursive (k³/3 flops, nearly all in gemms): L₁₁ = chol(A₁₁), L₂₁ = A₂₁L₁₁⁻ᵀ,
+/// L₂₂ = chol(A₂₂ − L₂₁L₂₁ᵀ), down to blocks of at most 32 columns factorised by a plain loop.
+///
 /// # Errors
 /// [`Error::DimensionMismatch`] if `a` is not square, [`Error::NotPositiveDefinite`] (naming
-/// `what`) if a pivot is not positive.
+/// `what`) if a pivot is not positive (or not finite).
 pub fn cholesky_in_place_lower(a: &mut DMatrix<f64>, what: &'static str, par: Par) -> Result<()> {
     let k = a.nrows();
     if k != a.ncols() {
@@ -24,43 +29,40 @@ pub fn cholesky_in_place_lower(a: &mut DMatrix<f64>, what: &'static str, par: Pa
             found: a.ncols(),
         });
     }
-    let mut buf = MemBuffer::new(cholesky_in_place_scratch::<f64>(k, par, Default::default()));
-    let stack = MemStack::new(&mut buf);
-    let res = cholesky_in_place(
-        view_mut(a),
-        Default::default(),
-        par,
-        stack,
-        Default::default(),
-    );
-    clear_avx_upper();
-    match res {
-        Ok(_) => {
-            for j in 1..k {
-                for i in 0..j {
-                    a[(i, j)] = 0.0;
-                }
-            }
-            if (0..k).any(|i| !a[(i, i)].is_finite()) {
-                return Err(Error::NotPositiveDefinite {
-                    what,
-                    dim: k,
-                    pivot: (0..k).find(|&i| !a[(i, i)].is_finite()).unwrap_or(0),
-                    max_jitter: 0.0,
-                });
-            }
-            Ok(())
-        }
-        Err(faer::linalg::cholesky::llt::factor::LltError::NonPositivePivot { index }) => {
-            Err(Error::NotPositiveDefinite {
-                what,
-                dim: k,
-                pivot: index,
-                max_jitter: 0.0,
-            })
+    cholesky_recursive(view_mut(a), par).map_err(|pivot| Error::NotPositiveDefinite {
+        what,
+        dim: k,
+        pivot,
+        max_jitter: 0.0,
+    })?;
+    for j in 1..k {
+        for i in 0..j {
+            a[(i, j)] = 0.0;
         }
     }
+    Ok(())
 }
+
+/// The recursion of [`cholesky_in_place_lower`] on a view; the error is the first failed pivot.
+fn cholesky_recursive(mut a: MatMut<'_>, par: Par) -> std::result::Result<(), usize> {
+    let k = a.nrows();
+    if k <= BLOCK {
+        return leaf::cholesky(a);
+    }
+    let h = split_point(k);
+    cholesky_recursive(a.rb_mut().submatrix_mut(0, 0, h, h), par)?;
+    let (left, right) = a.split_at_col_mut(h);
+    let (l11, mut l21) = {
+        let l = left.submatrix_mut(0, 0, k, h);
+        let (top, bottom) = l.transpose_mut().split_at_col_mut(h);
+        (top.transpose_mut(), bottom.transpose_mut())
+    };
+    solve_right_lower_transpose(l21.rb_mut(), l11.rb(), par);
+    let mut a22 = right.submatrix_mut(h, 0, k - h, k - h);
+    syrk_lower(a22.rb_mut(), true, l21.rb().transpose(), -1.0, par);
+    cholesky_recursive(a22, par).map_err(|p| p + h)
+}
+
 /// The diagonal jitter a Cholesky factorisation of a covariance matrix may add — the one policy
 /// of the crate.
 ///
@@ -162,7 +164,7 @@ impl Jitter {
 
 /// Factorises a symmetric matrix in place in `factor` under a [`Jitter`] policy: `fill` writes (at
 /// least) its lower triangle into `factor`, `diagonal` plus the attempt's jitter is added to the
-/// diagonal, and faer's blocked Cholesky runs; on failure the next attempt refills and retries.
+/// diagonal, and the blocked Cholesky runs; on failure the next attempt refills and retries.
 /// `scale` is the matrix's scale for a relative policy (σ0²). Returns the jitter that was added
 /// (0 when none was needed), so callers can report it. No extra n×n buffer is used.
 ///
@@ -206,23 +208,19 @@ pub fn log_det_from_cholesky(l: &DMatrix<f64>) -> f64 {
     2.0 * (0..l.nrows()).map(|i| l[(i, i)].ln()).sum::<f64>()
 }
 
-/// Solves L X = B in place (B: k×r, any r), L lower triangular.
-pub(crate) fn solve_lower(l: MatRef<'_, f64>, b: MatMut<'_, f64>, par: Par) {
-    let par = invariant(par, b.nrows(), b.ncols());
-    faer::linalg::triangular_solve::solve_lower_triangular_in_place(l, b, par);
-    clear_avx_upper();
+/// Solves L X = B in place (B: k×r, any r), L lower triangular (only its lower triangle is
+/// read): recursive halving into gemms (k²r flops).
+pub(crate) fn solve_lower(l: MatRef<'_>, b: MatMut<'_>, par: Par) {
+    solve_left_lower(b, l, par);
 }
 
-/// Solves Lᵀ X = B in place (B: k×r, any r), L lower triangular.
-pub(crate) fn solve_lower_transpose(l: MatRef<'_, f64>, b: MatMut<'_, f64>, par: Par) {
-    let par = invariant(par, b.nrows(), b.ncols());
-    faer::linalg::triangular_solve::solve_upper_triangular_in_place(l.transpose(), b, par);
-    clear_avx_upper();
+/// Solves Lᵀ X = B in place (B: k×r, any r), L lower triangular, as [`solve_lower`].
+pub(crate) fn solve_lower_transpose(l: MatRef<'_>, b: MatMut<'_>, par: Par) {
+    solve_left_lower_transpose(b, l, par);
 }
 
 /// Solves A X = B in place with A = L Lᵀ (B: k×r, any r).
-pub(crate) fn cholesky_solve_in_place(l: &DMatrix<f64>, mut b: MatMut<'_, f64>, par: Par) {
-    use faer::prelude::ReborrowMut;
+pub(crate) fn cholesky_solve_in_place(l: &DMatrix<f64>, mut b: MatMut<'_>, par: Par) {
     solve_lower(view(l), b.rb_mut(), par);
     solve_lower_transpose(view(l), b, par);
 }
@@ -231,38 +229,86 @@ pub(crate) fn cholesky_solve_in_place(l: &DMatrix<f64>, mut b: MatMut<'_, f64>, 
 pub(crate) fn invert_lower(l: &DMatrix<f64>, par: Par) -> DMatrix<f64> {
     let k = l.nrows();
     let mut inv = DMatrix::zeros(k, k);
-    faer::linalg::triangular_inverse::invert_lower_triangular(view_mut(&mut inv), view(l), par);
-    clear_avx_upper();
-    for j in 1..k {
-        for i in 0..j {
-            inv[(i, j)] = 0.0;
-        }
-    }
+    invert_lower_into(view_mut(&mut inv), view(l), par);
     inv
 }
 
-/// The inverse of a symmetric positive definite A = L Lᵀ from its Cholesky factor, with faer's
-/// blocked routines (as LAPACK's `potri`): L⁻¹ by a recursive triangular inversion (k³/3 flops),
-/// then A⁻¹ = L⁻ᵀ L⁻¹ by a triangular gemm (k³/3 flops).
+/// The lower triangle of `dst` ← L⁻¹ (k³/3 flops), reading only the lower triangle of `l` and
+/// writing only that of `dst`. Recursive: with L = [L₁₁ 0; L₂₁ L₂₂],
+/// L⁻¹ = [L₁₁⁻¹ 0; −(L₂₂⁻¹L₂₁)L₁₁⁻¹ L₂₂⁻¹], the off-diagonal block by a triangular solve and a
+/// triangular product (nothing else is inverted).
+fn invert_lower_into(mut dst: MatMut<'_>, l: MatRef<'_>, par: Par) {
+    let k = l.nrows();
+    if k <= BLOCK {
+        leaf::invert_lower(dst, l);
+        return;
+    }
+    let h = split_point(k);
+    invert_lower_into(
+        dst.rb_mut().submatrix_mut(0, 0, h, h),
+        l.submatrix(0, 0, h, h),
+        par,
+    );
+    invert_lower_into(
+        dst.rb_mut().submatrix_mut(h, h, k - h, k - h),
+        l.submatrix(h, h, k - h, k - h),
+        par,
+    );
+    let (left, _) = dst.split_at_col_mut(h);
+    let (x11, mut x21) = {
+        let (top, bottom) = left.transpose_mut().split_at_col_mut(h);
+        (top.transpose_mut(), bottom.transpose_mut())
+    };
+    let l21 = l.submatrix(h, 0, k - h, h);
+    for j in 0..h {
+        for i in 0..k - h {
+            x21.set(i, j, -l21.at(i, j));
+        }
+    }
+    // The solve first, then the product: L₂₂⁻¹L₂₁ stays representable where L₂₁L₁₁⁻¹ of a badly
+    // scaled factor may overflow.
+    solve_left_lower(x21.rb_mut(), l.submatrix(h, h, k - h, k - h), par);
+    multiply_right_lower(x21, x11.rb(), par);
+}
+
+/// The lower triangle of `dst` ← XᵀX for a lower-triangular X (LAPACK's `lauum`; k³/3 flops),
+/// reading only the lower triangle of `x` and writing only that of `dst`. Recursive: with
+/// X = [X₁₁ 0; X₂₁ X₂₂], XᵀX = [X₁₁ᵀX₁₁ + X₂₁ᵀX₂₁ ·; X₂₂ᵀX₂₁ X₂₂ᵀX₂₂].
+fn lower_gram_into(mut dst: MatMut<'_>, x: MatRef<'_>, par: Par) {
+    let k = x.nrows();
+    if k <= BLOCK {
+        leaf::lower_gram(dst, false, x);
+        return;
+    }
+    let h = split_point(k);
+    let (x11, x21, x22) = (
+        x.submatrix(0, 0, h, h),
+        x.submatrix(h, 0, k - h, h),
+        x.submatrix(h, h, k - h, k - h),
+    );
+    lower_gram_into(dst.rb_mut().submatrix_mut(0, 0, h, h), x11, par);
+    syrk_lower(dst.rb_mut().submatrix_mut(0, 0, h, h), true, x21, 1.0, par);
+    lower_gram_into(dst.rb_mut().submatrix_mut(h, h, k - h, k - h), x22, par);
+    // dst₂₁ = X₂₂ᵀX₂₁, i.e. dst₂₁ᵀ = X₂₁ᵀX₂₂: X₂₁ᵀ times a lower triangle, in place.
+    let mut d21 = dst.submatrix_mut(h, 0, k - h, h);
+    for j in 0..h {
+        for i in 0..k - h {
+            d21.set(i, j, x21.at(i, j));
+        }
+    }
+    multiply_right_lower(d21.transpose_mut(), x22, par);
+}
+
+/// The inverse of a symmetric positive definite A = L Lᵀ from its Cholesky factor (as LAPACK's
+/// `potri`): L⁻¹ by a recursive triangular inversion (k³/3 flops), then A⁻¹ = L⁻ᵀ L⁻¹ by a
+/// recursive triangular product (k³/3 flops).
 ///
 /// On entry the lower triangle of `factor` (k×k) holds L; on exit it holds the lower triangle of
 /// A⁻¹. `work` (k×k) receives L⁻¹ in its lower triangle. Strict upper triangles are neither read
 /// nor written, so no third k×k matrix is needed.
 pub(crate) fn spd_inverse_lower(factor: &mut DMatrix<f64>, work: &mut DMatrix<f64>, par: Par) {
-    faer::linalg::triangular_inverse::invert_lower_triangular(view_mut(work), view(factor), par);
-    let inv_l = view(work);
-    faer::linalg::matmul::triangular::matmul(
-        view_mut(factor),
-        BlockStructure::TriangularLower,
-        Accum::Replace,
-        inv_l.transpose(),
-        BlockStructure::TriangularUpper,
-        inv_l,
-        BlockStructure::TriangularLower,
-        1.0,
-        par,
-    );
-    clear_avx_upper();
+    invert_lower_into(view_mut(work), view(factor), par);
+    lower_gram_into(view_mut(factor), view(work), par);
 }
 
 #[cfg(test)]
@@ -295,6 +341,48 @@ pub(crate) mod tests {
         assert_relative_eq!(x, chol.solve(&b), epsilon = 1e-10);
         let inv = invert_lower(&l, par(1));
         assert_relative_eq!(&inv * &l, DMatrix::identity(37, 37), epsilon = 1e-12);
+    }
+
+    /// The recursive kernels at sizes one, two and three halvings deep, against dense
+    /// definitions (nalgebra's unblocked Cholesky and inverse), with NaN in every strict upper
+    /// triangle they must not read, and solves with one, a few and many right-hand sides.
+    #[test]
+    fn recursive_kernels_match_dense_definitions_at_several_depths() {
+        for k in [33, 100, 257] {
+            let a = spd(k);
+            let with_nan_above = |m: &DMatrix<f64>| {
+                DMatrix::from_fn(k, k, |i, j| if i < j { f64::NAN } else { m[(i, j)] })
+            };
+            let mut l = with_nan_above(&a);
+            cholesky_in_place_lower(&mut l, "test", par(2)).unwrap();
+            let dense = a.clone().cholesky().unwrap();
+            assert_relative_eq!(l, dense.l(), epsilon = 1e-10);
+            let l_nan = with_nan_above(&l);
+            let inv_l = l.clone().try_inverse().unwrap();
+            let mut x = DMatrix::from_element(k, k, -3.0);
+            invert_lower_into(view_mut(&mut x), view(&l_nan), par(2));
+            assert_relative_eq!(x.lower_triangle(), inv_l, epsilon = 1e-10);
+            assert!(
+                (0..k).all(|j| (0..j).all(|i| x[(i, j)] == -3.0)),
+                "upper written"
+            );
+            let (mut f, mut work) = (l_nan.clone(), DMatrix::from_element(k, k, f64::NAN));
+            spd_inverse_lower(&mut f, &mut work, par(2));
+            let a_inv = a.clone().try_inverse().unwrap();
+            assert_relative_eq!(f.lower_triangle(), a_inv.lower_triangle(), epsilon = 1e-10);
+            for r in [1, 5, 300] {
+                let b = DMatrix::from_fn(k, r, |i, j| ((i * 3 + j) as f64 * 0.37).sin());
+                let mut x = b.clone();
+                solve_lower(view(&l_nan), view_mut(&mut x), par(2));
+                assert_relative_eq!(&l * &x, b, epsilon = 1e-10);
+                let mut x = b.clone();
+                solve_lower_transpose(view(&l_nan), view_mut(&mut x), par(2));
+                assert_relative_eq!(l.transpose() * &x, b, epsilon = 1e-10);
+                let mut x = b.transpose();
+                multiply_right_lower(view_mut(&mut x), view(&l_nan), par(2));
+                assert_relative_eq!(x, b.transpose() * &l, epsilon = 1e-10);
+            }
+        }
     }
 
     #[test]

@@ -1,26 +1,35 @@
-//! Dense linear algebra on nalgebra buffers, run by `faer`'s blocked, multithreaded kernels.
+//! Dense linear algebra on nalgebra buffers: gemm, Cholesky, triangular solves, products and
+//! inverses, blocked and multithreaded.
 //!
 //! nalgebra's `DMatrix<f64>` is the public currency of this crate; its column-major buffer is
-//! viewed in place as a faer matrix, so nothing is copied. Why faer: nalgebra's own `Cholesky`
-//! and triangular solves are unblocked (4–14× slower on the matrices the models factor) and its
-//! `tr_mul` is a loop of dot products (15–20× slower than a packed gemm on this machine).
+//! viewed in place as a strided [`MatRef`]/[`MatMut`], so nothing is copied. Why not nalgebra's
+//! own: its `Cholesky` and triangular solves are unblocked (4–14× slower on the matrices the
+//! models factor) and its `tr_mul` is a loop of dot products (15–20× slower than a packed gemm).
+//! Every operation here recurses into one packed gemm (`private-gemm-x86`'s kernels on x86-64
+//! with AVX2, `gemm-f64`'s elsewhere) down to blocks of 32 columns.
 //!
-//! - [`views`](self#views): nalgebra buffers seen as faer matrices;
+//! - `views`: strided views, and nalgebra buffers seen through them;
+//! - `gemm`: the matrix product and its dispatch by shape and CPU;
+//! - `leaf`: the kernels on triangles of at most 32 columns where the recursions stop;
+//! - `blas3`: the recursive symmetric rank-k update, triangular solves and products, and the
+//!   symmetric product of SSGP's, FITC's and VFE's hot paths;
 //! - `factor`: Cholesky factorisation (with the crate's one [`Jitter`] policy), log-determinants,
-//!   triangular solves and inverses;
-//! - `blas3`: gemm and the recursive symmetric product and right-side solves of SSGP's hot path.
+//!   solves and inverses;
+//! - `threads`, `update`: who runs parallel jobs; rank-one updates of a factor.
 //!
 //! Conventions: Cholesky factors are **lower** triangular, A = L Lᵀ, stored in the lower triangle
 //! (the strict upper triangle is zeroed).
 
 mod blas3;
 mod factor;
+mod gemm;
+mod leaf;
 mod threads;
 mod update;
 mod views;
 
 pub(crate) use blas3::{
-    add_gram, gemm, right_solve_cholesky, solve_left_lower, solve_left_lower_transpose,
+    add_gram, right_solve_cholesky, solve_left_lower, solve_left_lower_transpose,
     solve_right_lower, symm_lower, syrk_lower,
 };
 pub(crate) use factor::{
@@ -28,39 +37,66 @@ pub(crate) use factor::{
     solve_lower, solve_lower_transpose, spd_inverse_lower,
 };
 pub use factor::{log_det_from_cholesky, Jitter};
+pub(crate) use gemm::gemm;
+pub use gemm::tr_mul_to;
 pub(crate) use threads::Threads;
 pub(crate) use update::{rank_one_update, scale_lower};
-pub(crate) use views::{rows_view, vector_view, vector_view_mut, view, view_mut};
+pub(crate) use views::{rows_view, vector_view, vector_view_mut, view, view_mut, MatMut, MatRef};
 
 use crate::error::{Error, Result};
-use faer::Par;
 use nalgebra::DMatrix;
 
-/// The parallelism for faer kernels from a thread count: 1 runs sequentially, 0 means "all of
+/// How many threads a kernel may use: one (sequential) or several of rayon's — the last argument
+/// of the crate's public building blocks ([`crate::ssgp::features::design_matrix`],
+/// [`crate::kernel::squared_distances`], …).
+///
+/// Results do not depend on it: every kernel sums each entry in the same order on any number of
+/// threads.
+///
+/// ```
+/// use ssgp::linalg::Par;
+/// assert_eq!(Par::rayon(1), Par::Seq);
+/// assert_eq!(Par::rayon(4).degree(), 4);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Par {
+    /// On the calling thread.
+    Seq,
+    /// On this many (≥ 2) threads.
+    Rayon(usize),
+}
+
+impl Par {
+    /// `threads` threads; 0 means all of rayon's (by default one per core).
+    pub fn rayon(threads: usize) -> Self {
+        let t = if threads == 0 {
+            rayon::current_num_threads()
+        } else {
+            threads
+        };
+        if t <= 1 {
+            Self::Seq
+        } else {
+            Self::Rayon(t)
+        }
+    }
+
+    /// The number of threads.
+    pub fn degree(self) -> usize {
+        match self {
+            Self::Seq => 1,
+            Self::Rayon(t) => t,
+        }
+    }
+}
+
+/// The parallelism for kernels from a thread count: 1 runs sequentially, 0 means "all of
 /// rayon's threads" (by default one per core).
 pub(crate) fn par(threads: usize) -> Par {
     if threads == 1 {
         Par::Seq
     } else {
         Par::rayon(threads)
-    }
-}
-
-/// The parallelism for a kernel whose output is `rows`×`cols`: sequential when the output is a
-/// single row or column.
-///
-/// faer splits a matrix-matrix product (or a solve with several right-hand sides) among threads
-/// by blocks of its output, so each entry is summed in the same order on any number of threads;
-/// a matrix-vector product or single right-hand-side solve it splits along the inner sum, whose
-/// rounding then depends on the thread count. Those kernels are memory bound and cost O(k²)
-/// beside the O(k³) or O(nk²) of the work around them, so running them sequentially keeps every
-/// fit bit-identical on 1, 2 or 12 threads for no measurable time (the test
-/// `every_kernel_gives_the_same_bits_on_any_number_of_threads` checks it shape by shape).
-pub(crate) fn invariant(par: Par, rows: usize, cols: usize) -> Par {
-    if rows <= 1 || cols <= 1 {
-        Par::Seq
-    } else {
-        par
     }
 }
 
@@ -98,11 +134,11 @@ pub(crate) fn check_allocation(bytes: usize, what: &'static str) -> Result<()> {
 
 /// Clears the upper halves of the AVX registers (`vzeroupper`) on x86-64 CPUs with AVX.
 ///
-/// faer's kernels use 256/512-bit AVX and can return with the upper register halves dirty; the
-/// SSE-encoded code that follows (this crate's loops, libm's `exp`, `sin`, `cos`) then pays a state
-/// transition on every instruction — measured here at 140 ns instead of 7 ns per `exp`. Every
-/// wrapper in this module calls this after its faer kernel, and parallel loops call it at the
-/// start of each task (rayon's workers run faer's kernels too).
+/// The packed gemm kernels use 256/512-bit AVX and can return with the upper register halves
+/// dirty; the SSE-encoded code that follows (this crate's loops, libm's `exp`, `sin`, `cos`) then
+/// pays a state transition on every instruction — measured here at 140 ns instead of 7 ns per
+/// `exp`. [`gemm`] calls this after its packed kernel, and parallel loops call it at the start of
+/// each task (rayon's workers run the kernels too).
 #[inline]
 pub(crate) fn clear_avx_upper() {
     #[cfg(target_arch = "x86_64")]
@@ -156,7 +192,7 @@ mod tests {
 
     #[test]
     fn every_kernel_gives_the_same_bits_on_any_number_of_threads() {
-        // Products, among them the matrix-vector shapes faer splits along the inner sum.
+        // Products, among them the matrix-vector shapes.
         for (m, n, k) in [
             (1, 1, 100_000),
             (2, 2, 100_000),
@@ -175,7 +211,7 @@ mod tests {
             });
             same_bits(&format!("syrk {m}×{k}"), |p| {
                 let mut c = DMatrix::zeros(m, m);
-                syrk_lower(view_mut(&mut c), false, view(&a).transpose(), p);
+                syrk_lower(view_mut(&mut c), false, view(&a).transpose(), 1.0, p);
                 c
             });
         }

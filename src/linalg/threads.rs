@@ -42,7 +42,7 @@ impl Threads {
 
     /// `job` on every item, in parallel where the runner allows, the results in the items'
     /// order (so sums taken over them in that order do not depend on the thread count). Each job
-    /// starts with [`super::clear_avx_upper`] (rayon's workers also run faer's kernels).
+    /// starts with [`super::clear_avx_upper`] (rayon's workers also run the gemm kernels).
     pub fn map<T: Send, R: Send>(&self, items: Vec<T>, job: impl Fn(T) -> R + Sync) -> Vec<R> {
         let run = |item| {
             super::clear_avx_upper();

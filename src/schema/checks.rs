@@ -8,9 +8,9 @@
 use crate::data::InputColumns;
 use crate::error::{Error, Result};
 use crate::linalg;
+use crate::linalg::Par;
 use crate::termination::Termination;
 use crate::termination::{LooDiagnostic, Remedy, TrainingSummary};
-use faer::Par;
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 

@@ -40,8 +40,8 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::hyperparameters::{self, Decoded, Hyperparameters, NoiseParam};
 use crate::linalg::{self, view, view_mut};
+use crate::linalg::{MatRef, Par};
 use crate::optim::Objective;
-use faer::{MatRef, Par};
 use nalgebra::{DMatrix, DVector};
 use std::sync::{Mutex, MutexGuard};
 
@@ -281,7 +281,7 @@ impl<'a> SsgpEvidence<'a> {
         Ok((first.value(), first.into_posterior()))
     }
 
-    fn y_rows(&self, start: usize, len: usize) -> MatRef<'_, f64> {
+    fn y_rows(&self, start: usize, len: usize) -> MatRef<'_> {
         MatRef::from_column_major_slice(&self.y.as_slice()[start..start + len], len, 1)
     }
 
@@ -357,7 +357,7 @@ impl<'a> SsgpEvidence<'a> {
                 design_matrix_into(rows, &self.centre, omega, phi, centred, Par::Seq);
                 resize(a, k, k);
                 resize(b, k, 1);
-                linalg::syrk_lower(view_mut(a), !first, view(phi), Par::Seq);
+                linalg::syrk_lower(view_mut(a), !first, view(phi), 1.0, Par::Seq);
                 linalg::gemm(
                     view_mut(b),
                     !first,

@@ -10,7 +10,7 @@
 //! A = ΦᵀΦ + λI and K = (σ0²/m)ΦΦᵀ.
 
 use crate::linalg;
-use faer::{MatRef, Par};
+use crate::linalg::{MatRef, Par};
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
@@ -38,7 +38,7 @@ pub fn spectral_points(omega: &DMatrix<f64>) -> DMatrix<f64> {
 /// inputs sit far from the origin (an offset of 10⁸ with a spread of 10⁻⁶ would otherwise leave
 /// no significant digit in them).
 pub(crate) fn design_matrix_into(
-    x: MatRef<'_, f64>,
+    x: MatRef<'_>,
     centre: &DVector<f64>,
     omega: &DMatrix<f64>,
     phi: &mut DMatrix<f64>,
@@ -53,7 +53,8 @@ pub(crate) fn design_matrix_into(
     centre_rows(x, centre, centred);
     {
         let buf = phi.as_mut_slice();
-        let phases = faer::MatMut::from_column_major_slice_mut(&mut buf[..len * m], len, m);
+        let phases =
+            crate::linalg::MatMut::from_column_major_slice_mut(&mut buf[..len * m], len, m);
         linalg::gemm(
             phases,
             false,
@@ -80,15 +81,15 @@ pub(crate) fn design_matrix_into(
 }
 
 /// Writes the rows `x` (len×D) minus `centre` (D) into `out` (len×D, resized if needed).
-pub(crate) fn centre_rows(x: MatRef<'_, f64>, centre: &DVector<f64>, out: &mut DMatrix<f64>) {
+pub(crate) fn centre_rows(x: MatRef<'_>, centre: &DVector<f64>, out: &mut DMatrix<f64>) {
     let (len, dim) = (x.nrows(), x.ncols());
     if out.shape() != (len, dim) {
         *out = DMatrix::zeros(len, dim);
     }
     for d in 0..dim {
         let c = centre[d];
-        for (o, v) in out.column_mut(d).iter_mut().zip(x.col(d).iter()) {
-            *o = v - c;
+        for (i, o) in out.column_mut(d).iter_mut().enumerate() {
+            *o = x.at(i, d) - c;
         }
     }
 }

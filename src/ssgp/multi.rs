@@ -27,11 +27,11 @@ use super::{SsgpParams, ValidSsgpParams};
 use crate::data::{Dataset, InputColumns, MultiDataset};
 use crate::error::{Error, Result};
 use crate::hyperparameters::NoiseParam;
+use crate::linalg::Par;
 use crate::linalg::{self, view, view_mut};
 use crate::optim::Objective;
 use crate::params::ParamGuard;
 use crate::termination::TrainingSummary;
-use faer::Par;
 use nalgebra::{DMatrix, DVector};
 
 /// The multi-output SSGP's hyperparameters in natural units.
@@ -254,7 +254,7 @@ impl<'a> MultiSsgpEvidence<'a> {
         let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
         for (start, len) in self.chunks() {
             self.rows(&omega, (start, len), &mut phi, &mut centred);
-            linalg::syrk_lower(view_mut(&mut a), true, view(&phi), self.par);
+            linalg::syrk_lower(view_mut(&mut a), true, view(&phi), 1.0, self.par);
             linalg::gemm(
                 view_mut(&mut b),
                 true,

@@ -19,8 +19,8 @@ use super::features::design_matrix_into;
 use super::posterior::FittedSsgp;
 use crate::data::InputColumns;
 use crate::error::{Error, Result};
+use crate::linalg::Par;
 use crate::linalg::{self, view, view_mut};
-use faer::Par;
 use nalgebra::{DMatrix, DVector};
 
 /// Absorbs the rows of `phi` (len×2m design matrix) with centred targets `y` (len×P) into the

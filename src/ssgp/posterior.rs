@@ -7,6 +7,7 @@ use crate::data::InputColumns;
 use crate::data::Inputs;
 use crate::error::Result;
 use crate::linalg::{self, view, view_mut};
+use crate::linalg::{MatMut, MatRef, Par};
 use crate::model::fitted_regressor;
 use crate::model::FitRecord;
 use crate::prediction_loop::{
@@ -14,7 +15,6 @@ use crate::prediction_loop::{
 };
 use crate::predictive::{check_joint_size, JointPredictive, Predictive, PredictiveGradients};
 use crate::termination::TrainingSummary;
-use faer::{MatMut, MatRef, Par};
 use nalgebra::{DMatrix, DVector};
 use rand::Rng;
 use rand_distr::StandardNormal;
@@ -291,7 +291,7 @@ impl FittedSsgp {
         let (s0, sn2) = (self.signal_variance(), self.noise_variance());
         let lambda = m as f64 * sn2 / s0;
         let mut g = linalg::try_zeros(n, n, "ΦΦᵀ + λI of the LOO diagnostic")?;
-        linalg::syrk_lower(view_mut(&mut g), false, view(&phi).transpose(), par);
+        linalg::syrk_lower(view_mut(&mut g), false, view(&phi).transpose(), 1.0, par);
         for i in 0..n {
             g[(i, i)] += lambda;
         }
@@ -552,7 +552,7 @@ impl<'a> OutputView<'a> {
             );
             // u_i = A⁻¹φ_i for each row, U = Φ*A⁻¹ = (Φ*L⁻ᵀ)L⁻¹ (len×2m): L⁻¹Φ*ᵀ on the
             // transposed view as in `predict` (the latent variances σn²‖L⁻¹φ‖² from it), then
-            // the right-side solve with L (faer's L⁻ᵀ on a row-major right-hand side is slower).
+            // the right-side solve with L (a left-side L⁻ᵀ on a row-major right-hand side is slower).
             if u.shape() != phi.shape() {
                 u = DMatrix::zeros(len, k);
             }

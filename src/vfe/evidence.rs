@@ -33,7 +33,7 @@ use nalgebra::DVector;
 /// $\log|C| = n\log σ_n^2 + \log|A|$. The factorisation and the gradient are FITC's with
 /// Λ = σn²I (the crate's `inducing` module, `src/inducing/mod.rs`, its `Approximation::Vfe`,
 /// where the trace term's derivative folds into the same two weight matrices): about 7nm² flops
-/// in faer gemms and triangular solves plus O(nmD), memory O(nm).
+/// in gemms and triangular solves plus O(nmD), memory O(nm).
 ///
 /// The negative VFE bound θ ↦ (−F(θ), ∇θ) on fixed training data, for
 /// [`crate::optim::minimize`]; build it with [`ValidVfeParams::evidence`].

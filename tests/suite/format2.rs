@@ -1,10 +1,12 @@
 //! Models saved by the crate before the one-way house (format version 2, written by 653425d: every
 //! kind — SSGP learned and fixed, Matérn SSGP, FITC with SE and Matérn 3/2, the full GP,
 //! standardised SSGP, mixture and best-of ensembles — on sinc, and SSGP, FITC and a standardised
-//! SSGP on 1 500 Kin-40k rows) load and predict bit for bit what they predicted when they were
-//! saved. Later format versions keep reading these files by migrating them (format 3: their
-//! training summaries report no leave-one-out diagnostic); an issue that changes
-//! the arithmetic on purpose compares them to 1e-12 relative instead, and says so.
+//! SSGP on 1 500 Kin-40k rows) load and predict what they predicted when they were saved. Later
+//! format versions keep reading these files by migrating them (format 3: their training summaries
+//! report no leave-one-out diagnostic). The predictions matched bit for bit until an issue changed
+//! the arithmetic on purpose: issue 18's own blocked kernels (in place of faer's) sum in another
+//! order and moved FITC's variances in their last bits, so they are compared to 1e-12 relative
+//! (saving and loading stay bit for bit: `persistence.rs`).
 #![cfg(feature = "serde")]
 
 use ssgp::nalgebra::DMatrix;
@@ -18,7 +20,7 @@ fn from_hex(text: &str) -> f64 {
 }
 
 #[test]
-fn format_2_files_load_and_predict_bit_for_bit() {
+fn format_2_files_load_and_predict_what_they_predicted() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/format2");
     let mut names: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
@@ -49,9 +51,8 @@ fn format_2_files_load_and_predict_bit_for_bit() {
         for (i, row) in rows.iter().enumerate() {
             let got = [p.mean[i], p.y_variance[i], p.f_variance[i]];
             for (k, (g, want)) in got.iter().zip(&row[d..]).enumerate() {
-                assert_eq!(
-                    g.to_bits(),
-                    want.to_bits(),
+                assert!(
+                    (g - want).abs() <= 1e-12 * want.abs(),
                     "{} ({}), row {i}, {}: {g} against {want}",
                     path.display(),
                     model.kind(),

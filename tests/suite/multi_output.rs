@@ -143,7 +143,9 @@ fn predictions_updates_and_outputs_agree_with_single_output_models() {
 /// The noise ratio ρ = σn²/σ0² of the multi-output model is bounded by the relative noise floor
 /// (default 1e-4), and noise-free outputs of different scales (two sinusoids the spectral points
 /// can represent exactly) fit, ρ heading down to that floor (the summary says whether it sits
-/// there).
+/// there). The fit runs to convergence (about 1 600 evaluations): at a budget of 1 000 it is
+/// still on its way down, and where it stands then depends on round-off (ρ = 1.2e-4 with faer's
+/// kernels, 2.1e-4 with the crate's own).
 #[test]
 fn noise_free_outputs_fit_with_the_ratio_at_its_default_floor() {
     let mut rng = StdRng::seed_from_u64(74);
@@ -169,7 +171,7 @@ fn noise_free_outputs_fit_with_the_ratio_at_its_default_floor() {
     let fitted = Ssgp::params(4)
         .seed(1)
         .initial_draws(20)
-        .max_evaluations(1000)
+        .max_evaluations(5000)
         .threads(1)
         .fit_multi(&data)
         .unwrap();

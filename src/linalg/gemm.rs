@@ -1,0 +1,366 @@
+//! The matrix product $D ← [D +]\ α\,A B$ on strided views — the one kernel every O(nm²) and
+//! O(n³) operation of the crate ends in.
+//!
+//! Dispatch by shape: a matrix-vector product (one output row or column: memory bound, a plain
+//! loop), a tiny product (at most 16³ multiply-adds: a plain loop), and otherwise a packed,
+//! cache-blocked gemm — `private-gemm-x86`'s AVX2/AVX-512 kernels on x86-64 CPUs with AVX2 and
+//! FMA (the kernels faer runs there), `gemm-f64`'s on every other CPU (SSE2, NEON, …).
+//!
+//! Every output entry is summed in the same order on any number of threads: the packed kernels
+//! split the output among threads (never the inner sum), and the vector shapes run on one thread.
+
+use super::views::{view, view_mut, MatMut, MatRef};
+use super::{clear_avx_upper, Par};
+use crate::error::{Error, Result};
+use nalgebra::DMatrix;
+
+/// At most this many multiply-adds (m·n·k) run as a plain loop.
+const TINY: usize = 16 * 16 * 16;
+
+/// Below this many multiply-adds a product runs on one thread (threads cost more than they save).
+const PARALLEL_FROM: usize = 32 * 1024;
+
+/// `dst ← [dst +] alpha · lhs · rhs` for `dst` m×n, `lhs` m×k, `rhs` k×n (2mnk flops); transposes
+/// are free: pass `.transpose()` views. With `accumulate` false, `dst` is not read (it may hold
+/// anything, NaN included).
+pub(crate) fn gemm(
+    mut dst: MatMut<'_>,
+    accumulate: bool,
+    lhs: MatRef<'_>,
+    rhs: MatRef<'_>,
+    alpha: f64,
+    par: Par,
+) {
+    let (m, n, k) = (dst.nrows(), dst.ncols(), lhs.ncols());
+    assert!(
+        lhs.nrows() == m && rhs.nrows() == k && rhs.ncols() == n,
+        "gemm of a {m}×{n} output from {}×{} and {}×{}",
+        lhs.nrows(),
+        k,
+        rhs.nrows(),
+        rhs.ncols()
+    );
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        if !accumulate {
+            dst.fill(0.0);
+        }
+        return;
+    }
+    if n == 1 {
+        matvec(dst, accumulate, lhs, rhs, alpha);
+    } else if m == 1 {
+        matvec(
+            dst.transpose_mut(),
+            accumulate,
+            rhs.transpose(),
+            lhs.transpose(),
+            alpha,
+        );
+    } else if m * n * k <= TINY {
+        plain(dst, accumulate, lhs, rhs, alpha);
+    } else {
+        let threads = if m.saturating_mul(n).saturating_mul(k) >= PARALLEL_FROM {
+            par.degree()
+        } else {
+            1
+        };
+        packed(dst, accumulate, lhs, rhs, alpha, threads);
+        clear_avx_upper();
+    }
+}
+
+/// `out ← aᵀ b` (a: n×k, b: n×r, out: k×r; 2nkr flops) through the crate's packed gemm — the
+/// kernel every blocked operation of the crate ends in, multithreaded with `par` — like
+/// nalgebra's `tr_mul_to` but packed and blocked (nalgebra's is a loop of dot products). The
+/// reference rate of the crate's benchmark (`benches/objectives.rs`).
+///
+/// # Errors
+/// [`Error::DimensionMismatch`] if the shapes do not agree.
+///
+/// # Example
+/// ```
+/// use nalgebra::DMatrix;
+/// use ssgp::linalg::{tr_mul_to, Par};
+/// let a = DMatrix::from_fn(300, 20, |i, j| (i as f64 + j as f64).sin());
+/// let mut gram = DMatrix::zeros(20, 20);
+/// tr_mul_to(&a, &a, &mut gram, Par::Seq)?;
+/// assert!((gram.clone() - a.tr_mul(&a)).amax() < 1e-10);
+/// # Ok::<(), ssgp::Error>(())
+/// ```
+pub fn tr_mul_to(
+    a: &DMatrix<f64>,
+    b: &DMatrix<f64>,
+    out: &mut DMatrix<f64>,
+    par: Par,
+) -> Result<()> {
+    for (what, expected, found) in [
+        (
+            "tr_mul_to: rows of b (as many as a's)",
+            a.nrows(),
+            b.nrows(),
+        ),
+        (
+            "tr_mul_to: rows of out (a's columns)",
+            a.ncols(),
+            out.nrows(),
+        ),
+        (
+            "tr_mul_to: columns of out (b's columns)",
+            b.ncols(),
+            out.ncols(),
+        ),
+    ] {
+        if expected != found {
+            return Err(Error::DimensionMismatch {
+                what,
+                expected,
+                found,
+            });
+        }
+    }
+    gemm(view_mut(out), false, view(a).transpose(), view(b), 1.0, par);
+    Ok(())
+}
+
+/// `dst ← [dst +] alpha · lhs · x` for one output column (`dst` m×1, `x` k×1): a sum of scaled
+/// columns when `lhs` is column-major and `dst` contiguous, dot products otherwise.
+fn matvec(mut dst: MatMut<'_>, accumulate: bool, lhs: MatRef<'_>, x: MatRef<'_>, alpha: f64) {
+    let (m, k) = (lhs.nrows(), lhs.ncols());
+    if lhs.row_stride() == 1 && dst.row_stride() == 1 {
+        // SAFETY: `dst` is an m×1 view with unit row stride over a buffer it borrows exclusively.
+        let out = unsafe { std::slice::from_raw_parts_mut(dst.as_mut_ptr(), m) };
+        if !accumulate {
+            out.fill(0.0);
+        }
+        for p in 0..k {
+            let c = alpha * x.at(p, 0);
+            // SAFETY: column p of `lhs` is m contiguous entries (unit row stride) of its buffer.
+            let col = unsafe {
+                std::slice::from_raw_parts(lhs.as_ptr().offset(p as isize * lhs.col_stride()), m)
+            };
+            for (o, a) in out.iter_mut().zip(col) {
+                *o += c * a;
+            }
+        }
+    } else {
+        for i in 0..m {
+            let s: f64 = (0..k).map(|p| lhs.at(i, p) * x.at(p, 0)).sum();
+            let v = if accumulate { dst.at(i, 0) } else { 0.0 };
+            dst.set(i, 0, v + alpha * s);
+        }
+    }
+}
+
+/// The textbook triple loop, for tiny products.
+fn plain(mut dst: MatMut<'_>, accumulate: bool, lhs: MatRef<'_>, rhs: MatRef<'_>, alpha: f64) {
+    for j in 0..dst.ncols() {
+        for i in 0..dst.nrows() {
+            let s: f64 = (0..lhs.ncols()).map(|p| lhs.at(i, p) * rhs.at(p, j)).sum();
+            let v = if accumulate { dst.at(i, j) } else { 0.0 };
+            dst.set(i, j, v + alpha * s);
+        }
+    }
+}
+
+/// The packed gemm of this CPU: `private-gemm-x86` with AVX2 and FMA (AVX-512 where present),
+/// else [`portable`].
+fn packed(
+    dst: MatMut<'_>,
+    accumulate: bool,
+    lhs: MatRef<'_>,
+    rhs: MatRef<'_>,
+    alpha: f64,
+    threads: usize,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use private_gemm_x86::{Accum, DType, DstKind, IType, InstrSet};
+        let instr = if std::arch::is_x86_feature_detected!("avx512f") {
+            Some(InstrSet::Avx512)
+        } else if std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+        {
+            Some(InstrSet::Avx256)
+        } else {
+            None
+        };
+        if let Some(instr) = instr {
+            let mut dst = dst;
+            let (m, n, k) = (dst.nrows(), dst.ncols(), lhs.ncols());
+            let null = std::ptr::null::<()>();
+            // SAFETY: the three views are in bounds of their buffers (checked when they were
+            // made), `dst` is borrowed exclusively and overlaps neither input (the borrow checker
+            // forbids it), and the CPU has the instruction set passed.
+            unsafe {
+                private_gemm_x86::gemm(
+                    DType::F64,
+                    IType::U64,
+                    instr,
+                    m,
+                    n,
+                    k,
+                    dst.as_mut_ptr().cast(),
+                    dst.row_stride(),
+                    dst.col_stride(),
+                    null,
+                    null,
+                    DstKind::Full,
+                    if accumulate {
+                        Accum::Add
+                    } else {
+                        Accum::Replace
+                    },
+                    lhs.as_ptr().cast(),
+                    lhs.row_stride(),
+                    lhs.col_stride(),
+                    false,
+                    null,
+                    0,
+                    rhs.as_ptr().cast(),
+                    rhs.row_stride(),
+                    rhs.col_stride(),
+                    false,
+                    (&raw const alpha).cast(),
+                    threads,
+                );
+            }
+            return;
+        }
+    }
+    portable(dst, accumulate, lhs, rhs, alpha, threads);
+}
+
+/// `gemm-f64`'s packed gemm (its SSE2, AVX2, AVX-512 or NEON kernels, chosen at run time).
+fn portable(
+    mut dst: MatMut<'_>,
+    accumulate: bool,
+    lhs: MatRef<'_>,
+    rhs: MatRef<'_>,
+    alpha: f64,
+    threads: usize,
+) {
+    use gemm_common::Parallelism;
+    let parallelism = if threads > 1 {
+        Parallelism::Rayon(threads)
+    } else {
+        Parallelism::None
+    };
+    let (m, n, k) = (dst.nrows(), dst.ncols(), lhs.ncols());
+    let (drs, dcs) = (dst.row_stride(), dst.col_stride());
+    let kernel = gemm_f64::gemm::f64::get_gemm_fn();
+    // gemm-f64 computes dst ← a·dst + b·lhs·rhs (dst read only when asked) and prefers a
+    // column-oriented dst: a row-oriented one is handled as the transposed product.
+    // SAFETY: as in `packed`; the kernel reads and writes only inside the views' shapes.
+    unsafe {
+        if dcs.abs() < drs.abs() {
+            kernel(
+                n,
+                m,
+                k,
+                dst.as_mut_ptr(),
+                drs,
+                dcs,
+                accumulate,
+                rhs.as_ptr(),
+                rhs.row_stride(),
+                rhs.col_stride(),
+                lhs.as_ptr(),
+                lhs.row_stride(),
+                lhs.col_stride(),
+                1.0,
+                alpha,
+                false,
+                false,
+                false,
+                parallelism,
+            );
+        } else {
+            kernel(
+                m,
+                n,
+                k,
+                dst.as_mut_ptr(),
+                dcs,
+                drs,
+                accumulate,
+                lhs.as_ptr(),
+                lhs.col_stride(),
+                lhs.row_stride(),
+                rhs.as_ptr(),
+                rhs.col_stride(),
+                rhs.row_stride(),
+                1.0,
+                alpha,
+                false,
+                false,
+                false,
+                parallelism,
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filled(r: usize, c: usize, salt: usize) -> DMatrix<f64> {
+        DMatrix::from_fn(r, c, |i, j| ((i * 3 + j * 7 + salt) as f64).sin())
+    }
+
+    /// Every path (vector, tiny, packed, the portable packed kernel) against nalgebra's product,
+    /// with transposed operands and outputs, replacing and accumulating.
+    #[test]
+    fn every_path_computes_the_product() {
+        for (m, n, k) in [
+            (1, 1, 7),
+            (9, 1, 30),
+            (1, 9, 30),
+            (5, 6, 7),
+            (70, 50, 90),
+            (3, 200, 2),
+        ] {
+            for t in 0..8 {
+                let (ta, tb, tc) = (t & 1 == 1, t & 2 == 2, t & 4 == 4);
+                let a = if ta { filled(k, m, 1) } else { filled(m, k, 1) };
+                let b = if tb { filled(n, k, 2) } else { filled(k, n, 2) };
+                let a_op = if ta { a.transpose() } else { a.clone() };
+                let b_op = if tb { b.transpose() } else { b.clone() };
+                let c0 = if tc { filled(n, m, 3) } else { filled(m, n, 3) };
+                let expected = (if tc { c0.transpose() } else { c0.clone() }) + &a_op * &b_op * 0.5;
+                let run = |kernel: &dyn Fn(MatMut<'_>, MatRef<'_>, MatRef<'_>)| {
+                    let mut c = c0.clone();
+                    let cv = if tc {
+                        view_mut(&mut c).transpose_mut()
+                    } else {
+                        view_mut(&mut c)
+                    };
+                    let av = if ta { view(&a).transpose() } else { view(&a) };
+                    let bv = if tb { view(&b).transpose() } else { view(&b) };
+                    kernel(cv, av, bv);
+                    if tc {
+                        c.transpose()
+                    } else {
+                        c
+                    }
+                };
+                let got = run(&|c, a, b| gemm(c, true, a, b, 0.5, Par::rayon(2)));
+                approx::assert_relative_eq!(got, expected, epsilon = 1e-12);
+                let got = run(&|c, a, b| portable(c, true, a, b, 0.5, 1));
+                approx::assert_relative_eq!(got, expected, epsilon = 1e-12);
+            }
+        }
+        // Replacing ignores what dst held, NaN included; an empty inner dimension zeroes dst.
+        let mut c = DMatrix::from_element(40, 30, f64::NAN);
+        let (a, b) = (filled(40, 20, 1), filled(20, 30, 2));
+        gemm(view_mut(&mut c), false, view(&a), view(&b), 1.0, Par::Seq);
+        approx::assert_relative_eq!(c, &a * &b, epsilon = 1e-12);
+        let mut c = DMatrix::from_element(4, 3, f64::NAN);
+        let (a, b) = (DMatrix::zeros(4, 0), DMatrix::zeros(0, 3));
+        gemm(view_mut(&mut c), false, view(&a), view(&b), 1.0, Par::Seq);
+        assert_eq!(c, DMatrix::zeros(4, 3));
+    }
+}
