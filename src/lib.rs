@@ -49,7 +49,7 @@
 //! | [`predictive`] | [`Predictive`]: means and variances of y* (`y_variance`) and f* (`f_variance`); [`JointPredictive`]: the joint covariance at up to [`predictive::MAX_JOINT_POINTS`] points and seeded joint samples ([`JointSamples`]) |
 //! | [`init`] | start values from the data: lengthscale strategies ([`LengthscaleInit`]), σ0², σn², spectral points, pseudo-inputs |
 //! | [`metrics`] | NMSE and MNLP (eq. 13), calibration |
-//! | `inducing` | (private) what FITC and VFE share: K_uf, K_uu's factor with its jitter, the Woodbury factorisation and gradient, the posterior's solves, the k-means start |
+//! | `inducing` | (private) what FITC and VFE share: K_uf, K_uu's factor with its jitter, the Woodbury factorisation and gradient, the posterior's solves, the k-means and greedy starts |
 //! | [`params`] | validated settings ([`ParamGuard`]), the training settings every model shares, [`params::Reseed`] |
 //! | [`model`] | the [`Fit`], [`Regressor`] and [`FittedRegressor`] traits |
 //! | [`full_gp`] | the exact GP (eq. 2–4): evidence and gradient, subset training, prediction; the §5.2 start [`full_gp::lengthscales_from_subset`] |

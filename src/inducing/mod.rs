@@ -51,6 +51,7 @@
 //! plus O(nmD) for the kernel and its derivatives; memory O(nm).
 
 mod fitted;
+mod greedy;
 mod kmeans;
 mod objective;
 #[cfg(feature = "serde")]
@@ -60,6 +61,7 @@ mod settings;
 #[cfg(test)]
 pub(crate) use fitted::PREDICT_BLOCK;
 pub(crate) use fitted::{fitted_methods, Fitted};
+use greedy::greedy_inputs;
 use kmeans::kmeans;
 pub(crate) use objective::{evidence_methods, InducingObjective};
 #[cfg(feature = "serde")]

@@ -3,11 +3,14 @@
 //! both run, and the public methods both builders write alike ([`inducing_params`],
 //! [`trained_methods`]).
 
-use super::{centred_rows, kmeans, weights, Approximation, Fitted, InducingObjective};
+use super::{
+    centred_rows, greedy_inputs, kmeans, weights, Approximation, Fitted, InducingObjective,
+};
 use crate::data::{Dataset, InputColumns};
 use crate::error::{Error, Result};
-use crate::hyperparameters::{self, check_block};
+use crate::hyperparameters::{self, check_block, Hyperparameters};
 use crate::init;
+use crate::kernel::Covariance;
 use crate::linalg::Jitter;
 use crate::params::TrainingSettings;
 use crate::termination::TrainingSummary;
@@ -23,6 +26,12 @@ pub enum InducingStart {
     /// deviations) after at most this many rounds, started from [`InducingStart::Subset`]:
     /// O(nmD) per round.
     KMeans(usize),
+    /// The training inputs chosen greedily by their conditional variance under the starting
+    /// hyperparameters (Burt, Rasmussen & van der Wilk 2020, §3): each next one the input with
+    /// the largest $k(x_i, x_i) - Q_{ii}$ given those chosen before, a pivoted Cholesky of
+    /// $K_{ff}$, O(nm² + nmD). It needs the start's lengthscales (with a fixed block and no
+    /// given inputs, [`crate::full_gp`]'s start is computed for it); no seed enters.
+    Greedy,
 }
 
 /// Which of the two models the shared code serves: its approximation and the words of its
@@ -142,17 +151,19 @@ impl Settings {
     }
 
     /// The starting inducing inputs for `data` restricted to the used `columns`: the given ones
-    /// (checked against D, then restricted), or drawn by [`init::pseudo_inputs`] with `seed`
-    /// (and moved by k-means when so set).
+    /// (checked against D, then restricted), or drawn by [`init::pseudo_inputs`] with the seed
+    /// of `training` (and moved by k-means when so set), or chosen greedily under the starting
+    /// hyperparameters `start` (computed from `training` when `None`).
     fn initial_inputs(
         &self,
         data: &Dataset,
         columns: &InputColumns,
-        seed: u64,
+        training: &TrainingSettings,
+        start: Option<&Hyperparameters>,
     ) -> Result<DMatrix<f64>> {
         let kind = self.kind;
-        match &self.given {
-            Some(given) => {
+        match (&self.given, self.start) {
+            (Some(given), _) => {
                 check_block(
                     given,
                     (self.m, kind.rows),
@@ -161,12 +172,37 @@ impl Settings {
                 )?;
                 Ok(columns.select(given)?.into_owned())
             }
-            None => {
-                let subset = init::pseudo_inputs(data, self.m, seed)?;
-                Ok(match self.start {
-                    InducingStart::Subset => subset,
-                    InducingStart::KMeans(rounds) => kmeans(data.x(), subset, rounds),
-                })
+            (None, InducingStart::Subset) => init::pseudo_inputs(data, self.m, training.seed),
+            (None, InducingStart::KMeans(rounds)) => {
+                let subset = init::pseudo_inputs(data, self.m, training.seed)?;
+                Ok(kmeans(data.x(), subset, rounds))
+            }
+            (None, InducingStart::Greedy) => {
+                if self.m > data.len() {
+                    return Err(Error::InvalidParameter {
+                        name: "m",
+                        reason: format!(
+                            "{} {} cannot be chosen from {} training points",
+                            self.m,
+                            kind.inputs,
+                            data.len()
+                        ),
+                    });
+                }
+                let computed;
+                let hyper = match start {
+                    Some(hyper) => hyper,
+                    None => {
+                        computed = crate::full_gp::start(data, training)?;
+                        &computed
+                    }
+                };
+                let covariance = Covariance {
+                    kernel: training.kernel,
+                    lengthscales: &hyper.lengthscales,
+                    signal_variance: hyper.signal_variance,
+                };
+                Ok(greedy_inputs(data.x(), self.m, &covariance))
             }
         }
     }
@@ -197,7 +233,7 @@ impl Settings {
     ) -> Result<InducingObjective> {
         let fixed = if self.fixed {
             let all = InputColumns::all(data.dim());
-            Some(self.initial_inputs(data, &all, training.seed)?)
+            Some(self.initial_inputs(data, &all, training, None)?)
         } else {
             None
         };
@@ -214,7 +250,7 @@ impl Settings {
         training: &TrainingSettings,
     ) -> Result<(Fitted, f64)> {
         let start = crate::full_gp::start(data, training)?;
-        let inducing = self.initial_inputs(data, &columns, training.seed)?;
+        let inducing = self.initial_inputs(data, &columns, training, Some(&start))?;
         let free = !self.fixed;
         let evidence = self.objective(data, training, self.fixed.then(|| inducing.clone()));
         let centred = centred_rows(&inducing, evidence.centre());

@@ -21,7 +21,9 @@ trained_methods! {
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`] if given inducing inputs do not have D columns;
-    /// [`Error::InvalidParameter`] if m > n and none are given.
+    /// [`Error::InvalidParameter`] if m > n and none are given; for fixed inducing inputs
+    /// started by [`crate::vfe::InducingStart::Greedy`], the errors of the start's
+    /// hyperparameters (as [`crate::full_gp::lengthscales_from_subset`] by default).
     fit:
     /// Learns θ on `data` by minimising −F(θ) (targets centred by their mean) from the start
     /// values of [`crate::init`] (ℓ by the lengthscale strategy, σ0² = var(y), σn² = σ0²/4,

@@ -383,6 +383,72 @@ fn sinc_end_to_end_and_summary_reports_the_bound() {
     assert!(kmeans.bound().is_finite());
 }
 
+/// The greedy start (Burt, Rasmussen & van der Wilk 2020): distinct training inputs, no seed
+/// entering when the lengthscales are given, the first the lowest-index input (every prior
+/// variance is σ0²) and the second the input farthest from it in the kernel's metric (the
+/// largest residual σ0² − k(x, x₁)²/σ0²); the same inputs when they are held fixed; m > n
+/// refused.
+#[test]
+fn greedy_start_picks_distinct_training_inputs_without_the_seed() {
+    let mut rng = StdRng::seed_from_u64(41);
+    let n = 200;
+    let x = DMatrix::from_fn(n, 2, |_, _| rng.random_range(-3.0..3.0_f64));
+    let y = DVector::from_fn(n, |i, _| (x[(i, 0)] * x[(i, 1)]).sin());
+    let train = Dataset::new(x.clone(), y).unwrap();
+    let ell = [4.0, 3.0];
+    let params = |m: usize, seed: u64| {
+        Vfe::params(m)
+            .seed(seed)
+            .initial_lengthscales(DVector::from_row_slice(&ell))
+            .inducing_start(InducingStart::Greedy)
+    };
+    let start = |seed| {
+        params(15, seed)
+            .max_iterations(0)
+            .fit(&train)
+            .unwrap()
+            .inducing_inputs()
+    };
+    let z = start(3);
+    assert_eq!(z, start(4), "no seed enters");
+    let rows: Vec<usize> = (0..z.nrows())
+        .map(|j| {
+            (0..n)
+                .find(|&i| (x.row(i) - z.row(j)).amax() < 1e-12)
+                .expect("every inducing input is a training input")
+        })
+        .collect();
+    let mut distinct = rows.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), rows.len(), "distinct inputs: {rows:?}");
+    assert_eq!(rows[0], 0);
+    let r2 = |i: usize| -> f64 {
+        (0..2)
+            .map(|d| ((x[(i, d)] - x[(0, d)]) / ell[d]).powi(2))
+            .sum()
+    };
+    let farthest = (1..n).fold(1, |b, i| if r2(i) > r2(b) { i } else { b });
+    assert_eq!(rows[1], farthest);
+    let subset = Vfe::params(15)
+        .seed(3)
+        .inducing_start(InducingStart::Subset)
+        .max_iterations(0)
+        .fit(&train)
+        .unwrap();
+    assert_ne!(subset.inducing_inputs(), z);
+    let fixed = params(15, 3)
+        .fixed_inducing_inputs(true)
+        .max_evaluations(20)
+        .fit(&train)
+        .unwrap();
+    assert!((fixed.inducing_inputs() - &z).amax() < 1e-12);
+    assert!(matches!(
+        params(n + 1, 3).fit(&train),
+        Err(Error::InvalidParameter { name: "m", .. })
+    ));
+}
+
 #[cfg(feature = "serde")]
 #[test]
 fn persistence_round_trips_bit_for_bit() {
