@@ -145,7 +145,11 @@ pub enum Remedy {
     /// factor the held-out rows ask for (their mean z², where it differs from 1 beyond chance; a
     /// learned fit is only ever narrowed); the one with the lower MNLP was refitted on all rows
     /// (the random-feature fit when `random_features_mnlp < learned_mnlp`) and its σ0² and σn²
-    /// multiplied by its factor, `variance_scale`.
+    /// multiplied by its factor, `variance_scale`. Above
+    /// [`CalibrationGuard::HELD_OUT_MAX_ROWS`](crate::ssgp::CalibrationGuard::HELD_OUT_MAX_ROWS)
+    /// rows: the fits were trained on half the rows (the learned one with half the evaluations)
+    /// and scored on the other half, the learned fit's factor free to widen, and a winning
+    /// learned fit is the one trained on all rows, scaled.
     HeldOut {
         /// The learned fit's held-out MNLP (`f64::MAX` if not finite).
         learned_mnlp: f64,
@@ -156,8 +160,9 @@ pub enum Remedy {
         #[cfg_attr(feature = "serde", serde(default = "unit_scale"))]
         variance_scale: f64,
     },
-    /// Too many rows for the held-out comparison: the learned fit was kept, its LOO diagnostic
-    /// not fitting the training points too well.
+    /// Too few rows for the held-out comparison: the learned fit was kept, its LOO diagnostic
+    /// not fitting the training points too well. (Earlier builds also saved it for fits
+    /// above `HELD_OUT_MAX_ROWS` rows, which then kept such a learned fit unchecked.)
     LooChecked,
     /// Too few rows for the held-out comparison: the learned fit's LOO diagnostic
     /// fitted its training points too well ([`LooDiagnostic::fits_too_well`]), and the

@@ -120,9 +120,10 @@ impl ValidSsgpParams {
     ///   broadcast θ;
     /// - [`NoiseBound::FixedSpectralPoints`] is not supported;
     /// - the calibration check does not run: the distributed fit is the learned fit, as with
-    ///   [`CalibrationGuard::Off`] (data spread over ranks is the large-n regime, where the
-    ///   check keeps the learned fit unless its LOO fits its training points too well; the fit's
-    ///   LOO diagnostic, computed across the ranks, shows that case).
+    ///   [`CalibrationGuard::Off`] (the single-process check above 2 000 rows compares a proxy
+    ///   on half the rows, which a distributed fit does not train; the fit's LOO diagnostic,
+    ///   computed across the ranks, shows a fit that fits its training points too well, but not
+    ///   an overconfidence the fitted frequencies hide from it).
     ///
     /// Every rank returns the same model, or an error (no rank is left waiting in a collective).
     /// For fixed data split, seed and number of ranks the fit is reproducible.

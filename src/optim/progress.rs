@@ -23,11 +23,10 @@ pub enum Phase {
         total: usize,
     },
     /// SSGP's calibration check ([`CalibrationGuard::Check`](crate::ssgp::CalibrationGuard::Check),
-    /// for 20 ≤ n ≤ 2 000, and above when the learned fit's LOO fits its training points too
-    /// well): the learned and the random-feature fit on 3/4 of the rows, compared on the rest
-    /// before the winner is refitted on all rows (above 2 000 rows these follow the learned
-    /// fit's own phases); their spectral draws and optimiser iterations are reported with this
-    /// phase (the optimiser fields are theirs).
+    /// from 20 rows): the learned and the random-feature fit on 3/4 of the rows, compared on the
+    /// rest before the winner is refitted on all rows (above 2 000 rows: on half the rows, after
+    /// the learned fit's own phases on all rows); their spectral draws and optimiser iterations
+    /// are reported with this phase (the optimiser fields are theirs).
     CalibrationCheck,
     /// The optimiser on the model's own evidence.
     Optimiser,
