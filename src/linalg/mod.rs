@@ -2,7 +2,7 @@
 //! inverses, blocked and multithreaded.
 //!
 //! nalgebra's `DMatrix<f64>` is the public currency of this crate; its column-major buffer is
-//! viewed in place as a strided [`MatRef`]/[`MatMut`], so nothing is copied. Why not nalgebra's
+//! viewed in place as a strided `MatRef`/`MatMut`, so nothing is copied. Why not nalgebra's
 //! own: its `Cholesky` and triangular solves are unblocked (4–14× slower on the matrices the
 //! models factor) and its `tr_mul` is a loop of dot products (15–20× slower than a packed gemm).
 //! Every operation here recurses into one packed gemm (`private-gemm-x86`'s kernels on x86-64
