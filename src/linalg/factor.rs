@@ -277,7 +277,7 @@ fn invert_lower_into(mut dst: MatMut<'_>, l: MatRef<'_>, par: Par) {
 fn lower_gram_into(mut dst: MatMut<'_>, x: MatRef<'_>, par: Par) {
     let k = x.nrows();
     if k <= BLOCK {
-        leaf::lower_gram(dst, false, x);
+        leaf::lower_gram(dst, x);
         return;
     }
     let h = split_point(k);

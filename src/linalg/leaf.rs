@@ -33,8 +33,8 @@ pub(crate) enum RightOp {
 }
 
 /// The coefficients of one [`RightOp`] with L: column j's diagonal factor, in `coef[j·BLOCK + p]`
-/// the weight of column p in column j, and the source columns of each column in the order they
-/// are combined (the same order in the panel and the row kernels, so both give the same bits).
+/// the weight of column p in column j, the source columns of each column in the order they are
+/// combined, and the order in which the columns are computed.
 struct Coefficients {
     coef: [f64; BLOCK * BLOCK],
     diag: [f64; BLOCK],
@@ -93,12 +93,11 @@ pub(crate) fn right_triangular(mut x: MatMut<'_>, l: MatRef<'_>, op: RightOp) {
         return;
     }
     let c = Coefficients::new(l, op);
-    let order = c.order().to_vec();
     if x.row_stride() == 1 {
         let cs = x.col_stride() as usize;
         // SAFETY: x's rows are contiguous (unit row stride) and its b columns are `cs` apart in
         // the buffer it borrows exclusively; `panel` stays inside rows 0..n of those columns.
-        unsafe { panel(x.as_mut_ptr(), cs, n, &c, &order) };
+        unsafe { panel(x.as_mut_ptr(), cs, n, &c) };
         return;
     }
     let mut buf = [0.0; PANEL * BLOCK];
@@ -114,7 +113,7 @@ pub(crate) fn right_triangular(mut x: MatMut<'_>, l: MatRef<'_>, op: RightOp) {
             }
         }
         // SAFETY: `buf` holds b columns of PANEL rows each, `rows` ≤ PANEL of them in use.
-        unsafe { panel(buf.as_mut_ptr(), PANEL, rows, &c, &order) };
+        unsafe { panel(buf.as_mut_ptr(), PANEL, rows, &c) };
         for i in 0..rows {
             for j in 0..b {
                 // SAFETY: as above; x borrows its buffer exclusively.
@@ -130,17 +129,17 @@ pub(crate) fn right_triangular(mut x: MatMut<'_>, l: MatRef<'_>, op: RightOp) {
 /// # Safety
 /// `x` must point to the b columns of `c` of at least `rows` contiguous entries, `cs` apart, that
 /// nothing else accesses during the call.
-unsafe fn panel(x: *mut f64, cs: usize, rows: usize, c: &Coefficients, order: &[usize]) {
+unsafe fn panel(x: *mut f64, cs: usize, rows: usize, c: &Coefficients) {
     #[cfg(target_arch = "x86_64")]
     {
         if super::avx2_available() {
             // SAFETY: the CPU has AVX2 (checked); the rest is this function's contract.
-            unsafe { panel_avx2(x, cs, rows, c, order) };
+            unsafe { panel_avx2(x, cs, rows, c) };
             return;
         }
     }
     // SAFETY: this function's contract.
-    unsafe { panel_body(x, cs, rows, c, order) }
+    unsafe { panel_body(x, cs, rows, c) }
 }
 
 /// [`panel_body`] compiled for AVX2 (the same operations in the same order: no FMA contraction).
@@ -149,23 +148,23 @@ unsafe fn panel(x: *mut f64, cs: usize, rows: usize, c: &Coefficients, order: &[
 /// As [`panel`], on a CPU with AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn panel_avx2(x: *mut f64, cs: usize, rows: usize, c: &Coefficients, order: &[usize]) {
+unsafe fn panel_avx2(x: *mut f64, cs: usize, rows: usize, c: &Coefficients) {
     // SAFETY: the caller's contract.
-    unsafe { panel_body(x, cs, rows, c, order) }
+    unsafe { panel_body(x, cs, rows, c) }
 }
 
 /// The row-vectorised loop of [`right_triangular`]: for each group of [`LANES`] rows, each
-/// column in `order` is combined from its sources while the group's running sums stay in
+/// column in `c`'s order is combined from its sources while the group's running sums stay in
 /// registers.
 ///
 /// # Safety
 /// As [`panel`].
 #[inline(always)]
-unsafe fn panel_body(x: *mut f64, cs: usize, rows: usize, c: &Coefficients, order: &[usize]) {
+unsafe fn panel_body(x: *mut f64, cs: usize, rows: usize, c: &Coefficients) {
     let col = |j: usize, r0: usize| x.wrapping_add(j * cs + r0);
     let full = rows - rows % LANES;
     for r0 in (0..full).step_by(LANES) {
-        for &j in order {
+        for &j in c.order() {
             // SAFETY: rows r0..r0 + LANES ≤ rows of column j, inside the block (contract).
             let mut acc: [f64; LANES] = unsafe { *(col(j, r0) as *const [f64; LANES]) };
             if c.op == RightOp::Multiply {
@@ -197,7 +196,7 @@ unsafe fn panel_body(x: *mut f64, cs: usize, rows: usize, c: &Coefficients, orde
         }
     }
     for r in full..rows {
-        for &j in order {
+        for &j in c.order() {
             // SAFETY: row r < rows of columns j and p, inside the block (contract).
             unsafe {
                 let mut acc = *col(j, r);
@@ -297,21 +296,17 @@ pub(crate) fn invert_lower(dst: MatMut<'_>, l: MatRef<'_>) {
     store_lower(dst, &x);
 }
 
-/// `dst ← [dst +] XᵀX` on the lower triangle, for a lower-triangular b×b block X (b ≤ [`BLOCK`];
-/// only its lower triangle is read): (XᵀX)_ij = Σ_{p ≥ i} X_pi X_pj for i ≥ j. Only the lower
+/// `dst ← XᵀX` on the lower triangle, for a lower-triangular b×b block X (b ≤ [`BLOCK`]; only
+/// its lower triangle is read): (XᵀX)_ij = Σ_{p ≥ i} X_pi X_pj for i ≥ j. Only the lower
 /// triangle of `dst` is written.
-pub(crate) fn lower_gram(dst: MatMut<'_>, accumulate: bool, x: MatRef<'_>) {
+pub(crate) fn lower_gram(dst: MatMut<'_>, x: MatRef<'_>) {
     let b = x.nrows();
     let t = load_lower(x);
-    let mut g = if accumulate {
-        load_lower(dst.rb())
-    } else {
-        [0.0; BLOCK * BLOCK]
-    };
+    let mut g = [0.0; BLOCK * BLOCK];
     for j in 0..b {
         for i in j..b {
             let s: f64 = (i..b).map(|p| t[i * BLOCK + p] * t[j * BLOCK + p]).sum();
-            g[j * BLOCK + i] += s;
+            g[j * BLOCK + i] = s;
         }
     }
     store_lower(dst, &g);
@@ -375,7 +370,7 @@ mod tests {
                     let mut portable = x0.clone();
                     let c = Coefficients::new(view(&l), op);
                     // SAFETY: `portable` is n×b column-major, borrowed exclusively.
-                    unsafe { panel_body(portable.as_mut_ptr(), n, n, &c, c.order()) };
+                    unsafe { panel_body(portable.as_mut_ptr(), n, n, &c) };
                     assert_eq!(portable, x, "portable and dispatched builds differ");
                 }
             }
@@ -405,8 +400,8 @@ mod tests {
         );
         assert_eq!(inv[(0, 1)], -7.0, "upper triangle written");
         let mut g = DMatrix::from_element(b, b, 1.0);
-        lower_gram(view_mut(&mut g), true, view(&lower(b)));
-        let expected = l.transpose() * &l + DMatrix::from_element(b, b, 1.0);
+        lower_gram(view_mut(&mut g), view(&lower(b)));
+        let expected = l.transpose() * &l;
         assert_relative_eq!(
             g.lower_triangle(),
             expected.lower_triangle(),
