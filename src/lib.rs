@@ -133,7 +133,9 @@ pub use optim::{OptimConfig, Progress};
 pub use params::ParamGuard;
 pub use predictive::{JointPredictive, JointSamples, Predictive, PredictiveGradients};
 pub use ssgp::{FittedSsgp, Ssgp, SsgpParams};
-pub use termination::{LooDiagnostic, Remedy, Termination, TrainingSummary};
+pub use termination::{
+    Flags, HeldOutCalibration, LooDiagnostic, Remedy, Termination, TrainingSummary,
+};
 pub use vfe::{FittedVfe, Vfe, VfeParams};
 
 /// The README's code, compiled and run as a doctest.

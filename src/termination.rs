@@ -159,6 +159,14 @@ pub enum Remedy {
         /// mean is unchanged); 1 in files saved before it existed.
         #[cfg_attr(feature = "serde", serde(default = "unit_scale"))]
         variance_scale: f64,
+        /// The kept candidate's calibration on the held-out rows, its variances multiplied by
+        /// `variance_scale`: what [`TrainingSummary::flags`] judges the fit's error bars by.
+        /// `None` in files saved before it existed.
+        #[cfg_attr(
+            feature = "serde",
+            serde(default, skip_serializing_if = "Option::is_none")
+        )]
+        held_out: Option<HeldOutCalibration>,
     },
     /// Too few rows for the held-out comparison: the learned fit was kept, its LOO diagnostic
     /// not fitting the training points too well. (Earlier builds also saved it for fits
@@ -214,14 +222,117 @@ impl fmt::Display for Remedy {
                 learned_mnlp,
                 random_features_mnlp,
                 variance_scale,
-            } => write!(
-                f,
-                "{kept} (held-out MNLP {learned_mnlp:.3} learned, {random_features_mnlp:.3} \
-                 random features; variances ×{variance_scale:.3})"
-            ),
+                held_out,
+            } => {
+                write!(
+                    f,
+                    "{kept} (held-out MNLP {learned_mnlp:.3} learned, {random_features_mnlp:.3} \
+                     random features; variances ×{variance_scale:.3}"
+                )?;
+                if let Some(h) = held_out {
+                    write!(f, "; {h}")?;
+                }
+                write!(f, ")")
+            }
             Self::LooChecked => write!(f, "{kept} (LOO checked)"),
             Self::LooFitsTooWell => write!(f, "{kept} (the learned fit's LOO fits too well)"),
             Self::RandomFeatures => write!(f, "{kept} (asked for)"),
+        }
+    }
+}
+
+/// The kept candidate's calibration on the rows SSGP's calibration check held out from it
+/// ([`Remedy::HeldOut`]): the candidate was trained without them (on 3/4 of the rows, or half
+/// of them above `ssgp::CalibrationGuard::HELD_OUT_MAX_ROWS`), so for SSGP's learned spectral
+/// points, which the exact LOO holds fixed, this is the honest measure of the error bars.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct HeldOutCalibration {
+    /// The number of held-out rows.
+    pub rows: usize,
+    /// Mean of zᵢ² = (yᵢ − μᵢ)²/vᵢ over the held-out rows, the variances vᵢ multiplied by the
+    /// check's variance factor: 1 for calibrated error bars.
+    pub mean_z2: f64,
+    /// Σ(yᵢ − μᵢ)² / Σ(yᵢ − ȳ)² over the held-out rows, ȳ the mean of the rows the candidate
+    /// was trained on: above 1, worse than predicting that mean.
+    pub nmse: f64,
+}
+
+impl HeldOutCalibration {
+    /// Two standard errors of a mean of `rows` independent χ²₁ variables, 2·√(2/rows): how far
+    /// a calibrated model's mean z² strays from 1 by chance.
+    pub fn chance(&self) -> f64 {
+        2.0 * (2.0 / self.rows.max(1) as f64).sqrt()
+    }
+
+    /// Whether the error bars are too narrow: mean z² above
+    /// [`LooDiagnostic::OVERCONFIDENT_Z2`] and above 1 by more than [`Self::chance`].
+    pub fn overconfident(&self) -> bool {
+        self.mean_z2 > LooDiagnostic::OVERCONFIDENT_Z2 && self.mean_z2 - 1.0 > self.chance()
+    }
+
+    /// Whether the error bars are too wide: mean z² below [`LooDiagnostic::FITS_TOO_WELL_Z2`]
+    /// and below 1 by more than [`Self::chance`] (a fit the check could not narrow, its σn² at
+    /// a floor or bound the user set).
+    pub fn underconfident(&self) -> bool {
+        self.mean_z2 < LooDiagnostic::FITS_TOO_WELL_Z2 && 1.0 - self.mean_z2 > self.chance()
+    }
+}
+
+impl fmt::Display for HeldOutCalibration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "held out ({} rows): mean z² {:.3}, NMSE {:.4}",
+            self.rows, self.mean_z2, self.nmse
+        )
+    }
+}
+
+/// What a fit is flagged for ([`TrainingSummary::flags`], [`LooDiagnostic::flags`]); its
+/// `Display` lists the set flags in words, in parentheses (nothing when none is set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Flags {
+    /// Held-out points are predicted worse than by the training mean (NMSE above
+    /// [`LooDiagnostic::WORSE_THAN_MEAN_NMSE`]).
+    pub worse_than_mean: bool,
+    /// Held-out points are predicted hardly better than by the training mean (NMSE above
+    /// [`LooDiagnostic::EXPLAINS_LITTLE_NMSE`], worse than the mean included).
+    pub explains_little: bool,
+    /// The error bars are too narrow.
+    pub overconfident: bool,
+    /// The fit predicts the points it was judged on far better than its error bars say: by the
+    /// LOO, hyperparameters adapted to the training points themselves; on held-out rows, error
+    /// bars too wide.
+    pub fits_too_well: bool,
+}
+
+impl Flags {
+    /// Whether any flag is set: the fit should not be trusted as it is.
+    pub fn any(&self) -> bool {
+        self.explains_little || self.worse_than_mean || self.overconfident || self.fits_too_well
+    }
+}
+
+impl fmt::Display for Flags {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let words: Vec<&str> = [
+            (self.worse_than_mean, "worse than the mean"),
+            (
+                self.explains_little && !self.worse_than_mean,
+                "hardly better than the mean",
+            ),
+            (self.overconfident, "overconfident"),
+            (self.fits_too_well, "fits its training points too well"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, text)| *text)
+        .collect();
+        if words.is_empty() {
+            Ok(())
+        } else {
+            write!(f, " ({})", words.join(", "))
         }
     }
 }
@@ -331,47 +442,109 @@ impl LooDiagnostic {
     /// mean z² below [`Self::FITS_TOO_WELL_Z2`]): the sign of hyperparameters (SSGP's learned
     /// frequencies, many lengthscales) adapted to the training points themselves, which the LOO
     /// at the fitted θ cannot see. Measured on the generated suite (`examples/calibration.rs`),
-    /// such SSGP fits were overconfident on test data (mean z² 8 to 12 000).
+    /// such SSGP fits were overconfident on test data (mean z² 8 to 12 000). A fit SSGP's
+    /// calibration check judged on held-out rows is flagged by those instead
+    /// ([`TrainingSummary::flags`]).
     pub fn fits_too_well(&self) -> bool {
         self.mean_z2 < Self::FITS_TOO_WELL_Z2
     }
 
-    /// Whether the fit is flagged: explaining little (worse than the mean included),
-    /// overconfident, or fitting its training points too well.
+    /// The LOO's flags: explaining little (worse than the mean included), overconfident, or
+    /// fitting its training points too well.
+    pub fn flags(&self) -> Flags {
+        Flags {
+            worse_than_mean: self.worse_than_mean(),
+            explains_little: self.explains_little(),
+            overconfident: self.overconfident(),
+            fits_too_well: self.fits_too_well(),
+        }
+    }
+
+    /// Whether the LOO flags the fit ([`Self::flags`]).
     pub fn is_flagged(&self) -> bool {
-        self.explains_little() || self.overconfident() || self.fits_too_well()
+        self.flags().any()
+    }
+
+    /// Writes the diagnostic's numbers without its flags.
+    fn write_numbers(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "LOO mean z² {:.3}, MNLP {:.3}, NMSE {:.4}",
+            self.mean_z2, self.mnlp, self.nmse
+        )
     }
 }
 
 impl fmt::Display for LooDiagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "LOO mean z² {:.3}, MNLP {:.3}, NMSE {:.4}",
-            self.mean_z2, self.mnlp, self.nmse
-        )?;
-        let flags: Vec<&str> = [
-            (self.worse_than_mean(), "worse than the mean"),
-            (
-                self.explains_little() && !self.worse_than_mean(),
-                "hardly better than the mean",
-            ),
-            (self.overconfident(), "overconfident"),
-            (self.fits_too_well(), "fits its training points too well"),
-        ]
-        .iter()
-        .filter(|(on, _)| *on)
-        .map(|(_, text)| *text)
-        .collect();
-        if flags.is_empty() {
-            Ok(())
-        } else {
-            write!(f, " ({})", flags.join(", "))
+        self.write_numbers(f)?;
+        write!(f, "{}", self.flags())
+    }
+}
+
+/// A fit's diagnosis as [`TrainingSummary::diagnosis`] writes it: the LOO's numbers, the held-out
+/// rows' where the calibration check measured them, and the summary's [`Flags`].
+#[derive(Debug, Clone, Copy)]
+pub struct Diagnosis<'a>(&'a TrainingSummary);
+
+impl fmt::Display for Diagnosis<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0.diagnostic {
+            Some(d) => d.write_numbers(f)?,
+            None => write!(f, "no LOO diagnostic")?,
         }
+        if let Some(h) = self.0.held_out() {
+            write!(f, "; {h}")?;
+        }
+        write!(f, "{}", self.0.flags())
     }
 }
 
 impl TrainingSummary {
+    /// The kept candidate's calibration on the rows SSGP's calibration check held out from it
+    /// (`None` without a held-out check, or for a file saved before it was recorded).
+    pub fn held_out(&self) -> Option<HeldOutCalibration> {
+        match self.remedy {
+            Some(Remedy::HeldOut { held_out, .. }) => held_out,
+            _ => None,
+        }
+    }
+
+    /// What the fit is flagged for, without test data. By default the LOO's flags
+    /// ([`LooDiagnostic::flags`]; none without a diagnostic). For an SSGP fit its calibration
+    /// check judged on held-out rows ([`Self::held_out`]), the error bars are judged there
+    /// instead — overconfident or too wide beyond chance ([`HeldOutCalibration::overconfident`],
+    /// [`HeldOutCalibration::underconfident`]), since the LOO holds the learned spectral points
+    /// fixed and a widened fit's LOO z² falls by its factor — and the accuracy by the LOO NMSE,
+    /// and for a kept learned fit (whose LOO NMSE is optimistic for the same reason) by the
+    /// larger of it and the held-out NMSE.
+    pub fn flags(&self) -> Flags {
+        let loo = self.diagnostic.map(|d| d.flags()).unwrap_or_default();
+        let (Some(remedy), Some(h)) = (self.remedy, self.held_out()) else {
+            return loo;
+        };
+        let learned = !remedy.random_features();
+        Flags {
+            worse_than_mean: loo.worse_than_mean
+                || (learned && h.nmse > LooDiagnostic::WORSE_THAN_MEAN_NMSE),
+            explains_little: loo.explains_little
+                || (learned && h.nmse > LooDiagnostic::EXPLAINS_LITTLE_NMSE),
+            overconfident: h.overconfident(),
+            fits_too_well: h.underconfident(),
+        }
+    }
+
+    /// Whether any of [`Self::flags`] is set: the fit should not be trusted as it is.
+    pub fn is_flagged(&self) -> bool {
+        self.flags().any()
+    }
+
+    /// The diagnostic's numbers and [`Self::flags`] in one line (what the examples print under
+    /// each fit).
+    pub fn diagnosis(&self) -> Diagnosis<'_> {
+        Diagnosis(self)
+    }
+
     /// The summary of a model built at given parameters without training: no iterations, no
     /// evaluations, [`Termination::NotStarted`], and −log p(y|θ) = `neg_log_evidence` before and
     /// after.
@@ -434,5 +607,119 @@ mod tests {
             .ends_with("(fits its training points too well)"));
         assert_eq!(LooDiagnostic::from_residuals(&[], &[], &[]), None);
         assert_eq!(LooDiagnostic::from_residuals(&[1.0], &[0.0], &[1.0]), None);
+    }
+
+    /// A summary with `loo` and a held-out check that kept the learned fit (or the
+    /// random-feature one) with calibration `held_out`.
+    fn checked(
+        loo: LooDiagnostic,
+        random_features: bool,
+        held_out: Option<HeldOutCalibration>,
+    ) -> TrainingSummary {
+        let (learned_mnlp, random_features_mnlp) = if random_features {
+            (1.0, 0.5)
+        } else {
+            (0.5, 1.0)
+        };
+        TrainingSummary {
+            diagnostic: Some(loo),
+            remedy: Some(Remedy::HeldOut {
+                learned_mnlp,
+                random_features_mnlp,
+                variance_scale: 1.0,
+                held_out,
+            }),
+            ..TrainingSummary::untrained(0.0)
+        }
+    }
+
+    #[test]
+    fn a_checked_fit_is_judged_on_its_held_out_rows() {
+        let loo = LooDiagnostic {
+            mean_z2: 1.0,
+            mnlp: 0.0,
+            nmse: 0.5,
+        };
+        let calibrated = HeldOutCalibration {
+            rows: 50,
+            mean_z2: 1.0,
+            nmse: 0.5,
+        };
+        // Beyond chance on 50 rows: |z² − 1| > 2·√(2/50) = 0.4.
+        assert!((calibrated.chance() - 0.4).abs() < 1e-15);
+        for random_features in [false, true] {
+            assert_eq!(
+                checked(loo, random_features, Some(calibrated)).flags(),
+                Flags::default()
+            );
+            // The LOO's z² no longer judges the error bars: a widened fit's falls by its factor.
+            let too_well = LooDiagnostic {
+                mean_z2: 0.2,
+                ..loo
+            };
+            assert!(too_well.is_flagged());
+            assert!(!checked(too_well, random_features, Some(calibrated)).is_flagged());
+            let over = LooDiagnostic {
+                mean_z2: 3.0,
+                ..loo
+            };
+            assert!(!checked(over, random_features, Some(calibrated)).is_flagged());
+            // The held-out rows' z² does, beyond chance only.
+            for (z2, over, under) in [
+                (1.6, true, false),
+                (1.39, false, false),
+                (0.45, false, true),
+            ] {
+                let h = HeldOutCalibration {
+                    mean_z2: z2,
+                    ..calibrated
+                };
+                let flags = checked(loo, random_features, Some(h)).flags();
+                assert_eq!(
+                    (flags.overconfident, flags.fits_too_well),
+                    (over, under),
+                    "{z2}"
+                );
+            }
+            let few = HeldOutCalibration {
+                rows: 8,
+                mean_z2: 1.9,
+                ..calibrated
+            };
+            assert!(!checked(loo, random_features, Some(few)).is_flagged());
+            // The LOO's NMSE still judges the accuracy.
+            let little = LooDiagnostic { nmse: 0.96, ..loo };
+            let flags = checked(little, random_features, Some(calibrated)).flags();
+            assert!(flags.explains_little && !flags.worse_than_mean);
+        }
+        // The held-out NMSE too, for a kept learned fit (its LOO NMSE is optimistic) alone.
+        let worse = HeldOutCalibration {
+            nmse: 1.2,
+            ..calibrated
+        };
+        let flags = checked(loo, false, Some(worse)).flags();
+        assert!(flags.worse_than_mean && flags.explains_little);
+        assert!(!checked(loo, true, Some(worse)).is_flagged());
+        // Without held-out numbers (a file saved before them, or no check), the LOO's flags.
+        let too_well = LooDiagnostic {
+            mean_z2: 0.2,
+            ..loo
+        };
+        assert_eq!(checked(too_well, false, None).flags(), too_well.flags());
+        let plain = TrainingSummary {
+            diagnostic: Some(too_well),
+            ..TrainingSummary::untrained(0.0)
+        };
+        assert_eq!(plain.flags(), too_well.flags());
+        assert_eq!(TrainingSummary::untrained(0.0).flags(), Flags::default());
+        assert_eq!(
+            checked(loo, false, Some(worse)).diagnosis().to_string(),
+            "LOO mean z² 1.000, MNLP 0.000, NMSE 0.5000; held out (50 rows): mean z² 1.000, \
+             NMSE 1.2000 (worse than the mean)"
+        );
+        assert_eq!(
+            TrainingSummary::untrained(0.0).diagnosis().to_string(),
+            "no LOO diagnostic"
+        );
     }
 }

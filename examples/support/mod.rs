@@ -96,7 +96,7 @@ pub struct Run {
     pub evaluations: usize,
     /// Why the optimiser stopped (the `Termination`'s text).
     pub termination: String,
-    /// The fit's leave-one-out diagnostic on its training data (`LooDiagnostic`'s text; printed,
+    /// The fit's diagnosis on its training data (`TrainingSummary::diagnosis`'s text; printed,
     /// not recorded in `runs.csv`).
     pub diagnostic: String,
     /// The error that ended this fit instead of a result (its figures are then NaN).
@@ -234,9 +234,7 @@ pub fn run(
         iterations: summary.iterations,
         evaluations: summary.evaluations,
         termination: summary.termination.to_string(),
-        diagnostic: summary
-            .diagnostic
-            .map_or_else(|| "no LOO diagnostic".into(), |d| d.to_string()),
+        diagnostic: summary.diagnosis().to_string(),
         error: None,
     })
 }

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::linalg;
 use crate::linalg::Par;
 use crate::termination::Termination;
-use crate::termination::{LooDiagnostic, Remedy, TrainingSummary};
+use crate::termination::{HeldOutCalibration, LooDiagnostic, Remedy, TrainingSummary};
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 
@@ -291,6 +291,7 @@ impl SummaryRepr {
                     learned_mnlp,
                     random_features_mnlp,
                     variance_scale,
+                    held_out,
                 }) => Some(Remedy::HeldOut {
                     learned_mnlp: finite(learned_mnlp, "training summary: held-out MNLP")?,
                     random_features_mnlp: finite(
@@ -301,6 +302,20 @@ impl SummaryRepr {
                         variance_scale,
                         "training summary: held-out variance factor",
                     )?,
+                    held_out: match held_out {
+                        None => None,
+                        Some(h) if h.rows == 0 => {
+                            return Err(Error::InvalidParameter {
+                                name: "training summary: held-out rows",
+                                reason: "a held-out calibration on no rows".into(),
+                            })
+                        }
+                        Some(h) => Some(HeldOutCalibration {
+                            rows: h.rows,
+                            mean_z2: finite(h.mean_z2, "training summary: held-out mean z²")?,
+                            nmse: finite(h.nmse, "training summary: held-out NMSE")?,
+                        }),
+                    },
                 }),
                 other => other,
             },
@@ -321,9 +336,13 @@ impl SummaryRepr {
             learned_mnlp,
             random_features_mnlp,
             variance_scale,
+            held_out,
         }) = &mut self.remedy
         {
             all.extend([learned_mnlp, random_features_mnlp, variance_scale]);
+            if let Some(h) = held_out {
+                all.extend([&mut h.mean_z2, &mut h.nmse]);
+            }
         }
         all
     }

@@ -25,9 +25,9 @@ use super::{SsgpEvidence, SsgpHyperparameters};
 use crate::data::{Dataset, InputColumns};
 use crate::error::Result;
 use crate::hyperparameters::Hyperparameters;
-use crate::metrics::{calibration, mnlp};
+use crate::metrics::{calibration, mnlp, nmse};
 use crate::optim::{retag, Objective, Phase};
-use crate::termination::{Remedy, TrainingSummary};
+use crate::termination::{HeldOutCalibration, Remedy, TrainingSummary};
 use nalgebra::DVector;
 use rand::seq::SliceRandom;
 
@@ -58,6 +58,10 @@ pub enum CalibrationGuard {
     /// more and its fewer evaluations less, the two roughly balancing (n = 2 400, D = 8 or 50:
     /// factors 1.7–2.1 where the fit on all rows needed 2.1–2.2); the cost is about a quarter of
     /// the learned fit's evaluations, plus the random-feature fit's few.
+    ///
+    /// Either way the kept candidate's mean z² and NMSE on the held-out rows are recorded
+    /// (`Remedy::HeldOut`'s `held_out`), and the summary judges the fit's error bars by them
+    /// ([`TrainingSummary::flags`]), not by the LOO (which a widening moves by its factor).
     ///
     /// Below [`CalibrationGuard::HELD_OUT_MIN_ROWS`], the random-feature fit replaces a learned
     /// fit whose LOO diagnostic fits its training points too well
@@ -199,18 +203,16 @@ impl ValidSsgpParams {
             proxy.training.optim.max_evaluations = (fitted.record.training.evaluations / 2).max(1);
         }
         let learned_fit = proxy.fit_from(&fit, start.clone(), &used)?;
-        let learned = held_out(&learned_fit, &held, (narrowest, widest))?;
+        let learned = held_out(&learned_fit, (&fit, &held), (narrowest, widest))?;
         let random_fit = quiet.fit_random_features(&fit, &start, &used, Remedy::RandomFeatures)?;
-        let random = held_out(&random_fit, &held, (narrowest, f64::INFINITY))?;
+        let random = held_out(&random_fit, (&fit, &held), (narrowest, f64::INFINITY))?;
         let keep_random = random.mnlp < learned.mnlp;
+        let kept = if keep_random { &random } else { &learned };
         let remedy = Remedy::HeldOut {
             learned_mnlp: learned.mnlp,
             random_features_mnlp: random.mnlp,
-            variance_scale: if keep_random {
-                random.scale
-            } else {
-                learned.scale
-            },
+            variance_scale: kept.scale,
+            held_out: kept.calibration,
         };
         let mut fitted = match (keep_random, learned_on_all) {
             (true, _) => self.fit_random_features(data, &start, columns, remedy)?,
@@ -313,20 +315,23 @@ struct HeldOutScore {
     /// The variance factor s: the held-out mean z² where it differs from 1 by more than two
     /// standard errors of a mean of χ²₁ (2·√(2/n_held)), 1 otherwise; within the given range.
     scale: f64,
+    /// Its mean z² (the variances multiplied by `scale`) and NMSE on the held-out rows; `None`
+    /// if either is not finite.
+    calibration: Option<HeldOutCalibration>,
 }
 
-/// `model`'s [`HeldOutScore`] on `held`, its factor within `(lowest, highest)`. The factor is
-/// the maximum-likelihood scale of N(μ, s·v) on the held-out rows (s = mean z²), applied only
-/// where the rows show a miscalibration beyond chance. Up to
-/// [`CalibrationGuard::HELD_OUT_MAX_ROWS`] rows a learned fit is not widened (highest 1): its
-/// refit on all rows overfits less than the 3/4 fit scored here, and a widening measured on the
-/// latter overstates it (on the calibration suite it left fits underconfident, coverage
-/// 0.99–1.00); a narrowing (a fit held up by its noise floor) carries over. Above, the proxy's
-/// halved evaluations offset its halved rows, and its widening is applied. `lowest` keeps σn²
-/// above a floor the user set.
+/// `model`'s [`HeldOutScore`] on `held`, its factor within `(lowest, highest)`, its NMSE by the
+/// mean of `fit`, the rows it was trained on. The factor is the maximum-likelihood scale of
+/// N(μ, s·v) on the held-out rows (s = mean z²), applied only where the rows show a
+/// miscalibration beyond chance. Up to [`CalibrationGuard::HELD_OUT_MAX_ROWS`] rows a learned fit
+/// is not widened (highest 1): its refit on all rows overfits less than the 3/4 fit scored here,
+/// and a widening measured on the latter overstates it (on the calibration suite it left fits
+/// underconfident, coverage 0.99–1.00); a narrowing (a fit held up by its noise floor) carries
+/// over. Above, the proxy's halved evaluations offset its halved rows, and its widening is
+/// applied. `lowest` keeps σn² above a floor the user set.
 fn held_out(
     model: &FittedSsgp,
-    held: &Dataset,
+    (fit, held): (&Dataset, &Dataset),
     (lowest, highest): (f64, f64),
 ) -> Result<HeldOutScore> {
     let mut p = model.predict(held.x())?;
@@ -340,8 +345,15 @@ fn held_out(
     };
     p.y_variance *= scale;
     let score = mnlp(held.y(), &p)?;
+    let error = nmse(held.y(), &p, fit.y_mean()).unwrap_or(f64::NAN);
+    let calibration = HeldOutCalibration {
+        rows: held.len(),
+        mean_z2: z2 / scale,
+        nmse: error,
+    };
     Ok(HeldOutScore {
         mnlp: if score.is_finite() { score } else { f64::MAX },
         scale,
+        calibration: (calibration.mean_z2.is_finite() && error.is_finite()).then_some(calibration),
     })
 }

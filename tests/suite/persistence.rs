@@ -1163,6 +1163,27 @@ fn a_held_out_remedy_loads_its_variance_factor() {
     assert!(held_out.remove("variance_scale").is_some());
     let loaded: FittedSsgp = persist::from_json(&without.to_string()).unwrap();
     assert_eq!(loaded.training().remedy.unwrap().variance_scale(), 1.0);
+    // The held-out rows' calibration round-trips, and a file without it (written before it was
+    // recorded) loads without it, its flags the LOO's.
+    let calibration = fitted.training().held_out().unwrap();
+    let loaded: FittedSsgp = persist::from_json(&json.to_string()).unwrap();
+    assert_eq!(loaded.training().held_out(), Some(calibration));
+    assert_eq!(loaded.training().flags(), fitted.training().flags());
+    let mut older = json.clone();
+    let remedy = older.pointer_mut(pointer).unwrap().as_object_mut().unwrap();
+    assert!(remedy.remove("held_out").is_some());
+    let loaded: FittedSsgp = persist::from_json(&older.to_string()).unwrap();
+    assert_eq!(loaded.training().held_out(), None);
+    assert_eq!(
+        loaded.training().flags(),
+        loaded.training().diagnostic.unwrap().flags()
+    );
+    let mut no_rows = json.clone();
+    no_rows.pointer_mut(pointer).unwrap()["held_out"]["rows"] = serde_json::json!(0);
+    assert!(matches!(
+        persist::from_json::<FittedSsgp>(&no_rows.to_string()),
+        Err(Error::InvalidParameter { .. })
+    ));
     let mut negative = json;
     negative.pointer_mut(pointer).unwrap()["variance_scale"] = serde_json::json!(-2.0);
     assert!(matches!(
