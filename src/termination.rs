@@ -143,9 +143,12 @@ pub enum Remedy {
     /// Both fits were trained on 3/4 of the rows and scored by their mean negative log
     /// predictive density on the other 1/4, each with its predictive variances multiplied by the
     /// factor the held-out rows ask for (their mean z², where it differs from 1 beyond chance; a
-    /// learned fit is only ever narrowed); the one with the lower MNLP was refitted on all rows
-    /// (the random-feature fit when `random_features_mnlp < learned_mnlp`) and its σ0² and σn²
-    /// multiplied by its factor, `variance_scale`. Above
+    /// learned fit is only narrowed on fewer than
+    /// [`CalibrationGuard::WIDEN_MIN_HELD_OUT_ROWS`](crate::ssgp::CalibrationGuard::WIDEN_MIN_HELD_OUT_ROWS)
+    /// held-out rows); the one with the lower MNLP was refitted on all rows (the random-feature
+    /// fit when `random_features_mnlp < learned_mnlp`; a widened learned fit is kept as it was
+    /// trained instead, `on_comparison_rows`) and its σ0² and σn² multiplied by its factor,
+    /// `variance_scale`. Above
     /// [`CalibrationGuard::HELD_OUT_MAX_ROWS`](crate::ssgp::CalibrationGuard::HELD_OUT_MAX_ROWS)
     /// rows: the fits were trained on half the rows (the learned one with half the evaluations)
     /// and scored on the other half, the learned fit's factor free to widen, and a winning
@@ -167,6 +170,14 @@ pub enum Remedy {
             serde(default, skip_serializing_if = "Option::is_none")
         )]
         held_out: Option<HeldOutCalibration>,
+        /// Whether the kept fit is the comparison's learned candidate itself, trained on the
+        /// 3/4 of the rows not held out and not refitted on all rows: a learned fit the held-out
+        /// rows widen (with at least
+        /// [`CalibrationGuard::WIDEN_MIN_HELD_OUT_ROWS`](crate::ssgp::CalibrationGuard::WIDEN_MIN_HELD_OUT_ROWS)
+        /// of them). Its θ, −log p(y|θ) and LOO diagnostic are on those rows. `false` in files
+        /// saved before it existed.
+        #[cfg_attr(feature = "serde", serde(default))]
+        on_comparison_rows: bool,
     },
     /// Too few rows for the held-out comparison: the learned fit was kept, its LOO diagnostic
     /// not fitting the training points too well. (Earlier builds also saved it for fits
@@ -223,11 +234,17 @@ impl fmt::Display for Remedy {
                 random_features_mnlp,
                 variance_scale,
                 held_out,
+                on_comparison_rows,
             } => {
+                let rows = if *on_comparison_rows {
+                    " on the comparison's 3/4 of the rows"
+                } else {
+                    ""
+                };
                 write!(
                     f,
-                    "{kept} (held-out MNLP {learned_mnlp:.3} learned, {random_features_mnlp:.3} \
-                     random features; variances ×{variance_scale:.3}"
+                    "{kept}{rows} (held-out MNLP {learned_mnlp:.3} learned, \
+                     {random_features_mnlp:.3} random features; variances ×{variance_scale:.3}"
                 )?;
                 if let Some(h) = held_out {
                     write!(f, "; {h}")?;
@@ -628,6 +645,7 @@ mod tests {
                 random_features_mnlp,
                 variance_scale: 1.0,
                 held_out,
+                on_comparison_rows: false,
             }),
             ..TrainingSummary::untrained(0.0)
         }

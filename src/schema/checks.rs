@@ -292,6 +292,7 @@ impl SummaryRepr {
                     random_features_mnlp,
                     variance_scale,
                     held_out,
+                    on_comparison_rows,
                 }) => Some(Remedy::HeldOut {
                     learned_mnlp: finite(learned_mnlp, "training summary: held-out MNLP")?,
                     random_features_mnlp: finite(
@@ -316,6 +317,7 @@ impl SummaryRepr {
                             nmse: finite(h.nmse, "training summary: held-out NMSE")?,
                         }),
                     },
+                    on_comparison_rows,
                 }),
                 other => other,
             },
@@ -337,6 +339,7 @@ impl SummaryRepr {
             random_features_mnlp,
             variance_scale,
             held_out,
+            ..
         }) = &mut self.remedy
         {
             all.extend([learned_mnlp, random_features_mnlp, variance_scale]);
