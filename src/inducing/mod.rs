@@ -509,7 +509,6 @@ pub(crate) fn gradient(
         };
         let mut work = vec![0.0; m * CHUNK.min(block.1)];
         let mut scratch = vec![0.0; 4 * CHUNK];
-        let r = &mut vec![0.0; m];
         for (first, chunk) in chunks(block).enumerate().map(|(i, c)| (i == 0, c)) {
             let (s, len) = chunk;
             let work = &mut work[..m * len];
@@ -563,14 +562,7 @@ pub(crate) fn gradient(
             sums.sum_pk += dot(work, k_c);
             let slopes = f.g_fu.as_ref().map_or(k_c, |g| g.chunk(chunk));
             work.iter_mut().zip(slopes).for_each(|(p, g)| *p *= g);
-            for dd in 0..dim {
-                let xb = &pseudo.as_slice()[dd * m..(dd + 1) * m];
-                let xd = &x.as_slice()[dd * n + s..dd * n + s + len];
-                sums.s[dd] += weighted_differences(work, xb, xd, r);
-                for (acc, rj) in sums.r.column_mut(dd).iter_mut().zip(r.iter()) {
-                    *acc += rj;
-                }
-            }
+            weighted_differences(work, pseudo, (x, s), &mut sums.r, &mut sums.s);
         }
         sums
     };
@@ -619,15 +611,14 @@ pub(crate) fn gradient(
     // ∂K_uu[j,k]/∂x̄_jd = −G_uu[j,k](x̄_jd − x̄_kd)/ℓ_d² (row and column j).
     let w2 = b2.as_ref().unwrap_or(&a2);
     // M, K_uu and G_uu are symmetric: the weights of inducing point j are row or column j alike.
-    let mut r2 = vec![0.0; m];
+    let (mut r2, mut s2) = (DMatrix::zeros(m, dim), vec![0.0; dim]);
+    weighted_differences(w2.as_slice(), pseudo, (pseudo, 0), &mut r2, &mut s2);
     for d in 0..dim {
-        let xb = &pseudo.as_slice()[d * m..(d + 1) * m];
-        let s2 = weighted_differences(w2.as_slice(), xb, xb, &mut r2);
         let inv_l2 = theta.hyper.lengthscales[d].powi(-2);
-        g[d] = (s1[d] - 0.5 * s2) * inv_l2;
+        g[d] = (s1[d] - 0.5 * s2[d]) * inv_l2;
         if free_pseudo {
             for j in 0..m {
-                g[dim + 2 + j + d * m] = (r2[j] - r1[(j, d)]) * inv_l2;
+                g[dim + 2 + j + d * m] = (r2[(j, d)] - r1[(j, d)]) * inv_l2;
             }
         }
     }
@@ -653,36 +644,103 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
     pairwise(&acc) + tail
 }
 
-/// For a weight matrix `a` (k×m, column major: column j the weights of inducing point j) and
-/// coordinates `u` (m) and `z` (k): writes $r_j = \sum_i a_{ij}(u_j - z_i)$ into `r` (m) and
-/// returns $\sum_{ij} a_{ij}(u_j - z_i)^2$. Each column is summed in eight interleaved partial
-/// sums (so the loop vectorises), added pairwise at the end.
-fn weighted_differences(a: &[f64], u: &[f64], z: &[f64], r: &mut [f64]) -> f64 {
-    let r = &mut r[..u.len()];
-    r.fill(0.0);
-    let mut total = 0.0;
-    for ((col, &uj), rj) in a.chunks_exact(z.len().max(1)).zip(u).zip(r.iter_mut()) {
-        let (cols, zs) = (col.chunks_exact(8), z.chunks_exact(8));
-        let (mut r_tail, mut q_tail) = (0.0, 0.0);
-        for (&aij, &zi) in cols.remainder().iter().zip(zs.remainder()) {
-            let diff = uj - zi;
-            let t = aij * diff;
-            r_tail += t;
-            q_tail += t * diff;
+/// For a weight matrix `a` (k×m, column major: column j the weights of inducing point j), the
+/// inducing inputs `u` (m×D) and k points `z` (rows `start` .. `start` + k of an N×D matrix):
+/// adds $\sum_i a_{ij}(u_{jd} - z_{id})$ to `r[(j, d)]` (r m×D) and
+/// $\sum_{ij} a_{ij}(u_{jd} - z_{id})^2$ to `s[d]` (D). Column by column, so that each column of
+/// `a` is read from the core's first-level cache for all D coordinates, through
+/// [`column_sums`].
+fn weighted_differences(
+    a: &[f64],
+    u: &DMatrix<f64>,
+    (z, start): (&DMatrix<f64>, usize),
+    r: &mut DMatrix<f64>,
+    s: &mut [f64],
+) {
+    let (m, dim) = u.shape();
+    let k = a.len() / m.max(1);
+    let (us, zs, zn) = (u.as_slice(), z.as_slice(), z.nrows());
+    let avx2 = linalg::avx2_available();
+    for (j, col) in a.chunks_exact(k.max(1)).enumerate() {
+        for d in 0..dim {
+            let zd = &zs[d * zn + start..d * zn + start + k];
+            let (rj, qj) = column_sums(col, us[j + d * m], zd, avx2);
+            r[(j, d)] += rj;
+            s[d] += qj;
         }
-        let (mut rs, mut qs) = ([0.0; 8], [0.0; 8]);
-        for (a8, z8) in cols.zip(zs) {
+    }
+}
+
+/// $(\sum_i a_i(u - z_i), \sum_i a_i(u - z_i)^2)$ for equal-length `a` and `z`, each in eight
+/// interleaved partial sums (lane l takes the i ≡ l mod 8) added pairwise at the end, and the
+/// last k mod 8 terms in order after them; with AVX2 (`avx2`, which the caller has checked) the
+/// eight lanes run as two vectors of four, the same operations in the same order, so the same
+/// bits (the compiler does not vectorise the portable loop's two reductions).
+fn column_sums(a: &[f64], u: f64, z: &[f64], avx2: bool) -> (f64, f64) {
+    let full = a.len().min(z.len()) / 8 * 8;
+    let (mut r, mut q) = ([0.0; 8], [0.0; 8]);
+    if avx2 && cfg!(target_arch = "x86_64") {
+        // SAFETY: the CPU has AVX2 (the caller's check); both slices hold `full` entries.
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            column_sums_avx2(&a[..full], u, &z[..full], &mut r, &mut q)
+        };
+    } else {
+        for (a8, z8) in a[..full].chunks_exact(8).zip(z[..full].chunks_exact(8)) {
             for l in 0..8 {
-                let diff = uj - z8[l];
+                let diff = u - z8[l];
                 let t = a8[l] * diff;
-                rs[l] += t;
-                qs[l] += t * diff;
+                r[l] += t;
+                q[l] += t * diff;
             }
         }
-        *rj = pairwise(&rs) + r_tail;
-        total += pairwise(&qs) + q_tail;
     }
-    total
+    let (mut r_tail, mut q_tail) = (0.0, 0.0);
+    for (&ai, &zi) in a[full..].iter().zip(&z[full..]) {
+        let diff = u - zi;
+        let t = ai * diff;
+        r_tail += t;
+        q_tail += t * diff;
+    }
+    (pairwise(&r) + r_tail, pairwise(&q) + q_tail)
+}
+
+/// The eight lanes of [`column_sums`] over `a` and `z` (of one length, a multiple of 8) as two
+/// AVX2 vectors each for the two sums, stored into `r` and `q`.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn column_sums_avx2(a: &[f64], u: f64, z: &[f64], r: &mut [f64; 8], q: &mut [f64; 8]) {
+    use std::arch::x86_64::{
+        _mm256_add_pd, _mm256_loadu_pd, _mm256_mul_pd, _mm256_set1_pd, _mm256_setzero_pd,
+        _mm256_storeu_pd, _mm256_sub_pd,
+    };
+    let uu = _mm256_set1_pd(u);
+    let (mut r0, mut r1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+    let (mut q0, mut q1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+    for (a8, z8) in a.chunks_exact(8).zip(z.chunks_exact(8)) {
+        // SAFETY: a8 and z8 hold eight entries each: two unaligned loads of four.
+        let (d0, d1, t0, t1) = unsafe {
+            let d0 = _mm256_sub_pd(uu, _mm256_loadu_pd(z8.as_ptr()));
+            let d1 = _mm256_sub_pd(uu, _mm256_loadu_pd(z8.as_ptr().add(4)));
+            let t0 = _mm256_mul_pd(_mm256_loadu_pd(a8.as_ptr()), d0);
+            let t1 = _mm256_mul_pd(_mm256_loadu_pd(a8.as_ptr().add(4)), d1);
+            (d0, d1, t0, t1)
+        };
+        r0 = _mm256_add_pd(r0, t0);
+        r1 = _mm256_add_pd(r1, t1);
+        q0 = _mm256_add_pd(q0, _mm256_mul_pd(t0, d0));
+        q1 = _mm256_add_pd(q1, _mm256_mul_pd(t1, d1));
+    }
+    // SAFETY: r and q hold eight entries each: two unaligned stores of four.
+    unsafe {
+        _mm256_storeu_pd(r.as_mut_ptr(), r0);
+        _mm256_storeu_pd(r.as_mut_ptr().add(4), r1);
+        _mm256_storeu_pd(q.as_mut_ptr(), q0);
+        _mm256_storeu_pd(q.as_mut_ptr().add(4), q1);
+    }
 }
 
 /// The sum of eight partial sums, added pairwise.
@@ -892,22 +950,38 @@ mod tests {
 
     #[test]
     fn weighted_differences_match_their_definition() {
-        // k = 19 points: two runs of eight and a remainder of three.
-        let (k, m) = (19, 4);
+        // k = 19 points (two runs of eight and a remainder of three) from row 5 of z, D = 2.
+        let (k, m, dim, start) = (19, 4, 2, 5);
         let a = DMatrix::from_fn(k, m, |i, j| ((j * 3 + i * 5) % 7) as f64 - 3.0);
-        let u: Vec<f64> = (0..m).map(|j| 0.3 * j as f64 - 0.5).collect();
-        let z: Vec<f64> = (0..k).map(|i| (i as f64).sin()).collect();
-        let mut r = vec![f64::NAN; m];
-        let s = weighted_differences(a.as_slice(), &u, &z, &mut r);
-        let mut expected = 0.0;
-        for (j, rj) in r.iter().enumerate() {
-            let column: f64 = (0..k).map(|i| a[(i, j)] * (u[j] - z[i])).sum();
-            assert!((rj - column).abs() < 1e-13);
-            expected += (0..k)
-                .map(|i| a[(i, j)] * (u[j] - z[i]).powi(2))
-                .sum::<f64>();
+        let u = DMatrix::from_fn(m, dim, |j, d| 0.3 * j as f64 - 0.5 + d as f64);
+        let z = DMatrix::from_fn(30, dim, |i, d| (i as f64 + 0.3 * d as f64).sin());
+        let (mut r, mut s) = (DMatrix::from_element(m, dim, 1.0), vec![2.0; dim]);
+        weighted_differences(a.as_slice(), &u, (&z, start), &mut r, &mut s);
+        for d in 0..dim {
+            let diff = |i: usize, j: usize| u[(j, d)] - z[(start + i, d)];
+            let mut expected = 2.0;
+            for j in 0..m {
+                let column: f64 = (0..k).map(|i| a[(i, j)] * diff(i, j)).sum();
+                assert!((r[(j, d)] - 1.0 - column).abs() < 1e-13);
+                expected += (0..k).map(|i| a[(i, j)] * diff(i, j).powi(2)).sum::<f64>();
+            }
+            assert!((s[d] - expected).abs() < 1e-12);
         }
-        assert!((s - expected).abs() < 1e-12);
+    }
+
+    /// The AVX2 build of the column sums gives the portable loop's bits.
+    #[test]
+    fn column_sums_are_the_same_with_and_without_avx2() {
+        let a: Vec<f64> = (0..45).map(|i| (i as f64 * 0.37).sin()).collect();
+        let z: Vec<f64> = (0..45).map(|i| (i as f64 * 0.11).cos()).collect();
+        for len in [0, 3, 8, 16, 45] {
+            let portable = column_sums(&a[..len], 0.25, &z[..len], false);
+            let (r, q) = column_sums(&a[..len], 0.25, &z[..len], linalg::avx2_available());
+            assert_eq!(r.to_bits(), portable.0.to_bits(), "length {len}");
+            assert_eq!(q.to_bits(), portable.1.to_bits(), "length {len}");
+            let naive: f64 = (0..len).map(|i| a[i] * (0.25 - z[i])).sum();
+            assert!((r - naive).abs() < 1e-13, "length {len}");
+        }
     }
 
     #[test]
