@@ -204,7 +204,7 @@ impl Chunked {
 }
 
 /// The buffers of an evaluation kept for the next one behind mutexes: the two n×m matrices
-/// ($K_{fu}$ and $V^⊤$) and the blocks' scratch (each block's m×256 work matrix and its m×m
+/// ($K_{fu}$ and $V^⊤$) and the blocks' scratch (each block's 256×m work matrix and its m×m
 /// sums, up to [`SCRATCH_KEPT`] of them). A fresh buffer costs a page fault per 4 KiB page on
 /// first write: for the two matrices about a tenth of an evaluation at n = 10 000, for the
 /// scratch (24 blocks of 0.7 MB at m = 200) a few per cent. The contents are always overwritten
