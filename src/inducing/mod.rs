@@ -36,16 +36,18 @@
 //! the coordinate differences $x̄_{jd} - x_{id}$, an O(nmD) pass.
 //!
 //! # The evaluation
-//! Both [`factorize`] and [`gradient`] are one pass over the n points in chunks of 256 (columns
-//! of K_uf), as SSGP's evidence is: the chunks are grouped into 12, 6, 4, 3, 2 or 1 contiguous
-//! blocks chosen from n and m alone, the blocks run in parallel (one job per block, its chunks in
-//! order), and their partial sums are added in block order, so an evaluation gives the same bits
-//! on any number of threads. Everything a chunk needs stays in the core's cache while its O(m²)
-//! per-point steps run as gemms on it: pass 1 computes the chunk's kernel columns, $V = L_u^{-1}K_{uf}$,
-//! λ and its share of $VΛ^{-1}V^⊤$ and $VΛ^{-1}y$; pass 2 its $B$, α, w, $P_V$, its share of
-//! $P_VV^⊤$, $P = L_u^{-⊤}P_V$ and the sums of $P ∘ K_{uf}$ and $P ∘ G_{uf}$ against the coordinate
-//! differences. Only K_uf and V (m×n each) are kept between the passes, in buffers reused from one
-//! evaluation to the next.
+//! Both [`factorize`] and [`gradient`] are one pass over the n points in chunks of 256, as
+//! SSGP's evidence is: the chunks are grouped into 12, 6, 4, 3, 2 or 1 contiguous blocks chosen
+//! from n and m alone, the blocks run in parallel (one job per block, its chunks in order), and
+//! their partial sums are added in block order, so an evaluation gives the same bits on any
+//! number of threads. Everything a chunk needs stays in the core's cache while its O(m²)
+//! per-point steps run as gemms on it, and every n×m matrix is held transposed, one row per
+//! point (a chunk is a len×m column-major block, [`Chunked`]), so that the chunk's triangular
+//! solves are right-side solves on contiguous columns: pass 1 computes the chunk's rows of
+//! $K_{fu}$, $V^⊤ = K_{fu}L_u^{-⊤}$, λ and its share of $VΛ^{-1}V^⊤$ and $VΛ^{-1}y$; pass 2 its
+//! $B^⊤$, α, w, $P_V^⊤$, its share of $P_VV^⊤$, $P^⊤ = P_V^⊤L_u^{-1}$ and the sums of
+//! $P ∘ K_{uf}$ and $P ∘ G_{uf}$ against the coordinate differences. Only $K_{fu}$ and $V^⊤$
+//! (n×m each) are kept between the passes, in buffers reused from one evaluation to the next.
 //!
 //! Cost: about 7nm² flops in gemms and triangular solves (2nm² in pass 1, 5nm² in pass 2),
 //! plus O(nmD) for the kernel and its derivatives; memory O(nm).
@@ -89,18 +91,19 @@ pub(crate) enum Approximation {
 /// [module docs](self) for the notation).
 #[derive(Debug, Clone)]
 pub(crate) struct Factors {
-    /// $K_{uf}$, m×n.
-    pub k_uf: DMatrix<f64>,
-    /// The slopes $G_{uf}$ (m×n) of $K_{uf}$; `None` for the squared exponential, where G = K.
-    pub g_uf: Option<DMatrix<f64>>,
+    /// $K_{fu} = K_{uf}^⊤$ (n×m) chunk by chunk (see [`Chunked`]).
+    pub k_fu: Chunked,
+    /// The slopes $G_{fu}$ (n×m) of $K_{fu}$, laid out as it; `None` for the squared
+    /// exponential, where G = K.
+    pub g_fu: Option<Chunked>,
     /// $K_{uu} - δI$, m×m (the jitter-free covariance of the inducing inputs).
     pub k_uu: DMatrix<f64>,
     /// The slopes $G_{uu}$ (m×m) of $K_{uu}$; `None` for the squared exponential.
     pub g_uu: Option<DMatrix<f64>>,
     /// $L_u$, the lower Cholesky factor of $K_{uu}$ (jitter included), m×m.
     pub l_u: DMatrix<f64>,
-    /// $V = L_u^{-1}K_{uf}$, m×n.
-    pub v: DMatrix<f64>,
+    /// $V^⊤ = K_{fu}L_u^{-⊤}$ (n×m, $V = L_u^{-1}K_{uf}$) chunk by chunk (see [`Chunked`]).
+    pub vt: Chunked,
     /// λ = diag(Λ), n.
     pub lambda: DVector<f64>,
     /// $L_A$, the lower Cholesky factor of $A = I + VΛ^{-1}V^⊤$, m×m.
@@ -120,8 +123,8 @@ pub(crate) struct Factors {
     pub relative_jitter: f64,
 }
 
-/// Points per chunk of $K_{uf}$'s columns: a chunk's slices of K_uf, V and one m×256 work
-/// matrix stay in the core's cache while every O(nm²) step runs on them.
+/// Points per chunk: a chunk's rows of K_fu, V^⊤ and one 256×m work matrix stay in the core's
+/// cache while every O(nm²) step runs on them.
 const CHUNK: usize = 256;
 /// The block counts [`blocks`] chooses from, largest first: 12, 6, 4, 3 and 2 blocks keep 2
 /// (and most other numbers of) threads equally busy.
@@ -163,15 +166,15 @@ fn chunks((start, len): (usize, usize)) -> impl Iterator<Item = (usize, usize)> 
     })
 }
 
-/// `data` (a column-major matrix of `rows` rows) cut into the column ranges of `plan`.
-fn split_columns<'a>(
+/// `data` (`per_point` entries per point, the points in order) cut into the blocks of `plan`.
+fn split_points<'a>(
     mut data: &'a mut [f64],
-    rows: usize,
+    per_point: usize,
     plan: &[(usize, usize)],
 ) -> Vec<&'a mut [f64]> {
     plan.iter()
         .map(|&(_, len)| {
-            let (head, tail) = std::mem::take(&mut data).split_at_mut(len * rows);
+            let (head, tail) = std::mem::take(&mut data).split_at_mut(len * per_point);
             data = tail;
             head
         })
@@ -183,27 +186,76 @@ fn mat(data: &mut [f64], rows: usize, cols: usize) -> MatMut<'_> {
     MatMut::from_column_major_slice_mut(data, rows, cols)
 }
 
-/// The two m×n buffers of an evaluation ($K_{uf}$ and V), kept between evaluations behind a
-/// mutex: a fresh 8–16 MB buffer costs a page fault per 4 KiB page on first write, about a tenth
-/// of an evaluation at n = 10 000. The contents are always overwritten; the evaluation stays a
-/// pure function of (data, θ).
+/// An n×m matrix with one row per point ($K_{fu}$, $G_{fu}$ or $V^⊤$) stored chunk by chunk in
+/// the plan of [`blocks`] and [`chunks`] for (n, m): the chunk of points (s, len) is the len×m
+/// column-major block at entries s·m .. (s + len)·m. Each chunk's triangular solves are then
+/// right-side solves ($XL^{-⊤}$, $XL^{-1}$) on contiguous columns, with no copy.
+#[derive(Debug, Clone)]
+pub(crate) struct Chunked {
+    data: Vec<f64>,
+    m: usize,
+}
+
+impl Chunked {
+    /// The len×m block (column major) of the chunk of points (s, len).
+    fn chunk(&self, (s, len): (usize, usize)) -> &[f64] {
+        &self.data[s * self.m..(s + len) * self.m]
+    }
+}
+
+/// The buffers of an evaluation kept for the next one behind mutexes: the two n×m matrices
+/// ($K_{fu}$ and $V^⊤$) and the blocks' scratch (each block's 256×m work matrix and its m×m
+/// sums, up to [`SCRATCH_KEPT`] of them). A fresh buffer costs a page fault per 4 KiB page on
+/// first write: for the two matrices about a tenth of an evaluation at n = 10 000, for the
+/// scratch (24 blocks of 0.7 MB at m = 200) a few per cent. The contents are always overwritten
+/// (scratch is handed out zeroed); the evaluation stays a pure function of (data, θ).
 #[derive(Default)]
-pub(crate) struct Buffers(std::sync::Mutex<Vec<Vec<f64>>>);
+pub(crate) struct Buffers {
+    matrices: std::sync::Mutex<Vec<Vec<f64>>>,
+    scratch: std::sync::Mutex<Vec<Vec<f64>>>,
+}
+
+/// The most scratch buffers [`Buffers`] keeps: the 12 blocks' sums of a pass, alive together
+/// when they are added, and the work matrices of the blocks running beside them.
+const SCRATCH_KEPT: usize = 32;
 
 impl Buffers {
-    /// A `rows`×`cols` matrix with unspecified contents (a kept buffer when there is one).
-    fn take(&self, rows: usize, cols: usize) -> DMatrix<f64> {
-        let kept = self.0.lock().ok().and_then(|mut spare| spare.pop());
+    /// An n×m [`Chunked`] matrix with unspecified contents (a kept buffer when there is one).
+    fn take(&self, n: usize, m: usize) -> Chunked {
+        let kept = self.matrices.lock().ok().and_then(|mut spare| spare.pop());
         let mut data = kept.unwrap_or_default();
-        data.resize(rows * cols, 0.0);
-        DMatrix::from_vec(rows, cols, data)
+        data.resize(n * m, 0.0);
+        Chunked { data, m }
     }
 
     /// Keeps `matrix`'s buffer for the next evaluation (at most two are kept).
-    fn give(&self, matrix: DMatrix<f64>) {
-        if let Ok(mut spare) = self.0.lock() {
+    fn give(&self, matrix: Chunked) {
+        if let Ok(mut spare) = self.matrices.lock() {
             if spare.len() < 2 {
-                spare.push(matrix.data.into());
+                spare.push(matrix.data);
+            }
+        }
+    }
+
+    /// `len` zeros (a kept scratch buffer when there is one).
+    fn zeros(&self, len: usize) -> Vec<f64> {
+        let kept = self.scratch.lock().ok().and_then(|mut spare| spare.pop());
+        let mut data = kept.unwrap_or_default();
+        data.clear();
+        data.resize(len, 0.0);
+        data
+    }
+
+    /// An m×m zero matrix on a kept scratch buffer (see [`Buffers::zeros`]).
+    fn zero_matrix(&self, m: usize) -> DMatrix<f64> {
+        DMatrix::from_vec(m, m, self.zeros(m * m))
+    }
+
+    /// Keeps `data` as scratch for later (up to [`SCRATCH_KEPT`] buffers).
+    fn keep(&self, data: Vec<f64>) {
+        if let Ok(mut spare) = self.scratch.lock() {
+            if spare.len() < SCRATCH_KEPT {
+                spare.push(data);
             }
         }
     }
@@ -222,8 +274,8 @@ impl std::fmt::Debug for Buffers {
     }
 }
 
-/// One block's columns of the n-long results of [`factorize`]'s pass: K_uf, G_uf (if any) and V
-/// (m columns each), λ and y_s.
+/// One block's share of the n-long results of [`factorize`]'s pass: its chunks of K_fu, G_fu (if
+/// any) and V^⊤ (m entries per point), λ and y_s.
 struct BlockColumns<'a> {
     range: (usize, usize),
     k: &'a mut [f64],
@@ -248,8 +300,9 @@ struct FactorSums {
 /// x's coordinates); K_uu gets the jitter of `jitter` (relative to σ0² if so set).
 ///
 /// One pass over the points in chunks of [`CHUNK`], the blocks of [`blocks`] on `threads`: per
-/// chunk the kernel columns, $V = L_u^{-1}K_{uf}$ (a recursive triangular solve), λ, and the
-/// chunk's $V_sV_s^⊤$ (a symmetric rank-k product) and $V_sy_s$, summed block by block. Then
+/// chunk (len points) its rows of $K_{fu}$ (len×m), $V^⊤ = K_{fu}L_u^{-⊤}$ (len×m, a recursive
+/// right-side triangular solve), λ, and the chunk's $V_sV_s^⊤$ (m×m, a symmetric rank-len
+/// product of $V_s^⊤ = Λ^{-1/2}V^⊤$) and $V_sy_s$ (m), summed block by block. Then
 /// $A = I + \sum V_sV_s^⊤ = L_AL_A^⊤$ and $By_s = L_A^{-1}V_sy_s$: 2nm² flops in gemms, plus
 /// O(nmD) for the kernel.
 ///
@@ -290,24 +343,27 @@ pub(crate) fn factorize(
     let zu = kernel::shift_and_scale(pseudo, x_medians, ell);
     let zx = kernel::shift_and_scale(x, x_medians, ell);
     let (nu, nx) = (kernel::row_norms(&zu), kernel::row_norms(&zx));
-    let mut k_uf = buffers.take(m, n);
-    let mut g_uf = (family != Kernel::SquaredExponential).then(|| DMatrix::zeros(m, n));
-    let mut v = buffers.take(m, n);
+    let mut k_fu = buffers.take(n, m);
+    let mut g_fu = (family != Kernel::SquaredExponential).then(|| Chunked {
+        data: vec![0.0; n * m],
+        m,
+    });
+    let mut vt = buffers.take(n, m);
     let mut lambda = DVector::zeros(n);
     let mut ys = DVector::zeros(n);
     let plan = blocks(n, m);
-    let mut g_blocks: Vec<Option<&mut [f64]>> = match g_uf.as_mut() {
-        Some(g) => split_columns(g.as_mut_slice(), m, &plan)
+    let mut g_blocks: Vec<Option<&mut [f64]>> = match g_fu.as_mut() {
+        Some(g) => split_points(&mut g.data, m, &plan)
             .into_iter()
             .map(Some)
             .collect(),
         None => plan.iter().map(|_| None).collect(),
     };
-    let jobs: Vec<BlockColumns<'_>> = split_columns(k_uf.as_mut_slice(), m, &plan)
+    let jobs: Vec<BlockColumns<'_>> = split_points(&mut k_fu.data, m, &plan)
         .into_iter()
-        .zip(split_columns(v.as_mut_slice(), m, &plan))
-        .zip(split_columns(lambda.as_mut_slice(), 1, &plan))
-        .zip(split_columns(ys.as_mut_slice(), 1, &plan))
+        .zip(split_points(&mut vt.data, m, &plan))
+        .zip(split_points(lambda.as_mut_slice(), 1, &plan))
+        .zip(split_points(ys.as_mut_slice(), 1, &plan))
         .zip(g_blocks.drain(..))
         .zip(&plan)
         .map(|(((((k, v), lambda), ys), g), &range)| BlockColumns {
@@ -323,29 +379,27 @@ pub(crate) fn factorize(
     let job = |mut cols: BlockColumns<'_>| -> Result<FactorSums> {
         let (start, len) = cols.range;
         let mut sums = FactorSums {
-            a: DMatrix::zeros(m, m),
+            a: buffers.zero_matrix(m),
             vy: DMatrix::zeros(m, 1),
             log_lambda: 0.0,
             ys2: 0.0,
             trace: 0.0,
         };
-        let mut work = vec![0.0; m * CHUNK.min(len)];
+        let mut work = buffers.zeros(m * CHUNK.min(len));
+        let (mut q, mut inv_sl) = (vec![0.0; CHUNK], vec![0.0; CHUNK]);
         for (first, (s, len)) in chunks(cols.range).enumerate().map(|(i, c)| (i == 0, c)) {
-            let (o, cols_c) = (s - start, (s - start) * m..(s - start + len) * m);
-            let k_c = &mut cols.k[cols_c.clone()];
-            let g_c = cols.g.as_mut().map(|g| &mut g[cols_c.clone()]);
+            let (o, rows_c) = (s - start, (s - start) * m..(s - start + len) * m);
+            let k_c = &mut cols.k[rows_c.clone()];
+            let g_c = cols.g.as_mut().map(|g| &mut g[rows_c.clone()]);
             let zx_c = linalg::rows_view(&zx, s, len);
-            kernel.cross_scaled_into((linalg::view(&zu), &nu), (zx_c, &nx[s..s + len]), k_c, g_c);
-            let v_c = &mut cols.v[cols_c];
+            kernel.cross_scaled_into((zx_c, &nx[s..s + len]), (linalg::view(&zu), &nu), k_c, g_c);
+            // V^⊤ = K_fu L_u⁻ᵀ, len×m.
+            let v_c = &mut cols.v[rows_c];
             v_c.copy_from_slice(k_c);
-            linalg::solve_left_lower(mat(v_c, m, len), lu, Par::Seq);
-            let work = &mut work[..m * len];
-            for (i, (vi, wi)) in v_c
-                .chunks_exact(m)
-                .zip(work.chunks_exact_mut(m))
-                .enumerate()
-            {
-                let q = dot(vi, vi);
+            linalg::solve_right_lower_transpose(mat(v_c, len, m), lu, Par::Seq);
+            let (q, inv_sl) = (&mut q[..len], &mut inv_sl[..len]);
+            row_squares(v_c, q);
+            for (i, (&q, inv)) in q.iter().zip(inv_sl.iter_mut()).enumerate() {
                 sums.trace += c - q;
                 let l = match approx {
                     Approximation::Fitc => c - q + sn2,
@@ -367,29 +421,19 @@ pub(crate) fn factorize(
                 cols.ys[o + i] = y[s + i] / sl;
                 sums.log_lambda += l.ln();
                 sums.ys2 += cols.ys[o + i] * cols.ys[o + i];
-                let inv_sl = 1.0 / sl;
-                for (w, t) in wi.iter_mut().zip(vi) {
-                    *w = t * inv_sl;
-                }
+                *inv = 1.0 / sl;
             }
-            let vs = MatRef::from_column_major_slice(work, m, len);
-            linalg::syrk_lower(
-                linalg::view_mut(&mut sums.a),
-                !first,
-                vs.transpose(),
-                1.0,
-                Par::Seq,
-            );
-            let ys_c = MatRef::from_column_major_slice(&cols.ys[o..o + len], len, 1);
-            linalg::gemm(
-                linalg::view_mut(&mut sums.vy),
-                !first,
-                vs,
-                ys_c,
-                1.0,
-                Par::Seq,
-            );
+            // V_s^⊤ = Λ^{-1/2} V^⊤ (len×m); A += V_s V_s^⊤, V_s y_s.
+            let work = &mut work[..m * len];
+            scale_rows(work, v_c, inv_sl);
+            let vs = MatRef::from_column_major_slice(work, len, m);
+            linalg::syrk_lower(linalg::view_mut(&mut sums.a), !first, vs, 1.0, Par::Seq);
+            let ys_c = &cols.ys[o..o + len];
+            for (acc, col) in sums.vy.iter_mut().zip(work.chunks_exact(len)) {
+                *acc += dot(col, ys_c);
+            }
         }
+        buffers.keep(work);
         Ok(sums)
     };
     let mut l_a = DMatrix::identity(m, m);
@@ -398,6 +442,7 @@ pub(crate) fn factorize(
     for sums in threads.map(jobs, job) {
         let sums = sums?;
         l_a += &sums.a;
+        buffers.keep(sums.a.data.into());
         by += &sums.vy;
         log_lambda += sums.log_lambda;
         ys2 += sums.ys2;
@@ -417,12 +462,12 @@ pub(crate) fn factorize(
     }
 
     Ok(Factors {
-        k_uf,
-        g_uf,
+        k_fu,
+        g_fu,
         k_uu,
         g_uu,
         l_u,
-        v,
+        vt,
         lambda,
         l_a,
         ys,
@@ -464,11 +509,12 @@ struct GradientSums {
 /// the mD of the inducing inputs X̄ − 1cᵀ, column by column, when `free_pseudo`), in the layout
 /// of [`crate::hyperparameters`].
 ///
-/// One pass over the points in the chunks and blocks of [`factorize`]: per chunk
-/// $B = L_A^{-1}V_s$ (its column norms give diag(C⁻¹), its product with $By_s$ gives α), then
-/// $P_V = L_A^{-⊤}BΛ^{-1/2} - (Vα)α^⊤ - V\mathrm{diag}(d)$, the chunk's $P_VV^⊤$ (a gemm),
-/// $P = L_u^{-⊤}P_V$ and the kernel-derivative sums of $P ∘ K_{uf}$ and $P ∘ G_{uf}$ while the
-/// chunk is in cache: 5nm² flops in gemms, plus O(nmD).
+/// One pass over the points in the chunks and blocks of [`factorize`], every chunk's matrices
+/// len×m (one row per point) and every solve a right-side one: per chunk
+/// $B^⊤ = Λ^{-1/2}V^⊤L_A^{-⊤}$ (its row norms give diag(C⁻¹), its product with $By_s$ gives α),
+/// then $P_V^⊤ = Λ^{-1/2}B^⊤L_A^{-1} - α(Vα)^⊤ - \mathrm{diag}(d)V^⊤$, the chunk's $P_VV^⊤$
+/// (m×m, a gemm), $P^⊤ = P_V^⊤L_u^{-1}$ and the kernel-derivative sums of $P ∘ K_{uf}$ and
+/// $P ∘ G_{uf}$ while the chunk is in cache: 5nm² flops in gemms, plus O(nmD).
 pub(crate) fn gradient(
     x: &DMatrix<f64>,
     theta: &Decoded<'_>,
@@ -489,78 +535,70 @@ pub(crate) fn gradient(
     let (la, lu) = (linalg::view(&f.l_a), linalg::view(&f.l_u));
     let job = |block: (usize, usize)| -> GradientSums {
         let mut sums = GradientSums {
-            pv: DMatrix::zeros(m, m),
+            pv: buffers.zero_matrix(m),
             sum_w: 0.0,
             sum_pk: 0.0,
             r: DMatrix::zeros(m, dim),
             s: vec![0.0; dim],
         };
-        let mut work = vec![0.0; m * CHUNK.min(block.1)];
-        let (mut alpha, mut d) = (vec![0.0; CHUNK], vec![0.0; CHUNK]);
-        let (mut r, mut q) = (vec![0.0; m], vec![0.0; m]);
-        for (first, (s, len)) in chunks(block).enumerate().map(|(i, c)| (i == 0, c)) {
-            let cols = s * m..(s + len) * m;
+        let mut work = buffers.zeros(m * CHUNK.min(block.1));
+        let mut scratch = vec![0.0; 4 * CHUNK];
+        for (first, chunk) in chunks(block).enumerate().map(|(i, c)| (i == 0, c)) {
+            let (s, len) = chunk;
             let work = &mut work[..m * len];
-            let v_c = &f.v.as_slice()[cols.clone()];
-            let sqrt_lambda = |i: usize| f.lambda[s + i].sqrt();
-            for (i, (w, vi)) in work
-                .chunks_exact_mut(m)
-                .zip(v_c.chunks_exact(m))
-                .enumerate()
-            {
-                let inv_sl = 1.0 / sqrt_lambda(i);
-                w.iter_mut().zip(vi).for_each(|(w, t)| *w = t * inv_sl);
+            let (inv_sl, rest) = scratch.split_at_mut(len);
+            let (alpha, rest) = rest.split_at_mut(len);
+            let (d, rest) = rest.split_at_mut(len);
+            let b2 = &mut rest[..len];
+            let v_c = f.vt.chunk(chunk);
+            for (inv, &l) in inv_sl.iter_mut().zip(&f.lambda.as_slice()[s..s + len]) {
+                *inv = 1.0 / l.sqrt();
             }
-            // B = L_A⁻¹ V_s; α = C⁻¹y = Λ^{-1/2}(y_s − Bᵀ B y_s); w = diag(C⁻¹) − α².
-            linalg::solve_left_lower(mat(work, m, len), la, Par::Seq);
-            for (i, b) in work.chunks_exact(m).enumerate() {
-                let (b2, bty) = (dot(b, b), dot(b, f.by.as_slice()));
+            scale_rows(work, v_c, inv_sl);
+            // B^⊤ = V_s^⊤ L_A⁻ᵀ (len×m); α = C⁻¹y = Λ^{-1/2}(y_s − Bᵀ B y_s); w = diag(C⁻¹) − α².
+            linalg::solve_right_lower_transpose(mat(work, len, m), la, Par::Seq);
+            row_squares(work, b2);
+            row_products(work, f.by.as_slice(), alpha);
+            for i in 0..len {
                 let l = f.lambda[s + i];
-                alpha[i] = (f.ys[s + i] - bty) / sqrt_lambda(i);
-                let wi = (1.0 - b2) / l - alpha[i] * alpha[i];
+                alpha[i] = (f.ys[s + i] - alpha[i]) * inv_sl[i];
+                let wi = (1.0 - b2[i]) / l - alpha[i] * alpha[i];
                 sums.sum_w += wi;
                 d[i] = match approx {
                     Approximation::Fitc => wi,
                     Approximation::Vfe => inv_sn2,
                 };
             }
-            // P_V = L_A⁻ᵀ B Λ^{-1/2} − (Vα)αᵀ − V diag(d).
-            linalg::solve_left_lower_transpose(mat(work, m, len), la, Par::Seq);
-            for (i, (p, vi)) in work
-                .chunks_exact_mut(m)
-                .zip(v_c.chunks_exact(m))
-                .enumerate()
+            // P_V^⊤ = Λ^{-1/2} B^⊤ L_A⁻¹ − α(Vα)ᵀ − diag(d) V^⊤.
+            linalg::solve_right_lower(mat(work, len, m), la, Par::Seq);
+            for ((p, vj), &va) in work
+                .chunks_exact_mut(len)
+                .zip(v_c.chunks_exact(len))
+                .zip(v_alpha.iter())
             {
-                let inv_sl = 1.0 / sqrt_lambda(i);
-                for ((p, &va), &t) in p.iter_mut().zip(v_alpha.iter()).zip(vi) {
-                    *p = *p * inv_sl - alpha[i] * va - d[i] * t;
+                for i in 0..len {
+                    p[i] = p[i] * inv_sl[i] - alpha[i] * va - d[i] * vj[i];
                 }
             }
-            let v_view = MatRef::from_column_major_slice(v_c, m, len);
-            let p_view = MatRef::from_column_major_slice(work, m, len);
+            let v_view = MatRef::from_column_major_slice(v_c, len, m);
+            let p_view = MatRef::from_column_major_slice(work, len, m);
             linalg::gemm(
                 linalg::view_mut(&mut sums.pv),
                 !first,
-                p_view,
-                v_view.transpose(),
+                p_view.transpose(),
+                v_view,
                 1.0,
                 Par::Seq,
             );
-            // P = L_u⁻ᵀ P_V; P ∘ K_uf weights ∂/∂log σ0, P ∘ G_uf the lengthscales and inputs.
-            linalg::solve_left_lower_transpose(mat(work, m, len), lu, Par::Seq);
-            let k_c = &f.k_uf.as_slice()[cols.clone()];
+            // P^⊤ = P_V^⊤ L_u⁻¹; P ∘ K_uf weights ∂/∂log σ0, P ∘ G_uf the lengthscales and inputs.
+            linalg::solve_right_lower(mat(work, len, m), lu, Par::Seq);
+            let k_c = f.k_fu.chunk(chunk);
             sums.sum_pk += dot(work, k_c);
-            let slopes = f.g_uf.as_ref().map_or(k_c, |g| &g.as_slice()[cols]);
+            let slopes = f.g_fu.as_ref().map_or(k_c, |g| g.chunk(chunk));
             work.iter_mut().zip(slopes).for_each(|(p, g)| *p *= g);
-            for dd in 0..dim {
-                let xb = &pseudo.as_slice()[dd * m..(dd + 1) * m];
-                let xd = &x.as_slice()[dd * n + s..dd * n + s + len];
-                sums.s[dd] += weighted_differences(work, xb, xd, &mut r, &mut q);
-                for (acc, rj) in sums.r.column_mut(dd).iter_mut().zip(&r) {
-                    *acc += rj;
-                }
-            }
+            weighted_differences(work, pseudo, (x, s), &mut sums.r, &mut sums.s);
         }
+        buffers.keep(work);
         sums
     };
     let mut mm = DMatrix::zeros(m, m);
@@ -569,14 +607,15 @@ pub(crate) fn gradient(
     let mut s1 = vec![0.0; dim];
     for sums in threads.map(blocks(n, m), job) {
         mm += &sums.pv;
+        buffers.keep(sums.pv.data.into());
         sum_w += sums.sum_w;
         sum_pk += sums.sum_pk;
         r1 += &sums.r;
         s1.iter_mut().zip(&sums.s).for_each(|(a, b)| *a += b);
     }
-    let Factors { k_uf, v, .. } = f;
-    buffers.give(k_uf);
-    buffers.give(v);
+    let Factors { k_fu, vt, .. } = f;
+    buffers.give(k_fu);
+    buffers.give(vt);
 
     // M = L_u⁻ᵀ (P_V Vᵀ) L_u⁻¹ (symmetric).
     linalg::solve_lower_transpose(lu, linalg::view_mut(&mut mm), par);
@@ -607,16 +646,15 @@ pub(crate) fn gradient(
     // ∂K_ab/∂log ℓ_d = G_ab (a_d − b_d)²/ℓ_d²;  ∂K_uf[j,i]/∂x̄_jd = −G_uf[j,i](x̄_jd − x_id)/ℓ_d²;
     // ∂K_uu[j,k]/∂x̄_jd = −G_uu[j,k](x̄_jd − x̄_kd)/ℓ_d² (row and column j).
     let w2 = b2.as_ref().unwrap_or(&a2);
-    let mut r2 = vec![0.0; m];
-    let mut q = vec![0.0; m];
+    // M, K_uu and G_uu are symmetric: the weights of inducing point j are row or column j alike.
+    let (mut r2, mut s2) = (DMatrix::zeros(m, dim), vec![0.0; dim]);
+    weighted_differences(w2.as_slice(), pseudo, (pseudo, 0), &mut r2, &mut s2);
     for d in 0..dim {
-        let xb = &pseudo.as_slice()[d * m..(d + 1) * m];
-        let s2 = weighted_differences(w2.as_slice(), xb, xb, &mut r2, &mut q);
         let inv_l2 = theta.hyper.lengthscales[d].powi(-2);
-        g[d] = (s1[d] - 0.5 * s2) * inv_l2;
+        g[d] = (s1[d] - 0.5 * s2[d]) * inv_l2;
         if free_pseudo {
             for j in 0..m {
-                g[dim + 2 + j + d * m] = (r2[j] - r1[(j, d)]) * inv_l2;
+                g[dim + 2 + j + d * m] = (r2[(j, d)] - r1[(j, d)]) * inv_l2;
             }
         }
     }
@@ -639,48 +677,145 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
             acc[k] += x[k] * y[k];
         }
     }
-    (((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))) + tail
+    pairwise(&acc) + tail
 }
 
-/// For a weight matrix `a` (m×k, column major) and coordinates `u` (m) and `z` (k): writes
-/// $r_j = \sum_i a_{ji}(u_j - z_i)$ into `r` and returns $\sum_{ji} a_{ji}(u_j - z_i)^2$.
-/// `q` (m) is scratch space: the squared sum is accumulated per row so the loop over j
-/// vectorises; four columns are taken at a time, so `r` and `q` are read and written once per
-/// four columns.
-fn weighted_differences(a: &[f64], u: &[f64], z: &[f64], r: &mut [f64], q: &mut [f64]) -> f64 {
-    let m = u.len();
-    let (r, q) = (&mut r[..m], &mut q[..m]);
-    r.fill(0.0);
+/// For a weight matrix `a` (k×m, column major: column j the weights of inducing point j), the
+/// inducing inputs `u` (m×D) and k points `z` (rows `start` .. `start` + k of an N×D matrix):
+/// adds $\sum_i a_{ij}(u_{jd} - z_{id})$ to `r[(j, d)]` (r m×D) and
+/// $\sum_{ij} a_{ij}(u_{jd} - z_{id})^2$ to `s[d]` (D). Column by column, so that each column of
+/// `a` is read from the core's first-level cache for all D coordinates, through
+/// [`column_sums`].
+fn weighted_differences(
+    a: &[f64],
+    u: &DMatrix<f64>,
+    (z, start): (&DMatrix<f64>, usize),
+    r: &mut DMatrix<f64>,
+    s: &mut [f64],
+) {
+    let (m, dim) = u.shape();
+    let k = a.len() / m.max(1);
+    let (us, zs, zn) = (u.as_slice(), z.as_slice(), z.nrows());
+    let avx2 = linalg::avx2_available();
+    for (j, col) in a.chunks_exact(k.max(1)).enumerate() {
+        for d in 0..dim {
+            let zd = &zs[d * zn + start..d * zn + start + k];
+            let (rj, qj) = column_sums(col, us[j + d * m], zd, avx2);
+            r[(j, d)] += rj;
+            s[d] += qj;
+        }
+    }
+}
+
+/// $(\sum_i a_i(u - z_i), \sum_i a_i(u - z_i)^2)$ for equal-length `a` and `z`, each in eight
+/// interleaved partial sums (lane l takes the i ≡ l mod 8) added pairwise at the end, and the
+/// last k mod 8 terms in order after them; with AVX2 (`avx2`, which the caller has checked) the
+/// eight lanes run as two vectors of four, the same operations in the same order, so the same
+/// bits (the compiler does not vectorise the portable loop's two reductions).
+fn column_sums(a: &[f64], u: f64, z: &[f64], avx2: bool) -> (f64, f64) {
+    let full = a.len().min(z.len()) / 8 * 8;
+    let (mut r, mut q) = ([0.0; 8], [0.0; 8]);
+    if avx2 && cfg!(target_arch = "x86_64") {
+        // SAFETY: the CPU has AVX2 (the caller's check); both slices hold `full` entries.
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            column_sums_avx2(&a[..full], u, &z[..full], &mut r, &mut q)
+        };
+    } else {
+        for (a8, z8) in a[..full].chunks_exact(8).zip(z[..full].chunks_exact(8)) {
+            for l in 0..8 {
+                let diff = u - z8[l];
+                let t = a8[l] * diff;
+                r[l] += t;
+                q[l] += t * diff;
+            }
+        }
+    }
+    let (mut r_tail, mut q_tail) = (0.0, 0.0);
+    for (&ai, &zi) in a[full..].iter().zip(&z[full..]) {
+        let diff = u - zi;
+        let t = ai * diff;
+        r_tail += t;
+        q_tail += t * diff;
+    }
+    (pairwise(&r) + r_tail, pairwise(&q) + q_tail)
+}
+
+/// The eight lanes of [`column_sums`] over `a` and `z` (of one length, a multiple of 8) as two
+/// AVX2 vectors each for the two sums, stored into `r` and `q`.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn column_sums_avx2(a: &[f64], u: f64, z: &[f64], r: &mut [f64; 8], q: &mut [f64; 8]) {
+    use std::arch::x86_64::{
+        _mm256_add_pd, _mm256_loadu_pd, _mm256_mul_pd, _mm256_set1_pd, _mm256_setzero_pd,
+        _mm256_storeu_pd, _mm256_sub_pd,
+    };
+    let uu = _mm256_set1_pd(u);
+    let (mut r0, mut r1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+    let (mut q0, mut q1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+    for (a8, z8) in a.chunks_exact(8).zip(z.chunks_exact(8)) {
+        // SAFETY: a8 and z8 hold eight entries each: two unaligned loads of four.
+        let (d0, d1, t0, t1) = unsafe {
+            let d0 = _mm256_sub_pd(uu, _mm256_loadu_pd(z8.as_ptr()));
+            let d1 = _mm256_sub_pd(uu, _mm256_loadu_pd(z8.as_ptr().add(4)));
+            let t0 = _mm256_mul_pd(_mm256_loadu_pd(a8.as_ptr()), d0);
+            let t1 = _mm256_mul_pd(_mm256_loadu_pd(a8.as_ptr().add(4)), d1);
+            (d0, d1, t0, t1)
+        };
+        r0 = _mm256_add_pd(r0, t0);
+        r1 = _mm256_add_pd(r1, t1);
+        q0 = _mm256_add_pd(q0, _mm256_mul_pd(t0, d0));
+        q1 = _mm256_add_pd(q1, _mm256_mul_pd(t1, d1));
+    }
+    // SAFETY: r and q hold eight entries each: two unaligned stores of four.
+    unsafe {
+        _mm256_storeu_pd(r.as_mut_ptr(), r0);
+        _mm256_storeu_pd(r.as_mut_ptr().add(4), r1);
+        _mm256_storeu_pd(q.as_mut_ptr(), q0);
+        _mm256_storeu_pd(q.as_mut_ptr().add(4), q1);
+    }
+}
+
+/// The sum of eight partial sums, added pairwise.
+fn pairwise(acc: &[f64; 8]) -> f64 {
+    ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+}
+
+/// $q_i = \sum_j a_{ij}^2$ for `a` len×m column major (len = `q.len()`): its rows' squared norms.
+fn row_squares(a: &[f64], q: &mut [f64]) {
     q.fill(0.0);
-    let (quads, zq) = (a.chunks_exact(4 * m), z.chunks_exact(4));
-    let (rest, zr) = (quads.remainder(), zq.remainder());
-    for (block, zs) in quads.zip(zq) {
-        let (c0, block) = block.split_at(m);
-        let (c1, block) = block.split_at(m);
-        let (c2, c3) = block.split_at(m);
-        for j in 0..m {
-            let uj = u[j];
-            let (d0, d1, d2, d3) = (uj - zs[0], uj - zs[1], uj - zs[2], uj - zs[3]);
-            let (t0, t1, t2, t3) = (c0[j] * d0, c1[j] * d1, c2[j] * d2, c3[j] * d3);
-            r[j] += (t0 + t1) + (t2 + t3);
-            q[j] += (t0 * d0 + t1 * d1) + (t2 * d2 + t3 * d3);
-        }
+    for col in a.chunks_exact(q.len().max(1)) {
+        q.iter_mut().zip(col).for_each(|(q, t)| *q += t * t);
     }
-    for (col, &zi) in rest.chunks_exact(m.max(1)).zip(zr) {
-        for (((rj, qj), &aj), &uj) in r.iter_mut().zip(q.iter_mut()).zip(col).zip(u) {
-            let diff = uj - zi;
-            let t = aj * diff;
-            *rj += t;
-            *qj += t * diff;
-        }
+}
+
+/// $o_i = \sum_j a_{ij}x_j$ for `a` len×m column major (len = `o.len()`, m = `x.len()`).
+fn row_products(a: &[f64], x: &[f64], o: &mut [f64]) {
+    o.fill(0.0);
+    for (col, &xj) in a.chunks_exact(o.len().max(1)).zip(x) {
+        o.iter_mut().zip(col).for_each(|(o, t)| *o += t * xj);
     }
-    q.iter().sum()
+}
+
+/// `out` ← diag(`s`)·`a` for `a` and `out` len×m column major (len = `s.len()`).
+fn scale_rows(out: &mut [f64], a: &[f64], s: &[f64]) {
+    let len = s.len().max(1);
+    for (o, col) in out.chunks_exact_mut(len).zip(a.chunks_exact(len)) {
+        o.iter_mut()
+            .zip(col)
+            .zip(s)
+            .for_each(|((o, t), si)| *o = t * si);
+    }
 }
 
 /// The exact leave-one-out diagnostic at the factorised θ, from the Woodbury form of
 /// C = Q + Λ: with $B = L_A^{-1}VΛ^{-1/2}$, r = C⁻¹y = Λ^{-1/2}(y_s − Bᵀ B y_s) and
 /// [C⁻¹]ᵢᵢ = (1 − ‖Bᵢ‖²)/λᵢ, so the LOO residual is rᵢ/[C⁻¹]ᵢᵢ and its variance 1/[C⁻¹]ᵢᵢ
-/// (R&W eq. 5.12): nm² flops for B beyond the factorisation. For FITC that is its predictive
+/// (R&W eq. 5.12): nm² flops for B beyond the factorisation (chunk by chunk, as
+/// $B^⊤ = Λ^{-1/2}V^⊤L_A^{-⊤}$). For FITC that is its predictive
 /// of yᵢ given the other points. VFE (Λ = σn²I) predicts from q(u) with the extra variance
 /// k(xᵢ, xᵢ) − Q_ii = σ0² − ‖V_{:i}‖² that its predictive adds (`vfe_signal_variance` = σ0²):
 /// q(u) given the other points is the posterior of C's weights given them, so the mean is the
@@ -696,20 +831,34 @@ fn loo_diagnostic(
         Vec::with_capacity(n),
         Vec::with_capacity(n),
     );
-    let mut b = f.v.clone();
-    for (i, mut col) in b.column_iter_mut().enumerate() {
-        col /= f.lambda[i].sqrt();
-    }
-    linalg::solve_lower(linalg::view(&f.l_a), linalg::view_mut(&mut b), par);
-    let bty = b.tr_mul(&f.by);
-    for (i, col) in b.column_iter().enumerate() {
-        let sqrt_lambda = f.lambda[i].sqrt();
-        let r = (f.ys[i] - bty[i]) / sqrt_lambda;
-        let c_inv = (1.0 - col.norm_squared()) / f.lambda[i];
-        let unexplained = vfe_signal_variance.map_or(0.0, |sf2| sf2 - f.v.column(i).norm_squared());
-        residuals.push(r / c_inv);
-        variances.push(1.0 / c_inv + unexplained);
-        centred.push(f.ys[i] * sqrt_lambda);
+    let m = f.l_a.nrows();
+    let mut work = vec![0.0; m * CHUNK.min(n)];
+    let mut scratch = vec![0.0; 4 * CHUNK];
+    for chunk in blocks(n, m).into_iter().flat_map(chunks) {
+        let (s, len) = chunk;
+        let (inv_sl, rest) = scratch.split_at_mut(len);
+        let (b2, rest) = rest.split_at_mut(len);
+        let (bty, rest) = rest.split_at_mut(len);
+        let v2 = &mut rest[..len];
+        let (work, v_c) = (&mut work[..m * len], f.vt.chunk(chunk));
+        for (inv, &l) in inv_sl.iter_mut().zip(&f.lambda.as_slice()[s..s + len]) {
+            *inv = 1.0 / l.sqrt();
+        }
+        // B^⊤ = Λ^{-1/2} V^⊤ L_A⁻ᵀ (len×m).
+        scale_rows(work, v_c, inv_sl);
+        linalg::solve_right_lower_transpose(mat(work, len, m), linalg::view(&f.l_a), par);
+        row_squares(work, b2);
+        row_products(work, f.by.as_slice(), bty);
+        row_squares(v_c, v2);
+        for i in 0..len {
+            let sqrt_lambda = f.lambda[s + i].sqrt();
+            let r = (f.ys[s + i] - bty[i]) / sqrt_lambda;
+            let c_inv = (1.0 - b2[i]) / f.lambda[s + i];
+            let unexplained = vfe_signal_variance.map_or(0.0, |sf2| sf2 - v2[i]);
+            residuals.push(r / c_inv);
+            variances.push(1.0 / c_inv + unexplained);
+            centred.push(f.ys[s + i] * sqrt_lambda);
+        }
     }
     crate::termination::LooDiagnostic::from_residuals(&residuals, &variances, &centred)
 }
@@ -837,19 +986,56 @@ mod tests {
 
     #[test]
     fn weighted_differences_match_their_definition() {
-        let a = DMatrix::from_fn(4, 7, |j, i| ((j * 3 + i * 5) % 7) as f64 - 3.0);
-        let u: Vec<f64> = (0..4).map(|j| 0.3 * j as f64 - 0.5).collect();
-        let z: Vec<f64> = (0..7).map(|i| (i as f64).sin()).collect();
-        let (mut r, mut q) = (vec![0.0; 4], vec![0.0; 4]);
-        let s = weighted_differences(a.as_slice(), &u, &z, &mut r, &mut q);
-        let mut expected = 0.0;
-        for (j, rj) in r.iter().enumerate() {
-            let row: f64 = (0..7).map(|i| a[(j, i)] * (u[j] - z[i])).sum();
-            assert!((rj - row).abs() < 1e-13);
-            expected += (0..7)
-                .map(|i| a[(j, i)] * (u[j] - z[i]).powi(2))
-                .sum::<f64>();
+        // k = 19 points (two runs of eight and a remainder of three) from row 5 of z, D = 2.
+        let (k, m, dim, start) = (19, 4, 2, 5);
+        let a = DMatrix::from_fn(k, m, |i, j| ((j * 3 + i * 5) % 7) as f64 - 3.0);
+        let u = DMatrix::from_fn(m, dim, |j, d| 0.3 * j as f64 - 0.5 + d as f64);
+        let z = DMatrix::from_fn(30, dim, |i, d| (i as f64 + 0.3 * d as f64).sin());
+        let (mut r, mut s) = (DMatrix::from_element(m, dim, 1.0), vec![2.0; dim]);
+        weighted_differences(a.as_slice(), &u, (&z, start), &mut r, &mut s);
+        for d in 0..dim {
+            let diff = |i: usize, j: usize| u[(j, d)] - z[(start + i, d)];
+            let mut expected = 2.0;
+            for j in 0..m {
+                let column: f64 = (0..k).map(|i| a[(i, j)] * diff(i, j)).sum();
+                assert!((r[(j, d)] - 1.0 - column).abs() < 1e-13);
+                expected += (0..k).map(|i| a[(i, j)] * diff(i, j).powi(2)).sum::<f64>();
+            }
+            assert!((s[d] - expected).abs() < 1e-12);
         }
-        assert!((s - expected).abs() < 1e-12);
+    }
+
+    /// The AVX2 build of the column sums gives the portable loop's bits.
+    #[test]
+    fn column_sums_are_the_same_with_and_without_avx2() {
+        let a: Vec<f64> = (0..45).map(|i| (i as f64 * 0.37).sin()).collect();
+        let z: Vec<f64> = (0..45).map(|i| (i as f64 * 0.11).cos()).collect();
+        for len in [0, 3, 8, 16, 45] {
+            let portable = column_sums(&a[..len], 0.25, &z[..len], false);
+            let (r, q) = column_sums(&a[..len], 0.25, &z[..len], linalg::avx2_available());
+            assert_eq!(r.to_bits(), portable.0.to_bits(), "length {len}");
+            assert_eq!(q.to_bits(), portable.1.to_bits(), "length {len}");
+            let naive: f64 = (0..len).map(|i| a[i] * (0.25 - z[i])).sum();
+            assert!((r - naive).abs() < 1e-13, "length {len}");
+        }
+    }
+
+    #[test]
+    fn row_sums_of_a_chunk_match_nalgebra() {
+        let a = DMatrix::from_fn(11, 5, |i, j| ((i * 7 + j * 3) as f64).cos());
+        let x: Vec<f64> = (0..5).map(|j| j as f64 - 1.5).collect();
+        let s: Vec<f64> = (0..11).map(|i| 0.5 + i as f64).collect();
+        let (mut q, mut o, mut scaled) = (vec![f64::NAN; 11], vec![f64::NAN; 11], vec![0.0; 55]);
+        row_squares(a.as_slice(), &mut q);
+        row_products(a.as_slice(), &x, &mut o);
+        scale_rows(&mut scaled, a.as_slice(), &s);
+        let ax = &a * DVector::from_column_slice(&x);
+        for i in 0..11 {
+            assert!((q[i] - a.row(i).norm_squared()).abs() < 1e-13);
+            assert!((o[i] - ax[i]).abs() < 1e-13);
+            for j in 0..5 {
+                assert_eq!(scaled[i + 11 * j], a[(i, j)] * s[i]);
+            }
+        }
     }
 }

@@ -35,7 +35,7 @@ pub(crate) struct InducingObjective {
     threads: usize,
     /// Who runs the blocks of an evaluation (from `threads`, built once).
     pool: Threads,
-    /// The m×n buffers kept between evaluations.
+    /// The buffers kept between evaluations.
     buffers: Buffers,
     approx: Approximation,
     /// The name of θ in errors.

@@ -163,11 +163,12 @@ pub(crate) fn solve_left_lower_transpose(x: MatMut<'_>, l: MatRef<'_>, par: Par)
 const TRANSPOSE_ROWS: usize = 1024;
 
 /// Runs `solve` on Xᵀ (r×k). For a column-major X with several columns and at most
-/// [`TRANSPOSE_ROWS`] rows (FITC's and VFE's m×chunk blocks), Xᵀ is copied into a column-major
-/// buffer first and copied back after, so that the right-side kernels run on contiguous columns
-/// and their gemms write column-major blocks (2kr copies against k²r flops; FITC's evaluation
-/// measured about 5 % faster at m = 50–200 than through the transposed view, whose leaves pack
-/// their rows anyway). Larger or single-column X are solved through the transposed view.
+/// [`TRANSPOSE_ROWS`] rows (FITC's and VFE's predictions, m×batch), Xᵀ is copied into a
+/// column-major buffer first and copied back after, so that the right-side kernels run on
+/// contiguous columns and their gemms write column-major blocks (2kr copies against k²r flops;
+/// FITC's evaluation, when it solved on m×chunk blocks, measured about 5 % faster at m = 50–200
+/// than through the transposed view, whose leaves pack their rows anyway). Larger or
+/// single-column X are solved through the transposed view.
 fn on_transpose(mut x: MatMut<'_>, solve: impl FnOnce(MatMut<'_>)) {
     let (k, r) = (x.nrows(), x.ncols());
     if r <= 1 || k > TRANSPOSE_ROWS || x.row_stride() != 1 {

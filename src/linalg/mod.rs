@@ -29,8 +29,8 @@ mod update;
 mod views;
 
 pub(crate) use blas3::{
-    add_gram, right_solve_cholesky, solve_left_lower, solve_left_lower_transpose,
-    solve_right_lower, symm_lower, syrk_lower,
+    add_gram, right_solve_cholesky, solve_right_lower, solve_right_lower_transpose, symm_lower,
+    syrk_lower,
 };
 pub(crate) use factor::{
     cholesky_in_place_lower, cholesky_solve_in_place, factorize_with_jitter, invert_lower,
