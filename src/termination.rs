@@ -318,16 +318,23 @@ pub struct Flags {
     pub explains_little: bool,
     /// The error bars are too narrow.
     pub overconfident: bool,
-    /// The fit predicts the points it was judged on far better than its error bars say: by the
-    /// LOO, hyperparameters adapted to the training points themselves; on held-out rows, error
-    /// bars too wide.
+    /// By the LOO, the fit predicts its training points far better than its error bars say:
+    /// hyperparameters adapted to the training points themselves
+    /// ([`LooDiagnostic::fits_too_well`]).
     pub fits_too_well: bool,
+    /// On held-out rows, the error bars are too wide
+    /// ([`HeldOutCalibration::underconfident`]).
+    pub underconfident: bool,
 }
 
 impl Flags {
     /// Whether any flag is set: the fit should not be trusted as it is.
     pub fn any(&self) -> bool {
-        self.explains_little || self.worse_than_mean || self.overconfident || self.fits_too_well
+        self.explains_little
+            || self.worse_than_mean
+            || self.overconfident
+            || self.fits_too_well
+            || self.underconfident
     }
 }
 
@@ -341,6 +348,7 @@ impl fmt::Display for Flags {
             ),
             (self.overconfident, "overconfident"),
             (self.fits_too_well, "fits its training points too well"),
+            (self.underconfident, "error bars too wide"),
         ]
         .iter()
         .filter(|(on, _)| *on)
@@ -474,6 +482,7 @@ impl LooDiagnostic {
             explains_little: self.explains_little(),
             overconfident: self.overconfident(),
             fits_too_well: self.fits_too_well(),
+            underconfident: false,
         }
     }
 
@@ -547,7 +556,8 @@ impl TrainingSummary {
             explains_little: loo.explains_little
                 || (learned && h.nmse > LooDiagnostic::EXPLAINS_LITTLE_NMSE),
             overconfident: h.overconfident(),
-            fits_too_well: h.underconfident(),
+            fits_too_well: false,
+            underconfident: h.underconfident(),
         }
     }
 
@@ -693,8 +703,9 @@ mod tests {
                     ..calibrated
                 };
                 let flags = checked(loo, random_features, Some(h)).flags();
+                assert!(!flags.fits_too_well, "{z2}");
                 assert_eq!(
-                    (flags.overconfident, flags.fits_too_well),
+                    (flags.overconfident, flags.underconfident),
                     (over, under),
                     "{z2}"
                 );
