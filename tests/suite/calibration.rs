@@ -231,6 +231,22 @@ fn a_learned_fit_widened_on_enough_held_out_rows_is_kept_as_measured() {
         nmse(&checked),
         nmse(&features)
     );
+    // With a constant input column added (left out before training), the same fit, which takes
+    // and ignores the column at prediction.
+    let with_constant = |d: &ssgp::Dataset| {
+        let x = d.x().clone().insert_column(3, 7.0);
+        ssgp::Dataset::new(x, d.y().clone()).unwrap()
+    };
+    let widened = Ssgp::params(50)
+        .seed(1)
+        .fit(&with_constant(&train))
+        .unwrap();
+    assert_eq!(widened.training().ignored_inputs, vec![3]);
+    assert_eq!(widened.training().remedy, Some(remedy));
+    assert_eq!(
+        widened.predict(with_constant(&test).x()).unwrap(),
+        checked.predict(test.x()).unwrap()
+    );
     #[cfg(feature = "serde")]
     {
         let json = ssgp::persist::to_json(&checked).unwrap();
