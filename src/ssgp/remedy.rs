@@ -64,6 +64,11 @@ pub enum CalibrationGuard {
     /// factors 1.7–2.1 where the fit on all rows needed 2.1–2.2); the cost is about a quarter of
     /// the learned fit's evaluations, plus the random-feature fit's few.
     ///
+    /// The random-feature fits of the check (two parameters) are kept at their best point if
+    /// their line search stalls, as on near noise-free data, where their evidence is flat within
+    /// round-off along σn² at the floor (the kept fit's summary then shows that termination);
+    /// alone, [`CalibrationGuard::RandomFeatures`] fails like any fit without `best_effort`.
+    ///
     /// Either way the kept candidate's mean z² and NMSE on the held-out rows are recorded
     /// (`Remedy::HeldOut`'s `held_out`), and the summary judges the fit's error bars by them
     /// ([`TrainingSummary::flags`]), not by the LOO (which a widening moves by its factor).
@@ -221,7 +226,13 @@ impl ValidSsgpParams {
         }
         let learned_fit = proxy.fit_from(&fit, start.clone(), &used)?;
         let learned = held_out(&learned_fit, (&fit, &held), (narrowest, widest))?;
-        let random_fit = quiet.fit_random_features(&fit, &start, &used, Remedy::RandomFeatures)?;
+        // The random-feature fit trains two parameters and is kept at its best point if its line
+        // search stalls (near noise-free data leaves its evidence flat within round-off along
+        // σn² at the floor); its summary's termination says so when it is the model kept.
+        let mut forgiving = quiet.clone();
+        forgiving.training.best_effort = true;
+        let random_fit =
+            forgiving.fit_random_features(&fit, &start, &used, Remedy::RandomFeatures)?;
         let random = held_out(&random_fit, (&fit, &held), (narrowest, f64::INFINITY))?;
         let keep_random = random.mnlp < learned.mnlp;
         let kept = if keep_random { &random } else { &learned };
@@ -236,10 +247,12 @@ impl ValidSsgpParams {
             on_comparison_rows,
         };
         let (mut fitted, trained_on) = match (keep_random, learned_on_all) {
-            (true, _) => (
-                self.fit_random_features(data, &start, columns, remedy)?,
-                data,
-            ),
+            (true, _) => {
+                let mut forgiving = self.clone();
+                forgiving.training.best_effort = true;
+                let features = forgiving.fit_random_features(data, &start, columns, remedy)?;
+                (features, data)
+            }
             (false, Some(fitted)) => (fitted, data),
             (false, None) if on_comparison_rows => {
                 let mut candidate = learned_fit;
