@@ -143,8 +143,8 @@ pub enum Remedy {
     /// Both fits were trained on 3/4 of the rows and scored by their mean negative log
     /// predictive density on the other 1/4, each with its predictive variances multiplied by the
     /// factor the held-out rows ask for (their mean z², where it differs from 1 beyond chance; a
-    /// learned fit is only narrowed on fewer than
-    /// [`CalibrationGuard::WIDEN_MIN_HELD_OUT_ROWS`](crate::ssgp::CalibrationGuard::WIDEN_MIN_HELD_OUT_ROWS)
+    /// learned fit is not scaled on fewer than
+    /// [`CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS`](crate::ssgp::CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS)
     /// held-out rows); the one with the lower MNLP was refitted on all rows (the random-feature
     /// fit when `random_features_mnlp < learned_mnlp`; a widened learned fit is kept as it was
     /// trained instead, `on_comparison_rows`) and its σ0² and σn² multiplied by its factor,
@@ -173,7 +173,7 @@ pub enum Remedy {
         /// Whether the kept fit is the comparison's learned candidate itself, trained on the
         /// 3/4 of the rows not held out and not refitted on all rows: a learned fit the held-out
         /// rows widen (with at least
-        /// [`CalibrationGuard::WIDEN_MIN_HELD_OUT_ROWS`](crate::ssgp::CalibrationGuard::WIDEN_MIN_HELD_OUT_ROWS)
+        /// [`CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS`](crate::ssgp::CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS)
         /// of them). Its θ, −log p(y|θ) and LOO diagnostic are on those rows. `false` in files
         /// saved before it existed.
         #[cfg_attr(feature = "serde", serde(default))]
