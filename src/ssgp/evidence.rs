@@ -32,7 +32,7 @@
 //! the final −log p(y|θ) by 20–40% (m = 100: −7893 → −10532 on average) and the test NMSE from
 //! 0.0139 to 0.0088; results are flat for scales between about 3√m and 15√m.
 
-use super::chunks::{resize, BlockBuffers, BlockSums, RowPlan, Workspace};
+use super::chunks::{resize, BlockSums, ChunkBuffers, RowPlan, Workspace};
 use super::features::{centre_rows, design_matrix_into, scaled_frequencies};
 use super::posterior::WeightPosterior;
 use super::{SsgpHyperparameters, ValidSsgpParams};
@@ -175,9 +175,10 @@ impl<'a> SsgpEvidence<'a> {
     }
 
     /// The bytes one evaluation with gradient holds at its peak beyond the data, k = 2m:
-    /// 8·[(blocks + 3)·k² (A, each block's ΦᵀΦ, L⁻¹ for tr A⁻¹) + blocks·chunk·(2k + D + 1)
-    /// (each block's Φ, ΦA⁻¹, centred inputs, r) + 4mD (W, Ω, ∂/∂Ω and the draws)] plus the
-    /// design-matrix cache (at most `cache_bytes` and n·k·8); `usize::MAX` when that overflows.
+    /// 8·[(blocks + 3)·k² (A, each block's ΦᵀΦ, L⁻¹ for tr A⁻¹) + sets·chunk·(2k + D + 1)
+    /// (Φ, ΦA⁻¹, centred inputs and r in each set of chunk buffers, one per thread up to the
+    /// blocks) + 4mD (W, Ω, ∂/∂Ω and the draws)] plus the design-matrix cache (at most
+    /// `cache_bytes` and n·k·8); `usize::MAX` when that overflows.
     /// Training checks it can be allocated before it starts ([`linalg::check_allocation`]).
     pub(crate) fn working_bytes(&self) -> usize {
         let k = 2 * self.m;
@@ -186,7 +187,7 @@ impl<'a> SsgpEvidence<'a> {
         let square = k.saturating_mul(k).saturating_mul(blocks.saturating_add(3));
         let per_block = chunk
             .saturating_mul(k.saturating_mul(2).saturating_add(d).saturating_add(1))
-            .saturating_mul(blocks);
+            .saturating_mul(self.plan.buffer_sets(&self.threads));
         let frequencies = self.m.saturating_mul(d).saturating_mul(4);
         let cache = self
             .cache_bytes
@@ -345,13 +346,11 @@ impl<'a> SsgpEvidence<'a> {
             ws,
             point.cached,
             &self.threads,
-            |(start, len), blk, cached, first| {
-                let BlockBuffers {
-                    phi: own,
-                    centred,
-                    sums: BlockSums { a, b, .. },
-                    ..
-                } = blk;
+            |(start, len), buffers, sums, cached, first| {
+                let ChunkBuffers {
+                    phi: own, centred, ..
+                } = buffers;
+                let BlockSums { a, b, .. } = sums;
                 let phi = cached.unwrap_or(own);
                 let rows = linalg::rows_view(self.x, start, len);
                 design_matrix_into(rows, &self.centre, omega, phi, centred, Par::Seq);
@@ -367,9 +366,9 @@ impl<'a> SsgpEvidence<'a> {
                     Par::Seq,
                 );
             },
-            |blk| {
-                add_lower(&mut a, &blk.sums.a);
-                b += &blk.sums.b;
+            |sums| {
+                add_lower(&mut a, &sums.a);
+                b += &sums.b;
             },
         );
         DataSums {
@@ -464,14 +463,14 @@ impl<'a> SsgpEvidence<'a> {
             ws,
             cache,
             &self.threads,
-            |(start, len), blk, cached, first| {
-                let BlockBuffers {
+            |(start, len), buffers, sums, cached, first| {
+                let ChunkBuffers {
                     phi: own,
                     centred,
                     solved,
                     r,
-                    sums: BlockSums { d_omega, .. },
-                } = blk;
+                } = buffers;
+                let d_omega = &mut sums.d_omega;
                 let rows = linalg::rows_view(self.x, start, len);
                 let phi: &DMatrix<f64> = match cached {
                     Some(p) => {
@@ -516,7 +515,7 @@ impl<'a> SsgpEvidence<'a> {
                     Par::Seq,
                 );
             },
-            |blk| d_omega += &blk.sums.d_omega,
+            |sums| d_omega += &sums.d_omega,
         );
         d_omega
     }
