@@ -457,7 +457,6 @@ impl<'a> SsgpEvidence<'a> {
         let cache = *cache;
         let k = 2 * m;
         let sn2 = h.noise_variance;
-        let alpha_col = MatRef::from_column_major_slice(alpha.as_slice(), k, 1);
         let mut d_omega = DMatrix::zeros(m, d);
         self.plan.map_reduce(
             ws,
@@ -482,15 +481,19 @@ impl<'a> SsgpEvidence<'a> {
                         own
                     }
                 };
-                // ΦA⁻¹ for this chunk, by right-side triangular solves with L.
+                // r = (y − Φα)/σn² = K⁻¹y on these rows, while Φ is copied for the solves.
                 resize(solved, len, k);
-                solved.copy_from(phi);
-                linalg::right_solve_cholesky(solved, l, Par::Seq);
-                // r = (y − Φα)/σn² = K⁻¹y on these rows.
                 resize(r, len, 1);
-                r.copy_from_slice(&self.y.as_slice()[start..start + len]);
-                linalg::gemm(view_mut(r), true, view(phi), alpha_col, -1.0, Par::Seq);
-                *r /= sn2;
+                copy_and_residual(
+                    phi,
+                    &self.y.as_slice()[start..start + len],
+                    alpha.as_slice(),
+                    sn2,
+                    solved,
+                    r.as_mut_slice(),
+                );
+                // ΦA⁻¹ for this chunk, by right-side triangular solves with L.
+                linalg::right_solve_cholesky(solved, l, Par::Seq);
                 // g_ir = G^sin_ir cos θ_ir − G^cos_ir sin θ_ir with G = ΦA⁻¹ − rαᵀ, written
                 // over the cosine block of `solved`.
                 let (g_cos, g_sin) = solved.as_mut_slice().split_at_mut(len * m);
@@ -592,6 +595,37 @@ pub(crate) fn input_means(x: &DMatrix<f64>) -> DVector<f64> {
 pub(crate) fn parameter_scales(len: usize, head: usize, m: usize) -> DVector<f64> {
     let scale = 10.0 * (m as f64).sqrt();
     DVector::from_fn(len, |i, _| if i < head { 1.0 } else { scale })
+}
+
+/// Copies Φ (len×k) into `copy` (len×k) and writes r = (y − Φα)/σn² (len) in the same pass over
+/// Φ's columns, each read once while it is in cache: r starts as y and takes −α_j·Φ_j column by
+/// column in order, as the matrix–vector loop of [`linalg::gemm`] adds them, then is divided by
+/// σn² (the same bits as that product followed by the division).
+fn copy_and_residual(
+    phi: &DMatrix<f64>,
+    y: &[f64],
+    alpha: &[f64],
+    sn2: f64,
+    copy: &mut DMatrix<f64>,
+    r: &mut [f64],
+) {
+    let len = y.len();
+    r.copy_from_slice(y);
+    for ((column, out), &a) in phi
+        .as_slice()
+        .chunks(len)
+        .zip(copy.as_mut_slice().chunks_mut(len))
+        .zip(alpha)
+    {
+        out.copy_from_slice(column);
+        let c = -a;
+        for (ri, v) in r.iter_mut().zip(column) {
+            *ri += c * v;
+        }
+    }
+    for ri in r {
+        *ri /= sn2;
+    }
 }
 
 /// One spectral point's column of the chain rule through cos/sin: with G = ΦA⁻¹ − rαᵀ,
