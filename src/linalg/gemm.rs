@@ -128,8 +128,14 @@ pub fn tr_mul_to(
     Ok(())
 }
 
+/// Dot products taken together by [`matvec`] when `lhs`'s rows are contiguous.
+const DOT_GROUP: usize = 8;
+
 /// `dst ← [dst +] alpha · lhs · x` for one output column (`dst` m×1, `x` k×1): a sum of scaled
-/// columns when `lhs` is column-major and `dst` contiguous, dot products otherwise.
+/// columns when `lhs` is column-major and `dst` contiguous, dot products otherwise — each summed
+/// over p in order, and [`DOT_GROUP`] of them at a time when `lhs`'s rows and `x` are contiguous
+/// (SSGP's b = Φᵀy: the independent sums overlap instead of waiting on one another's additions;
+/// every sum still has the bits of the one-at-a-time loop).
 fn matvec(mut dst: MatMut<'_>, accumulate: bool, lhs: MatRef<'_>, x: MatRef<'_>, alpha: f64) {
     let (m, k) = (lhs.nrows(), lhs.ncols());
     if lhs.row_stride() == 1 && dst.row_stride() == 1 {
@@ -149,7 +155,36 @@ fn matvec(mut dst: MatMut<'_>, accumulate: bool, lhs: MatRef<'_>, x: MatRef<'_>,
             }
         }
     } else {
-        for i in 0..m {
+        let mut first = 0;
+        if lhs.col_stride() == 1 && x.row_stride() == 1 {
+            // SAFETY: `x` is a k×1 view with unit row stride, so its k entries are contiguous.
+            let xs = unsafe { std::slice::from_raw_parts(x.as_ptr(), k) };
+            // SAFETY: with unit column stride, row i of `lhs` is the k contiguous entries from
+            // `as_ptr() + i·row_stride`, inside its buffer for every i < m.
+            let row = |i: usize| unsafe {
+                std::slice::from_raw_parts(lhs.as_ptr().offset(i as isize * lhs.row_stride()), k)
+            };
+            while first + DOT_GROUP <= m {
+                let rows: [&[f64]; DOT_GROUP] = std::array::from_fn(|j| row(first + j));
+                // The neutral element `Iterator::sum` starts from, so the bits agree with it.
+                let mut sums = [-0.0; DOT_GROUP];
+                for (p, &xp) in xs.iter().enumerate() {
+                    for (s, r) in sums.iter_mut().zip(&rows) {
+                        *s += r[p] * xp;
+                    }
+                }
+                for (j, s) in sums.into_iter().enumerate() {
+                    let v = if accumulate {
+                        dst.at(first + j, 0)
+                    } else {
+                        0.0
+                    };
+                    dst.set(first + j, 0, v + alpha * s);
+                }
+                first += DOT_GROUP;
+            }
+        }
+        for i in first..m {
             let s: f64 = (0..k).map(|p| lhs.at(i, p) * x.at(p, 0)).sum();
             let v = if accumulate { dst.at(i, 0) } else { 0.0 };
             dst.set(i, 0, v + alpha * s);
@@ -354,6 +389,33 @@ mod tests {
                 approx::assert_relative_eq!(got, expected, epsilon = 1e-12);
                 let got = run(&|c, a, b| portable(c, true, a, b, 0.5, 1));
                 approx::assert_relative_eq!(got, expected, epsilon = 1e-12);
+            }
+        }
+        // The grouped dot products of a row-contiguous lhs have the bits of the plain loop,
+        // signed zeros included.
+        for (m, k) in [(8, 2), (21, 300), (64, 7)] {
+            let mut a = filled(k, m, 4);
+            a[(0, 0)] = -0.0;
+            let x = filled(k, 1, 5).map(|v| if v > 0.9 { -0.0 } else { v });
+            for accumulate in [false, true] {
+                let mut got = filled(m, 1, 6);
+                let mut expected = got.clone();
+                gemm(
+                    view_mut(&mut got),
+                    accumulate,
+                    view(&a).transpose(),
+                    view(&x),
+                    0.7,
+                    Par::Seq,
+                );
+                plain(
+                    view_mut(&mut expected),
+                    accumulate,
+                    view(&a).transpose(),
+                    view(&x),
+                    0.7,
+                );
+                assert_eq!(got, expected, "m {m}, k {k}");
             }
         }
         // Replacing ignores what dst held, NaN included; an empty inner dimension zeroes dst.

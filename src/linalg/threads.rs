@@ -40,6 +40,15 @@ impl Threads {
         }
     }
 
+    /// The number of threads that run the jobs.
+    pub fn count(&self) -> usize {
+        match self {
+            Self::Sequential => 1,
+            Self::Global => rayon::current_num_threads(),
+            Self::Pool(pool) => pool.current_num_threads(),
+        }
+    }
+
     /// `job` on every item, in parallel where the runner allows, the results in the items'
     /// order (so sums taken over them in that order do not depend on the thread count). Each job
     /// starts with [`super::clear_avx_upper`] (rayon's workers also run the gemm kernels).

@@ -32,7 +32,7 @@
 //! the final −log p(y|θ) by 20–40% (m = 100: −7893 → −10532 on average) and the test NMSE from
 //! 0.0139 to 0.0088; results are flat for scales between about 3√m and 15√m.
 
-use super::chunks::{resize, BlockBuffers, BlockSums, RowPlan, Workspace};
+use super::chunks::{resize, BlockSums, ChunkBuffers, RowPlan, Workspace};
 use super::features::{centre_rows, design_matrix_into, scaled_frequencies};
 use super::posterior::WeightPosterior;
 use super::{SsgpHyperparameters, ValidSsgpParams};
@@ -175,9 +175,10 @@ impl<'a> SsgpEvidence<'a> {
     }
 
     /// The bytes one evaluation with gradient holds at its peak beyond the data, k = 2m:
-    /// 8·[(blocks + 3)·k² (A, each block's ΦᵀΦ, L⁻¹ for tr A⁻¹) + blocks·chunk·(2k + D + 1)
-    /// (each block's Φ, ΦA⁻¹, centred inputs, r) + 4mD (W, Ω, ∂/∂Ω and the draws)] plus the
-    /// design-matrix cache (at most `cache_bytes` and n·k·8); `usize::MAX` when that overflows.
+    /// 8·[(blocks + 3)·k² (A, each block's ΦᵀΦ, L⁻¹ for tr A⁻¹) + sets·chunk·(2k + D + 1)
+    /// (Φ, ΦA⁻¹, centred inputs and r in each set of chunk buffers, one per thread up to the
+    /// blocks) + 4mD (W, Ω, ∂/∂Ω and the draws)] plus the design-matrix cache (at most
+    /// `cache_bytes` and n·k·8); `usize::MAX` when that overflows.
     /// Training checks it can be allocated before it starts ([`linalg::check_allocation`]).
     pub(crate) fn working_bytes(&self) -> usize {
         let k = 2 * self.m;
@@ -186,7 +187,7 @@ impl<'a> SsgpEvidence<'a> {
         let square = k.saturating_mul(k).saturating_mul(blocks.saturating_add(3));
         let per_block = chunk
             .saturating_mul(k.saturating_mul(2).saturating_add(d).saturating_add(1))
-            .saturating_mul(blocks);
+            .saturating_mul(self.plan.buffer_sets(&self.threads));
         let frequencies = self.m.saturating_mul(d).saturating_mul(4);
         let cache = self
             .cache_bytes
@@ -345,13 +346,11 @@ impl<'a> SsgpEvidence<'a> {
             ws,
             point.cached,
             &self.threads,
-            |(start, len), blk, cached, first| {
-                let BlockBuffers {
-                    phi: own,
-                    centred,
-                    sums: BlockSums { a, b, .. },
-                    ..
-                } = blk;
+            |(start, len), buffers, sums, cached, first| {
+                let ChunkBuffers {
+                    phi: own, centred, ..
+                } = buffers;
+                let BlockSums { a, b, .. } = sums;
                 let phi = cached.unwrap_or(own);
                 let rows = linalg::rows_view(self.x, start, len);
                 design_matrix_into(rows, &self.centre, omega, phi, centred, Par::Seq);
@@ -367,9 +366,9 @@ impl<'a> SsgpEvidence<'a> {
                     Par::Seq,
                 );
             },
-            |blk| {
-                add_lower(&mut a, &blk.sums.a);
-                b += &blk.sums.b;
+            |sums| {
+                add_lower(&mut a, &sums.a);
+                b += &sums.b;
             },
         );
         DataSums {
@@ -458,20 +457,19 @@ impl<'a> SsgpEvidence<'a> {
         let cache = *cache;
         let k = 2 * m;
         let sn2 = h.noise_variance;
-        let alpha_col = MatRef::from_column_major_slice(alpha.as_slice(), k, 1);
         let mut d_omega = DMatrix::zeros(m, d);
         self.plan.map_reduce(
             ws,
             cache,
             &self.threads,
-            |(start, len), blk, cached, first| {
-                let BlockBuffers {
+            |(start, len), buffers, sums, cached, first| {
+                let ChunkBuffers {
                     phi: own,
                     centred,
                     solved,
                     r,
-                    sums: BlockSums { d_omega, .. },
-                } = blk;
+                } = buffers;
+                let d_omega = &mut sums.d_omega;
                 let rows = linalg::rows_view(self.x, start, len);
                 let phi: &DMatrix<f64> = match cached {
                     Some(p) => {
@@ -483,15 +481,19 @@ impl<'a> SsgpEvidence<'a> {
                         own
                     }
                 };
-                // ΦA⁻¹ for this chunk, by right-side triangular solves with L.
+                // r = (y − Φα)/σn² = K⁻¹y on these rows, while Φ is copied for the solves.
                 resize(solved, len, k);
-                solved.copy_from(phi);
-                linalg::right_solve_cholesky(solved, l, Par::Seq);
-                // r = (y − Φα)/σn² = K⁻¹y on these rows.
                 resize(r, len, 1);
-                r.copy_from_slice(&self.y.as_slice()[start..start + len]);
-                linalg::gemm(view_mut(r), true, view(phi), alpha_col, -1.0, Par::Seq);
-                *r /= sn2;
+                copy_and_residual(
+                    phi,
+                    &self.y.as_slice()[start..start + len],
+                    alpha.as_slice(),
+                    sn2,
+                    solved,
+                    r.as_mut_slice(),
+                );
+                // ΦA⁻¹ for this chunk, by right-side triangular solves with L.
+                linalg::right_solve_cholesky(solved, l, Par::Seq);
                 // g_ir = G^sin_ir cos θ_ir − G^cos_ir sin θ_ir with G = ΦA⁻¹ − rαᵀ, written
                 // over the cosine block of `solved`.
                 let (g_cos, g_sin) = solved.as_mut_slice().split_at_mut(len * m);
@@ -516,7 +518,7 @@ impl<'a> SsgpEvidence<'a> {
                     Par::Seq,
                 );
             },
-            |blk| d_omega += &blk.sums.d_omega,
+            |sums| d_omega += &sums.d_omega,
         );
         d_omega
     }
@@ -593,6 +595,37 @@ pub(crate) fn input_means(x: &DMatrix<f64>) -> DVector<f64> {
 pub(crate) fn parameter_scales(len: usize, head: usize, m: usize) -> DVector<f64> {
     let scale = 10.0 * (m as f64).sqrt();
     DVector::from_fn(len, |i, _| if i < head { 1.0 } else { scale })
+}
+
+/// Copies Φ (len×k) into `copy` (len×k) and writes r = (y − Φα)/σn² (len) in the same pass over
+/// Φ's columns, each read once while it is in cache: r starts as y and takes −α_j·Φ_j column by
+/// column in order, as the matrix–vector loop of [`linalg::gemm`] adds them, then is divided by
+/// σn² (the same bits as that product followed by the division).
+fn copy_and_residual(
+    phi: &DMatrix<f64>,
+    y: &[f64],
+    alpha: &[f64],
+    sn2: f64,
+    copy: &mut DMatrix<f64>,
+    r: &mut [f64],
+) {
+    let len = y.len();
+    r.copy_from_slice(y);
+    for ((column, out), &a) in phi
+        .as_slice()
+        .chunks(len)
+        .zip(copy.as_mut_slice().chunks_mut(len))
+        .zip(alpha)
+    {
+        out.copy_from_slice(column);
+        let c = -a;
+        for (ri, v) in r.iter_mut().zip(column) {
+            *ri += c * v;
+        }
+    }
+    for ri in r {
+        *ri /= sn2;
+    }
 }
 
 /// One spectral point's column of the chain rule through cos/sin: with G = ΦA⁻¹ − rαᵀ,
