@@ -374,26 +374,20 @@ fn the_evidence_is_free_of_the_scale_of_inputs_and_targets() {
     let mut rng = StdRng::seed_from_u64(9);
     let (n, m, dim) = (100, 8, 2);
     let (x, y, theta) = inducing_problem(n, m, dim, &mut rng);
-    let fitc = |data: &Dataset, theta: &DVector<f64>| {
-        let params = Fitc::params(m).relative_noise_floor(0.0).noise_floor(0.0);
-        params
-            .check()
-            .unwrap()
-            .evidence(data)
-            .unwrap()
-            .value(theta)
-            .unwrap()
-    };
-    let vfe = |data: &Dataset, theta: &DVector<f64>| {
-        let params = Vfe::params(m).relative_noise_floor(0.0).noise_floor(0.0);
-        params
-            .check()
-            .unwrap()
-            .evidence(data)
-            .unwrap()
-            .value(theta)
-            .unwrap()
-    };
+    // −log p of `model` (FITC or VFE, no noise floor) on `data` at `theta`.
+    macro_rules! value {
+        ($model:ident, $data:expr, $theta:expr) => {
+            $model::params(m)
+                .relative_noise_floor(0.0)
+                .noise_floor(0.0)
+                .check()
+                .unwrap()
+                .evidence($data)
+                .unwrap()
+                .value($theta)
+                .unwrap()
+        };
+    }
     let mut worst = 0.0f64;
     for &(a, b, c) in &[
         (1.0, 0.0, 1e-8),
@@ -423,8 +417,16 @@ fn the_evidence_is_free_of_the_scale_of_inputs_and_targets() {
         }
         let shift = n as f64 * c.abs().ln();
         for (name, unscaled, scaled) in [
-            ("FITC", fitc(&back, &theta), fitc(&scaled, &moved)),
-            ("VFE", vfe(&back, &theta), vfe(&scaled, &moved)),
+            (
+                "FITC",
+                value!(Fitc, &back, &theta),
+                value!(Fitc, &scaled, &moved),
+            ),
+            (
+                "VFE",
+                value!(Vfe, &back, &theta),
+                value!(Vfe, &scaled, &moved),
+            ),
         ] {
             let rel = (scaled - shift - unscaled).abs() / unscaled.abs();
             worst = worst.max(rel);
