@@ -187,7 +187,8 @@
 //! (MNLP −0.974/−0.964/−0.990, against −0.970/−0.966/−0.992 unwidened). With the crate's own
 //! linear algebra (the learned fits' paths move with round-off): NMSE 0.0087/0.0090/0.0083,
 //! MNLP −0.955/−0.930/−0.987, 32–35 s of training each on the idle VM (seed 1: 1.40× the
-//! time of the code before the check, two interleaved pairs).
+//! time of the code before the check, two interleaved pairs); the same fits in 24.5–25.1 s on
+//! 2026-11-26, with SSGP's evaluation 3–10 % faster (and the VM faster that day).
 //!
 //! Measured on the generated suite of small and wide problems (`examples/calibration.rs`, 36
 //! problems, m = 50, the README has the table): 33 of 36 fits calibrated (coverage in
