@@ -673,3 +673,28 @@ impl Objective for SsgpEvidence<'_> {
         Ok((first.value, gradient))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fused copy and residual give the bits of the copy, the product r ← y − Φα through
+    /// `linalg::gemm` and the division by σn² taken apart (what the second pass did before).
+    #[test]
+    fn copy_and_residual_is_the_copy_and_the_product_bit_for_bit() {
+        for (len, k) in [(1, 2), (7, 6), (300, 40)] {
+            let phi = DMatrix::from_fn(len, k, |i, j| ((i * 7 + j * 3) as f64 * 0.37).sin());
+            let y: Vec<f64> = (0..len).map(|i| (i as f64 * 0.11).cos()).collect();
+            let alpha: Vec<f64> = (0..k).map(|j| 0.3 - j as f64 * 0.05).collect();
+            let sn2 = 0.013;
+            let (mut copy, mut r) = (DMatrix::zeros(len, k), vec![0.0; len]);
+            copy_and_residual(&phi, &y, &alpha, sn2, &mut copy, &mut r);
+            let mut expected = DMatrix::from_column_slice(len, 1, &y);
+            let a = MatRef::from_column_major_slice(&alpha, k, 1);
+            linalg::gemm(view_mut(&mut expected), true, view(&phi), a, -1.0, Par::Seq);
+            expected /= sn2;
+            assert_eq!(copy, phi, "({len}, {k})");
+            assert_eq!(r.as_slice(), expected.as_slice(), "({len}, {k})");
+        }
+    }
+}
