@@ -541,20 +541,18 @@ impl TrainingSummary {
     /// check judged on held-out rows ([`Self::held_out`]), the error bars are judged there
     /// instead — overconfident or too wide beyond chance ([`HeldOutCalibration::overconfident`],
     /// [`HeldOutCalibration::underconfident`]), since the LOO holds the learned spectral points
-    /// fixed and a widened fit's LOO z² falls by its factor — and the accuracy by the LOO NMSE,
-    /// and for a kept learned fit (whose LOO NMSE is optimistic for the same reason) by the
-    /// larger of it and the held-out NMSE.
+    /// fixed and a widened fit's LOO z² falls by its factor — and the accuracy by the larger of
+    /// the LOO NMSE and the held-out NMSE: a kept learned fit's LOO NMSE is optimistic for the
+    /// same reason, and any fit's is where inputs repeat (the row left out is still in the
+    /// data under another index; the check holds out whole groups of equal inputs).
     pub fn flags(&self) -> Flags {
         let loo = self.diagnostic.map(|d| d.flags()).unwrap_or_default();
-        let (Some(remedy), Some(h)) = (self.remedy, self.held_out()) else {
+        let Some(h) = self.held_out() else {
             return loo;
         };
-        let learned = !remedy.random_features();
         Flags {
-            worse_than_mean: loo.worse_than_mean
-                || (learned && h.nmse > LooDiagnostic::WORSE_THAN_MEAN_NMSE),
-            explains_little: loo.explains_little
-                || (learned && h.nmse > LooDiagnostic::EXPLAINS_LITTLE_NMSE),
+            worse_than_mean: loo.worse_than_mean || h.nmse > LooDiagnostic::WORSE_THAN_MEAN_NMSE,
+            explains_little: loo.explains_little || h.nmse > LooDiagnostic::EXPLAINS_LITTLE_NMSE,
             overconfident: h.overconfident(),
             fits_too_well: false,
             underconfident: h.underconfident(),
@@ -721,14 +719,16 @@ mod tests {
             let flags = checked(little, random_features, Some(calibrated)).flags();
             assert!(flags.explains_little && !flags.worse_than_mean);
         }
-        // The held-out NMSE too, for a kept learned fit (its LOO NMSE is optimistic) alone.
+        // The held-out NMSE too, for either fit: a kept learned fit's LOO NMSE is optimistic,
+        // and any fit's where inputs repeat.
         let worse = HeldOutCalibration {
             nmse: 1.2,
             ..calibrated
         };
-        let flags = checked(loo, false, Some(worse)).flags();
-        assert!(flags.worse_than_mean && flags.explains_little);
-        assert!(!checked(loo, true, Some(worse)).is_flagged());
+        for random_features in [false, true] {
+            let flags = checked(loo, random_features, Some(worse)).flags();
+            assert!(flags.worse_than_mean && flags.explains_little);
+        }
         // Without held-out numbers (a file saved before them, or no check), the LOO's flags.
         let too_well = LooDiagnostic {
             mean_z2: 0.2,

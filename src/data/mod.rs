@@ -202,6 +202,31 @@ impl Dataset {
     }
 }
 
+/// The points grouped by their inputs: one group per distinct input row (compared bit for bit,
+/// −0 equal to +0), the groups in the order of their first point and each one's points in
+/// order — all singletons when no input is repeated. A held-out split of whole groups keeps a
+/// replicated input from being both trained on and scored on.
+pub(crate) fn groups_of_equal_inputs(x: &DMatrix<f64>) -> Vec<Vec<usize>> {
+    let key = |i: usize| -> Vec<u64> {
+        x.row(i)
+            .iter()
+            .map(|v| if *v == 0.0 { 0 } else { v.to_bits() })
+            .collect()
+    };
+    let mut first_of: std::collections::HashMap<Vec<u64>, usize> =
+        std::collections::HashMap::with_capacity(x.nrows());
+    let mut groups: Vec<Vec<usize>> = Vec::with_capacity(x.nrows());
+    for i in 0..x.nrows() {
+        let next = groups.len();
+        let g = *first_of.entry(key(i)).or_insert(next);
+        if g == next {
+            groups.push(Vec::with_capacity(1));
+        }
+        groups[g].push(i);
+    }
+    groups
+}
+
 /// Checks that `x_rows` rows of inputs (or predictions) and `y_len` targets agree.
 ///
 /// # Errors
@@ -268,6 +293,25 @@ pub(crate) fn standard_deviation(values: &[f64], mean: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn equal_inputs_are_grouped_in_order_of_their_first_point() {
+        let x = DMatrix::from_row_slice(
+            6,
+            2,
+            &[1.0, 2.0, 0.0, 1.0, 1.0, 2.0, -0.0, 1.0, 3.0, 2.0, 1.0, 2.0],
+        );
+        assert_eq!(
+            groups_of_equal_inputs(&x),
+            vec![vec![0, 2, 5], vec![1, 3], vec![4]],
+            "−0 equals +0"
+        );
+        let distinct = DMatrix::from_fn(4, 3, |i, j| (i + j * 4) as f64);
+        assert_eq!(
+            groups_of_equal_inputs(&distinct),
+            vec![vec![0], vec![1], vec![2], vec![3]]
+        );
+    }
 
     #[test]
     fn dimension_errors_name_what_was_counted() {
