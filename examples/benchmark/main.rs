@@ -22,8 +22,9 @@
 //!   FITC and basis inducing inputs for VFE; ignored by the full GP, which learns its hyperparameters on `--full-subset` points
 //!   (default min(2000, n)) and conditions on all.
 //! - `--reps N` repeats every fit with seeds S, S+1, … (`--seed`, default 1).
-//! - `--optimizer` is the crate's conjugate gradients (default) or L-BFGS keeping M pairs
-//!   (`lbfgs` for 10, scipy's and GPflow's); `--iters` and `--evals` are the optimiser's budget
+//! - `--optimizer` is every model's optimiser: conjugate gradients or L-BFGS keeping M pairs
+//!   (`lbfgs` for 10, scipy's and GPflow's); by default each model's own (VFE: L-BFGS with 50
+//!   pairs, `ssgp::vfe::DEFAULT_OPTIMIZER`; the others: conjugate gradients); `--iters` and `--evals` are the optimiser's budget
 //!   (default: no iteration cap, 1000 evaluations); `--noise-floor` a lower bound on σn²; `--threads` 0 for all cores.
 //! - `--init` is SSGP's, FITC's and VFE's lengthscale start: half the input ranges, a full GP on N
 //!   points (`full:1024`), or the crate's default.
@@ -91,8 +92,8 @@ Options:
                              FITC and VFE
   --reps N                   repetitions, seeds S, S+1, … (default 1)
   --seed S                   first seed (default 1)
-  --optimizer cg|lbfgs[:M]   conjugate gradients (default) or L-BFGS with M pairs
-                             (default 10)
+  --optimizer cg|lbfgs[:M]   conjugate gradients or L-BFGS with M pairs (default 10)
+                             for every model (default: each model's own)
   --iters K                  optimiser iterations per fit
   --evals E                  optimiser evaluations per fit (default 1000)
   --noise-floor V            absolute lower bound on σn²
@@ -204,7 +205,7 @@ fn parse() -> Result<Args, Box<dyn Error>> {
             }
             Long("reps") => a.reps = number(&flag, &parser.value()?.string()?)?,
             Long("seed") => a.seed = number(&flag, &parser.value()?.string()?)?,
-            Long("optimizer") => s.method = optimizer(&parser.value()?.string()?)?,
+            Long("optimizer") => s.method = Some(optimizer(&parser.value()?.string()?)?),
             Long("iters") => s.iterations = number(&flag, &parser.value()?.string()?)?,
             Long("evals") => s.evaluations = number(&flag, &parser.value()?.string()?)?,
             Long("noise-floor") => s.noise_floor = number(&flag, &parser.value()?.string()?)?,

@@ -28,8 +28,9 @@ pub const METHODS: [&str; 7] = [
 /// Settings shared by every fit of a run.
 #[derive(Clone, Debug)]
 pub struct Settings {
-    /// The optimiser.
-    pub method: Method,
+    /// The optimiser; `None` for each model's default (L-BFGS for VFE, conjugate gradients for
+    /// the others).
+    pub method: Option<Method>,
     /// Optimiser iterations (line searches) per fit.
     pub iterations: u64,
     /// Objective evaluations per fit.
@@ -58,13 +59,13 @@ pub struct Settings {
 }
 
 impl Default for Settings {
-    /// The crate's optimiser defaults: conjugate gradients, no iteration cap, so the original code's budget of 1000
+    /// The crate's optimiser defaults: each model's optimiser, no iteration cap, so the original code's budget of 1000
     /// evaluations binds (a cap of 500 iterations cut runs short). No noise floor, the crate's lengthscale start, the full GP's
     /// hyperparameters from min(2000, n) points, 4 restarts per ensemble, no standardisation, a
     /// failed training is an error, all cores, the squared exponential, progress shown.
     fn default() -> Self {
         Self {
-            method: Method::ConjugateGradient,
+            method: None,
             iterations: u64::MAX,
             evaluations: 1000,
             noise_floor: 0.0,
@@ -149,13 +150,16 @@ pub fn build(
         ($params:expr) => {{
             let p = $params
                 .seed(seed)
-                .optimizer(s.method)
                 .max_iterations(s.iterations)
                 .max_evaluations(s.evaluations)
                 .noise_floor(s.noise_floor)
                 .threads(s.threads)
                 .kernel(s.kernel)
                 .best_effort(s.best_effort);
+            let p = match s.method {
+                Some(method) => p.optimizer(method),
+                None => p,
+            };
             match observer {
                 Some(o) => p.observer(o),
                 None => p,
