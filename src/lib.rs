@@ -42,7 +42,7 @@
 //! | [`termination`] | how a training run ended and went: [`Termination`], [`termination::FailedTraining`], [`TrainingSummary`] |
 //! | [`error`] | the crate's one [`Error`] type |
 //! | [`data`] | [`Dataset`] (validated once) from row-major slices, rows, nalgebra, ndarray (feature `ndarray`) or CSV ([`data::CsvOptions`]: delimiter, header, target column, row ranges; file:line errors), the sinc toy |
-//! | [`optim`] | argmin's nonlinear CG over any [`optim::Objective`], with budgets, a convergence test and best-θ keeping |
+//! | [`optim`] | argmin's nonlinear CG (or L-BFGS, VFE's default) over any [`optim::Objective`], with budgets, a convergence test and best-θ keeping |
 //! | [`linalg`] | Cholesky with the one [`linalg::Jitter`] policy, triangular solves, BLAS-3 kernels on a packed gemm |
 //! | [`hyperparameters`] | the shared [`Hyperparameters`] (ℓ, σ0², σn²), the noise parametrisation and the θ layout |
 //! | [`kernel`] | the stationary ARD covariances (squared exponential, eq. 3; Matérn ½, 3/2, 5/2) and their spectral densities (eq. 9–12) |

@@ -318,6 +318,10 @@ macro_rules! training_builder {
                 /// The optimiser's budget, stopping rule and observer (default
                 /// [`OptimConfig::default`](crate::optim::OptimConfig::default)).
                 optim(optim: $crate::optim::OptimConfig) => training.optim;
+                /// The optimiser (default
+                /// [`Method::ConjugateGradient`](crate::optim::Method::ConjugateGradient); or
+                /// [`Method::Lbfgs`](crate::optim::Method::Lbfgs), GPflow's).
+                optimizer(method: $crate::optim::Method) => training.optim.method;
                 /// Maximum optimiser iterations (line searches); 0 evaluates the start only.
                 max_iterations(iterations: u64) => training.optim.max_iterations;
                 /// Maximum evaluations of the evidence and its gradient.

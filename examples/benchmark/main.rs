@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --release --example benchmark -- [--train FILE --test FILE | --data DIR]
 //!     [--methods ssgp,ssgp-fixed,fitc,full,ssgp-mix,ssgp-best,vfe] [--basis 50,100,200] [--reps N]
-//!     [--seed S] [--iters K] [--evals E] [--noise-floor V] [--full-subset N]
+//!     [--seed S] [--optimizer cg|lbfgs[:M]] [--iters K] [--evals E] [--noise-floor V] [--full-subset N]
 //!     [--init half|full:N|default] [--restarts K] [--standardize] [--best-effort] [--threads T]
 //!     [--kernel se|matern12|matern32|matern52]
 //!     [--out DIR] [--json] [--quiet] [--from-csv FILE]
@@ -22,8 +22,10 @@
 //!   FITC and basis inducing inputs for VFE; ignored by the full GP, which learns its hyperparameters on `--full-subset` points
 //!   (default min(2000, n)) and conditions on all.
 //! - `--reps N` repeats every fit with seeds S, S+1, … (`--seed`, default 1).
-//! - `--iters` and `--evals` are the optimiser's budget (default: no iteration cap, 1000
-//!   evaluations); `--noise-floor` a lower bound on σn²; `--threads` 0 for all cores.
+//! - `--optimizer` is every model's optimiser: conjugate gradients or L-BFGS keeping M pairs
+//!   (`lbfgs` for 10, scipy's and GPflow's); by default each model's own (VFE: L-BFGS with 50
+//!   pairs, `ssgp::vfe::DEFAULT_OPTIMIZER`; the others: conjugate gradients); `--iters` and `--evals` are the optimiser's budget
+//!   (default: no iteration cap, 1000 evaluations); `--noise-floor` a lower bound on σn²; `--threads` 0 for all cores.
 //! - `--init` is SSGP's, FITC's and VFE's lengthscale start: half the input ranges, a full GP on N
 //!   points (`full:1024`), or the crate's default.
 //! - `--kernel` is every model's covariance (SSGP: its spectral density); default `se`.
@@ -49,6 +51,7 @@ mod record;
 #[path = "../cli/mod.rs"]
 mod cli;
 use plot::plot;
+use ssgp::optim::Method;
 use ssgp::{Dataset, LengthscaleInit};
 use std::error::Error;
 use std::fmt::Display;
@@ -89,6 +92,8 @@ Options:
                              FITC and VFE
   --reps N                   repetitions, seeds S, S+1, … (default 1)
   --seed S                   first seed (default 1)
+  --optimizer cg|lbfgs[:M]   conjugate gradients or L-BFGS with M pairs (default 10)
+                             for every model (default: each model's own)
   --iters K                  optimiser iterations per fit
   --evals E                  optimiser evaluations per fit (default 1000)
   --noise-floor V            absolute lower bound on σn²
@@ -127,6 +132,21 @@ fn lengthscale_init(s: &str) -> Result<Option<LengthscaleInit>, String> {
         _ => Err(format!(
             "--init `{s}`: expected `half`, `full:N` (a full GP on N points, e.g. full:1024) or \
              `default`"
+        )),
+    }
+}
+
+/// `--optimizer`'s value: `cg`, `lbfgs` (10 pairs) or `lbfgs:M` (M ≥ 1).
+fn optimizer(s: &str) -> Result<Method, String> {
+    match (s.trim(), s.trim().strip_prefix("lbfgs:")) {
+        ("cg", _) => Ok(Method::ConjugateGradient),
+        ("lbfgs", _) => Ok(Method::Lbfgs { memory: 10 }),
+        (_, Some(m)) => match number("--optimizer lbfgs:M", m)? {
+            0 => Err("--optimizer lbfgs:M needs at least 1 pair".into()),
+            memory => Ok(Method::Lbfgs { memory }),
+        },
+        _ => Err(format!(
+            "--optimizer `{s}`: expected `cg`, `lbfgs` or `lbfgs:M` (M pairs, e.g. lbfgs:20)"
         )),
     }
 }
@@ -185,6 +205,7 @@ fn parse() -> Result<Args, Box<dyn Error>> {
             }
             Long("reps") => a.reps = number(&flag, &parser.value()?.string()?)?,
             Long("seed") => a.seed = number(&flag, &parser.value()?.string()?)?,
+            Long("optimizer") => s.method = Some(optimizer(&parser.value()?.string()?)?),
             Long("iters") => s.iterations = number(&flag, &parser.value()?.string()?)?,
             Long("evals") => s.evaluations = number(&flag, &parser.value()?.string()?)?,
             Long("noise-floor") => s.noise_floor = number(&flag, &parser.value()?.string()?)?,

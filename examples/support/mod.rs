@@ -6,7 +6,7 @@
 use ssgp::ensemble::{Combine, Ensemble};
 use ssgp::kernel::Kernel;
 use ssgp::metrics::{mnlp, nmse};
-use ssgp::optim::progress_printer;
+use ssgp::optim::{progress_printer, Method};
 use ssgp::standardize::Standardized;
 use ssgp::{Dataset, Fitc, FullGp, LengthscaleInit, Regressor, Ssgp, Vfe};
 use std::error::Error;
@@ -28,6 +28,9 @@ pub const METHODS: [&str; 7] = [
 /// Settings shared by every fit of a run.
 #[derive(Clone, Debug)]
 pub struct Settings {
+    /// The optimiser; `None` for each model's default (L-BFGS for VFE, conjugate gradients for
+    /// the others).
+    pub method: Option<Method>,
     /// Optimiser iterations (line searches) per fit.
     pub iterations: u64,
     /// Objective evaluations per fit.
@@ -56,12 +59,13 @@ pub struct Settings {
 }
 
 impl Default for Settings {
-    /// The crate's optimiser defaults: no iteration cap, so the original code's budget of 1000
+    /// The crate's optimiser defaults: each model's optimiser, no iteration cap, so the original code's budget of 1000
     /// evaluations binds (a cap of 500 iterations cut runs short). No noise floor, the crate's lengthscale start, the full GP's
     /// hyperparameters from min(2000, n) points, 4 restarts per ensemble, no standardisation, a
     /// failed training is an error, all cores, the squared exponential, progress shown.
     fn default() -> Self {
         Self {
+            method: None,
             iterations: u64::MAX,
             evaluations: 1000,
             noise_floor: 0.0,
@@ -152,6 +156,10 @@ pub fn build(
                 .threads(s.threads)
                 .kernel(s.kernel)
                 .best_effort(s.best_effort);
+            let p = match s.method {
+                Some(method) => p.optimizer(method),
+                None => p,
+            };
             match observer {
                 Some(o) => p.observer(o),
                 None => p,

@@ -43,7 +43,8 @@ pub struct ValidFitcParams {
 pub struct FitcParams(pub(crate) ValidFitcParams);
 
 inducing_params! {
-    FitcParams, ValidFitcParams => FittedFitc, FITC, DEFAULT_JITTER, InducingStart::Subset;
+    FitcParams, ValidFitcParams => FittedFitc, FITC, DEFAULT_JITTER, InducingStart::Subset,
+    crate::optim::Method::ConjugateGradient;
     "fitc", "pseudo-inputs", pseudo_inputs, fixed_pseudo_inputs;
     jitter:
     /// An absolute jitter δ on the diagonal of $K_{uu}$, as in Snelson's code (the default is

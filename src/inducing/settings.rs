@@ -311,7 +311,8 @@ impl Settings {
 /// their names.
 macro_rules! inducing_params {
     (
-        $params:ident, $valid:ident => $fitted:ident, $kind:ident, $jitter:ident, $start:expr;
+        $params:ident, $valid:ident => $fitted:ident, $kind:ident, $jitter:ident, $start:expr,
+        $method:expr;
         $name:literal, $what:literal, $given:ident, $fixed:ident;
         jitter: $(#[$jitter_doc:meta])*
         initial_lengthscales_from_full_gp: $(#[$subset_doc:meta])*
@@ -321,6 +322,10 @@ macro_rules! inducing_params {
                 Self($valid {
                     training: $crate::params::TrainingSettings {
                         lengthscales: $crate::init::DEFAULT_START,
+                        optim: $crate::optim::OptimConfig {
+                            method: $method,
+                            ..$crate::optim::OptimConfig::default()
+                        },
                         ..$crate::params::TrainingSettings::default()
                     },
                     inducing: $crate::inducing::Settings::new(&$kind, m, $jitter, $start),

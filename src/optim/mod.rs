@@ -1,5 +1,6 @@
-//! The optimiser loop: argmin's nonlinear conjugate gradient (Polak–Ribière+) over any
-//! [`Objective`], with what argmin lacks for training GPs on real data.
+//! The optimiser loop: argmin's nonlinear conjugate gradient (Polak–Ribière+), or L-BFGS
+//! ([`Method::Lbfgs`], `lbfgs.rs`: argmin's Moré–Thuente line search, as scipy's and GPflow's),
+//! over any [`Objective`], with what argmin lacks for training GPs on real data.
 //!
 //! - **One evaluation per θ.** argmin asks for the cost and the gradient separately, in either
 //!   order; an [`Objective`] computes both in one pass, and the last and the best (θ, value,
@@ -8,7 +9,7 @@
 //!   strong Wolfe conditions by cubic extrapolation and interpolation, a failed or non-finite
 //!   trial point shrinks the step, the best point seen is kept, and initial steps carry over.
 //! - **Restarts and honest ends** (`stopping.rs`): a failed line search is followed by one restart
-//!   along −∇; two in a row end the run as a *failure*; a flat objective or a small gradient end
+//!   along −∇ (for L-BFGS with its memory cleared); two in a row end the run as a *failure*; a flat objective or a small gradient end
 //!   it as *converged*; budgets in iterations, evaluations and wall-clock time end it as
 //!   *exhausted*; the observer can stop it. Every [`Termination`] says which.
 //! - **The best θ is kept** whatever happens, so a fit is never lost or made worse than its start.
@@ -16,6 +17,7 @@
 //! The objective functions themselves are pure functions of (data, θ) and live with their models;
 //! nothing here knows about Gaussian processes.
 
+mod lbfgs;
 mod line_search;
 mod problem;
 mod progress;
@@ -23,8 +25,9 @@ mod stopping;
 
 use crate::error::{Error, Result};
 use crate::termination::{FailedTraining, Termination};
-use argmin::core::{Executor, IterState, State, TerminationReason};
+use argmin::core::{Executor, IterState, Solver, State, TerminationReason};
 use argmin::solver::conjugategradient::{beta::PolakRibierePlus, NonlinearConjugateGradient};
+use lbfgs::Lbfgs;
 use line_search::WolfeSearch;
 use nalgebra::DVector;
 use problem::{Record, RecordingProblem};
@@ -65,9 +68,37 @@ pub trait Objective {
     }
 }
 
+/// The optimiser [`minimize`] runs; the restarts after a failed line search, the stopping tests
+/// and the budgets are the same for both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Method {
+    /// Nonlinear conjugate gradients (Polak–Ribière+, argmin's) with the line search of the
+    /// original SSGP code (Rasmussen's `minimize.m`; see the module docs). The default.
+    #[default]
+    ConjugateGradient,
+    /// Limited-memory BFGS keeping `memory` pairs (sᵢ = θᵢ₊₁ − θᵢ, yᵢ = ∇ᵢ₊₁ − ∇ᵢ, in the
+    /// scaled parameters of [`Objective::parameter_scales`]): the direction −H∇ by the two-loop
+    /// recursion from H⁰ = (sᵀy / yᵀy) I, a step meeting the strong Wolfe conditions
+    /// (c₁ = 1e-4, c₂ = 0.9) by argmin's Moré–Thuente line search from α = 1, at most 20
+    /// evaluations a search, and a first step (after a start or restart, along −∇) of unit
+    /// length. This is scipy's `L-BFGS-B` without bounds (its memory is 10), GPflow's optimiser.
+    ///
+    /// ```
+    /// use ssgp::optim::{Method, OptimConfig};
+    /// let config = OptimConfig { method: Method::Lbfgs { memory: 10 }, ..OptimConfig::default() };
+    /// assert!(config.validate().is_ok());
+    /// ```
+    Lbfgs {
+        /// Pairs kept (at least 1).
+        memory: usize,
+    },
+}
+
 /// Budget and stopping rule of the optimiser.
 #[derive(Clone)]
 pub struct OptimConfig {
+    /// The optimiser. Default [`Method::ConjugateGradient`].
+    pub method: Method,
     /// Maximum iterations (line searches). Default: no limit (the evaluation budget binds).
     pub max_iterations: u64,
     /// Maximum objective evaluations (each one value + gradient). Default 1000, the original SSGP
@@ -90,6 +121,7 @@ pub struct OptimConfig {
 impl Default for OptimConfig {
     fn default() -> Self {
         Self {
+            method: Method::ConjugateGradient,
             max_iterations: u64::MAX,
             max_evaluations: 1000,
             max_time: None,
@@ -119,19 +151,24 @@ macro_rules! debug_with_observer {
 pub(crate) use debug_with_observer;
 
 debug_with_observer! {
-    OptimConfig { max_iterations, max_evaluations, max_time, tolerance, window, gradient_tolerance }
+    OptimConfig { method, max_iterations, max_evaluations, max_time, tolerance, window, gradient_tolerance }
 }
 
 impl OptimConfig {
     /// Checks the budget and tolerances.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for a zero evaluation budget, a zero window or a negative or
-    /// non-finite tolerance.
+    /// [`Error::InvalidParameter`] for a zero evaluation budget, a zero window, an L-BFGS memory
+    /// of 0 or a negative or non-finite tolerance.
     pub fn validate(&self) -> Result<()> {
+        let memory = match self.method {
+            Method::ConjugateGradient => 1,
+            Method::Lbfgs { memory } => memory,
+        };
         for (name, count) in [
             ("max_evaluations", self.max_evaluations),
             ("window", self.window),
+            ("memory", memory),
         ] {
             if count == 0 {
                 return Err(Error::InvalidParameter {
@@ -197,8 +234,8 @@ impl OptimReport {
 pub(crate) type Vector = DVector<f64>;
 pub(crate) type CgState = IterState<Vector, Vector, (), (), (), f64>;
 
-/// Minimises `objective` from `theta0` with nonlinear CG, returning the best point seen and why
-/// the run ended (which may be a failure: see [`Termination::is_success`]).
+/// Minimises `objective` from `theta0` with `config`'s [`Method`], returning the best point seen
+/// and why the run ended (which may be a failure: see [`Termination::is_success`]).
 ///
 /// # Errors
 /// [`Error::InvalidParameter`] for a bad config, [`Error::DimensionMismatch`] for a θ₀ of the
@@ -252,15 +289,30 @@ pub fn minimize<O: Objective>(
             scales: &scales,
             record: Rc::clone(&record),
         };
-        let cg = NonlinearConjugateGradient::new(
-            WolfeSearch::new(Rc::clone(&record)),
-            PolakRibierePlus::new(),
-        );
-        let solver = StoppingRule::new(cg, config, objective, &scales, Rc::clone(&record));
-        let run = Executor::new(problem, solver)
-            .configure(|s| s.param(psi0).max_iters(config.max_iterations))
-            .run()
-            .map(|r| r.state);
+        let stopping = (config, objective, &scales, &record);
+        let run = match config.method {
+            Method::ConjugateGradient => {
+                let cg = NonlinearConjugateGradient::new(
+                    WolfeSearch::new(Rc::clone(&record)),
+                    PolakRibierePlus::new(),
+                );
+                execute(
+                    problem,
+                    StoppingRule::new(cg, stopping),
+                    psi0,
+                    config.max_iterations,
+                )
+            }
+            Method::Lbfgs { memory } => {
+                let lbfgs = Lbfgs::new(memory, Rc::clone(&record));
+                execute(
+                    problem,
+                    StoppingRule::new(lbfgs, stopping),
+                    psi0,
+                    config.max_iterations,
+                )
+            }
+        };
         let mut rec = record.borrow_mut();
         if let Ok(res) = &run {
             rec.iterations = rec.iterations.max(res.get_iter());
@@ -295,6 +347,20 @@ pub fn minimize<O: Objective>(
         evaluations: rec.evaluations,
         termination: rec.stop.clone().unwrap_or(Termination::NotStarted),
     })
+}
+
+/// Runs `solver` on `problem` from ψ₀ for at most `max_iterations` iterations: argmin's final
+/// state, or its error.
+fn execute<P, S: Solver<P, CgState>>(
+    problem: P,
+    solver: S,
+    psi0: Vector,
+    max_iterations: u64,
+) -> std::result::Result<CgState, argmin::core::Error> {
+    Executor::new(problem, solver)
+        .configure(|s| s.param(psi0).max_iters(max_iterations))
+        .run()
+        .map(|r| r.state)
 }
 
 #[cfg(test)]
@@ -358,5 +424,137 @@ mod tests {
         let rep = minimize(&Rosenbrock, x0, &iters).unwrap();
         assert_eq!(rep.iterations, 3);
         assert_eq!(rep.termination, Termination::MaxIterations);
+    }
+
+    /// Minimises Rosenbrock from (−1.2, 1, −1.2, 1) with L-BFGS keeping `memory` pairs.
+    fn lbfgs(memory: usize, config: OptimConfig) -> OptimReport {
+        let x0 = DVector::from_vec(vec![-1.2, 1.0, -1.2, 1.0]);
+        let config = OptimConfig {
+            method: Method::Lbfgs { memory },
+            ..config
+        };
+        minimize(&Rosenbrock, x0, &config).unwrap()
+    }
+
+    #[test]
+    fn lbfgs_minimises_rosenbrock_and_respects_budgets() {
+        let precise = OptimConfig {
+            tolerance: 1e-14,
+            gradient_tolerance: 1e-10,
+            ..OptimConfig::default()
+        };
+        for memory in [1, 5, 50] {
+            let rep = lbfgs(memory, precise.clone());
+            assert!(rep.value < 1e-12, "memory {memory}: {rep:?}");
+            assert!((rep.theta.add_scalar(-1.0)).amax() < 1e-5);
+            assert!(rep.termination.is_success(), "{rep:?}");
+        }
+        // Quasi-Newton steps: far fewer evaluations than CG's.
+        let (q, cg) = (
+            lbfgs(5, precise.clone()),
+            minimize(
+                &Rosenbrock,
+                DVector::from_vec(vec![-1.2, 1.0, -1.2, 1.0]),
+                &precise,
+            )
+            .unwrap(),
+        );
+        assert!(q.evaluations < cg.evaluations, "{q:?} {cg:?}");
+
+        let tight = OptimConfig {
+            max_evaluations: 7,
+            ..OptimConfig::default()
+        };
+        let rep = lbfgs(5, tight);
+        assert_eq!(rep.evaluations, 7);
+        assert_eq!(rep.termination, Termination::MaxEvaluations);
+        assert!(rep.iterations >= 1);
+        assert!(rep.value < rep.initial_value);
+
+        let iters = OptimConfig {
+            max_iterations: 3,
+            ..OptimConfig::default()
+        };
+        let rep = lbfgs(5, iters);
+        assert_eq!(rep.iterations, 3);
+        assert_eq!(rep.termination, Termination::MaxIterations);
+    }
+
+    #[test]
+    fn a_zero_lbfgs_memory_is_refused() {
+        let config = OptimConfig {
+            method: Method::Lbfgs { memory: 0 },
+            ..OptimConfig::default()
+        };
+        let err = minimize(&Rosenbrock, DVector::zeros(4), &config).unwrap_err();
+        assert!(
+            matches!(err, Error::InvalidParameter { name: "memory", .. }),
+            "{err}"
+        );
+    }
+
+    /// x ↦ c‖x‖², with the gradient's sign flipped when `wrong_sign` (no step along the
+    /// "descent" direction decreases it), failing away from the start when `fails`.
+    struct Broken {
+        scale: f64,
+        wrong_sign: bool,
+        fails: bool,
+    }
+
+    impl Objective for Broken {
+        fn num_params(&self) -> usize {
+            2
+        }
+        fn value_and_gradient(&self, x: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
+            if self.fails && x != &DVector::from_element(2, 1.0) {
+                return Err(Error::NonFiniteObjective {
+                    what: "a broken evaluation".into(),
+                });
+            }
+            let sign = if self.wrong_sign { -2.0 } else { 2.0 };
+            Ok((self.scale * x.norm_squared(), x * (sign * self.scale)))
+        }
+    }
+
+    #[test]
+    fn lbfgs_reports_failed_line_searches_and_keeps_the_best_point() {
+        let x0 = DVector::from_element(2, 1.0);
+        for method in [Method::ConjugateGradient, Method::Lbfgs { memory: 10 }] {
+            let config = OptimConfig {
+                method,
+                ..OptimConfig::default()
+            };
+            // With c = 1e8, L-BFGS's first step 1/‖∇‖ is below argmin's smallest step, where
+            // its search returns (MINPACK's warning 4) at a point that is worse than the start:
+            // a failure, not a step.
+            for scale in [1.0, 1e8] {
+                let wrong = Broken {
+                    scale,
+                    wrong_sign: true,
+                    fails: false,
+                };
+                let rep = minimize(&wrong, x0.clone(), &config).unwrap();
+                assert!(
+                    matches!(rep.termination, Termination::LineSearchFailed(_)),
+                    "{method:?}: {rep:?}"
+                );
+                assert_eq!((&rep.theta, rep.value), (&x0, 2.0 * scale), "{method:?}");
+                assert!(rep.clone().or_failure(false).is_err());
+            }
+
+            let failing = Broken {
+                scale: 1.0,
+                wrong_sign: false,
+                fails: true,
+            };
+            let rep = minimize(&failing, x0.clone(), &config).unwrap();
+            match &rep.termination {
+                Termination::EvaluationFailed(msg) => {
+                    assert!(msg.contains("a broken evaluation"), "{msg}")
+                }
+                other => panic!("{method:?}: {other:?}"),
+            }
+            assert_eq!((&rep.theta, rep.value), (&x0, 2.0), "{method:?}");
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! The loop's control around argmin's CG: when to stop, restarts along −∇ after a failed line
+//! The loop's control around the optimiser (argmin's CG or [`super::lbfgs`]): when to stop, restarts along −∇ after a failed line
 //! search, and the progress reports to the observer.
 //!
 //! After every iteration, in this order:
@@ -32,7 +32,7 @@ use std::rc::Rc;
 /// count as convergence.
 const FLAT_AT_FAILURE: usize = 5;
 
-/// argmin's CG with the stopping tests, the restarts and the progress reports.
+/// The optimiser with the stopping tests, the restarts and the progress reports.
 pub(super) struct StoppingRule<S> {
     inner: S,
     /// A copy of the solver as built, to restart from along −∇.
@@ -53,10 +53,7 @@ impl<S: Clone> StoppingRule<S> {
     /// The rules of `config` around `inner`, scaled by the objective's value scale.
     pub(super) fn new<O: Objective>(
         inner: S,
-        config: &OptimConfig,
-        objective: &O,
-        scales: &Vector,
-        record: Rc<RefCell<Record>>,
+        (config, objective, scales, record): (&OptimConfig, &O, &Vector, &Rc<RefCell<Record>>),
     ) -> Self {
         let scale = objective.value_scale();
         Self {
@@ -67,7 +64,7 @@ impl<S: Clone> StoppingRule<S> {
             gradient_tolerance: config.gradient_tolerance * scale,
             window: config.window,
             observer: config.observer.clone(),
-            record,
+            record: Rc::clone(record),
             failures: 0,
             scales: scales.clone(),
         }
@@ -89,7 +86,7 @@ impl<S: Clone> StoppingRule<S> {
 
 impl<P, S: Solver<P, CgState> + Clone> Solver<P, CgState> for StoppingRule<S> {
     fn name(&self) -> &str {
-        "nonlinear conjugate gradient (Polak-Ribiere+) with restarts and stopping tests"
+        "the optimiser with restarts and stopping tests"
     }
 
     fn init(

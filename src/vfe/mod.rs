@@ -42,6 +42,7 @@ mod train;
 pub use evidence::VfeEvidence;
 pub use params::{
     InducingStart, ValidVfeParams, VfeParams, DEFAULT_INDUCING_START, DEFAULT_JITTER,
+    DEFAULT_OPTIMIZER,
 };
 pub use posterior::FittedVfe;
 

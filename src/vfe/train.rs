@@ -28,8 +28,8 @@ trained_methods! {
     /// Learns θ on `data` by minimising −F(θ) (targets centred by their mean) from the start
     /// values of [`crate::init`] (ℓ by the lengthscale strategy, σ0² = var(y), σn² = σ0²/4,
     /// inducing inputs the given ones or [`VfeParams::inducing_start`]'s: by default k-means
-    /// centres from a seeded random subset of m training inputs). The
-    /// returned model never has a worse bound than θ₀.
+    /// centres from a seeded random subset of m training inputs), by default with L-BFGS
+    /// ([`crate::vfe::DEFAULT_OPTIMIZER`]). The returned model never has a worse bound than θ₀.
     ///
     /// Input columns constant on `data` are left out (as if their lengthscale were infinite) and
     /// named in the training summary; given initial lengthscales are then for the remaining

@@ -6,7 +6,8 @@ use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use ssgp::init::LengthscaleInit;
-use ssgp::{Dataset, Fitc, FittedRegressor, FullGp, Regressor, Ssgp};
+use ssgp::optim::Method;
+use ssgp::{Dataset, Fitc, FittedRegressor, FullGp, Regressor, Ssgp, Vfe};
 use std::process::Command;
 
 /// Set in the subprocess that prints its fingerprints.
@@ -25,10 +26,10 @@ fn problem(n: usize) -> (Dataset, DMatrix<f64>) {
     (Dataset::new(x, y).unwrap(), test)
 }
 
-/// The four models with `threads` threads (`None`: the default, all of rayon's), and the size
+/// The models with `threads` threads (`None`: the default, all of rayon's), and the size
 /// of their training set: 8000 rows for SSGP (with m = 100, six row blocks of two chunks each,
-/// summed in parallel; with fixed spectral points m = 50, two blocks), 600 for FITC and the full GP (whose start, a full GP on a subset, SSGP
-/// shares).
+/// summed in parallel; with fixed spectral points m = 50, two blocks), 600 for FITC, VFE trained
+/// by L-BFGS and the full GP (whose start, a full GP on a subset, SSGP shares).
 fn models(threads: Option<usize>) -> Vec<(&'static str, usize, Box<dyn Regressor>)> {
     let t = threads.unwrap_or(0);
     vec![
@@ -62,6 +63,17 @@ fn models(threads: Option<usize>) -> Vec<(&'static str, usize, Box<dyn Regressor
             "fitc",
             600,
             Box::new(Fitc::params(15).seed(3).max_evaluations(150).threads(t)),
+        ),
+        (
+            "vfe-lbfgs",
+            600,
+            Box::new(
+                Vfe::params(15)
+                    .seed(3)
+                    .optimizer(Method::Lbfgs { memory: 50 })
+                    .max_evaluations(150)
+                    .threads(t),
+            ),
         ),
         (
             "full",
@@ -131,7 +143,7 @@ fn the_same_fit_on_any_size_of_rayons_pool() {
             // libtest may print "test … ... " before the first line on the same line.
             .filter_map(|l| l.split_once("FINGERPRINT ").map(|(_, f)| f.to_owned()))
             .collect();
-        assert_eq!(lines.len(), 4, "{lines:?}");
+        assert_eq!(lines.len(), models(None).len(), "{lines:?}");
         lines
     };
     let one = run(1);
