@@ -315,13 +315,15 @@ macro_rules! training_builder {
                 /// Seed of the random start (spectral points, pseudo-inputs, subsets): the same
                 /// seed gives the same fit. Default 0.
                 seed(seed: u64) => training.seed;
-                /// The optimiser's budget, stopping rule and observer (default
-                /// [`OptimConfig::default`](crate::optim::OptimConfig::default)).
+                /// The optimiser's method, budget, stopping rule and observer (default
+                /// [`OptimConfig::default`](crate::optim::OptimConfig::default), whose method
+                /// `None` is the model's own optimiser).
                 optim(optim: $crate::optim::OptimConfig) => training.optim;
-                /// The optimiser (default
-                /// [`Method::ConjugateGradient`](crate::optim::Method::ConjugateGradient); or
-                /// [`Method::Lbfgs`](crate::optim::Method::Lbfgs), GPflow's).
-                optimizer(method: $crate::optim::Method) => training.optim.method;
+                /// The optimiser (default: the model's own,
+                /// [`Method::ConjugateGradient`](crate::optim::Method::ConjugateGradient) but for
+                /// VFE's [`Method::Lbfgs`](crate::optim::Method::Lbfgs), GPflow's; see
+                /// [`OptimConfig::method`](crate::optim::OptimConfig::method)).
+                optimizer(method: $crate::optim::Method) => training.optim.method = Some;
                 /// Maximum optimiser iterations (line searches); 0 evaluates the start only.
                 max_iterations(iterations: u64) => training.optim.max_iterations;
                 /// Maximum evaluations of the evidence and its gradient.

@@ -14,6 +14,7 @@ pub const DEFAULT_JITTER: f64 = 1e-6;
 /// FITC to the code it shares with VFE.
 pub(super) const FITC: Kind = kind!(
     Fitc,
+    crate::optim::Method::ConjugateGradient,
     "FITC",
     "pseudo-input",
     "pseudo-inputs",
@@ -43,8 +44,7 @@ pub struct ValidFitcParams {
 pub struct FitcParams(pub(crate) ValidFitcParams);
 
 inducing_params! {
-    FitcParams, ValidFitcParams => FittedFitc, FITC, DEFAULT_JITTER, InducingStart::Subset,
-    crate::optim::Method::ConjugateGradient;
+    FitcParams, ValidFitcParams => FittedFitc, FITC, DEFAULT_JITTER, InducingStart::Subset;
     "fitc", "pseudo-inputs", pseudo_inputs, fixed_pseudo_inputs;
     jitter:
     /// An absolute jitter δ on the diagonal of $K_{uu}$, as in Snelson's code (the default is

@@ -39,6 +39,8 @@ pub enum InducingStart {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Kind {
     pub approx: Approximation,
+    /// The model's optimiser where [`crate::optim::OptimConfig::method`] leaves it to the model.
+    pub optimizer: crate::optim::Method,
     /// Why m = 0 is refused ("FITC needs at least one pseudo-input").
     pub too_few: &'static str,
     /// The builder's name of the given inputs ("pseudo_inputs").
@@ -54,13 +56,14 @@ pub(crate) struct Kind {
     pub saved: super::SavedWords,
 }
 
-/// The [`Kind`] of `$approx` for the model `$model` ("FITC") that calls one inducing input `$one`
+/// The [`Kind`] of `$approx`, trained by `$optimizer` by default, for the model `$model` ("FITC") that calls one inducing input `$one`
 /// ("pseudo-input"), several `$inputs` ("pseudo-inputs") and their builder field `$field`
 /// ("pseudo_inputs"), and saves its objective as `$objective` ("−log p(y|θ)").
 macro_rules! kind {
-    ($approx:ident, $model:literal, $one:literal, $inputs:literal, $field:literal, $objective:literal) => {
+    ($approx:ident, $optimizer:expr, $model:literal, $one:literal, $inputs:literal, $field:literal, $objective:literal) => {
         $crate::inducing::Kind {
             approx: $crate::inducing::Approximation::$approx,
+            optimizer: $optimizer,
             too_few: concat!($model, " needs at least one ", $one),
             field: $field,
             inputs: $inputs,
@@ -255,7 +258,13 @@ impl Settings {
         let evidence = self.objective(data, training, self.fixed.then(|| inducing.clone()));
         let centred = centred_rows(&inducing, evidence.centre());
         let theta0 = hyperparameters::pack(&start, training.noise(), free.then_some(&centred));
-        let report = training.minimize(&evidence, theta0)?;
+        let report = if training.optim.method.is_none() {
+            let mut own = training.clone();
+            own.optim.method = Some(self.kind.optimizer);
+            own.minimize(&evidence, theta0)?
+        } else {
+            training.minimize(&evidence, theta0)?
+        };
         let theta = hyperparameters::with_fixed_block(&report.theta, &centred, self.fixed);
         let summary = TrainingSummary::new(&report, &columns);
         self.build(data, theta, training, Some(summary), columns)
@@ -311,8 +320,7 @@ impl Settings {
 /// their names.
 macro_rules! inducing_params {
     (
-        $params:ident, $valid:ident => $fitted:ident, $kind:ident, $jitter:ident, $start:expr,
-        $method:expr;
+        $params:ident, $valid:ident => $fitted:ident, $kind:ident, $jitter:ident, $start:expr;
         $name:literal, $what:literal, $given:ident, $fixed:ident;
         jitter: $(#[$jitter_doc:meta])*
         initial_lengthscales_from_full_gp: $(#[$subset_doc:meta])*
@@ -322,10 +330,6 @@ macro_rules! inducing_params {
                 Self($valid {
                     training: $crate::params::TrainingSettings {
                         lengthscales: $crate::init::DEFAULT_START,
-                        optim: $crate::optim::OptimConfig {
-                            method: $method,
-                            ..$crate::optim::OptimConfig::default()
-                        },
                         ..$crate::params::TrainingSettings::default()
                     },
                     inducing: $crate::inducing::Settings::new(&$kind, m, $jitter, $start),

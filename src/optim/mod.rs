@@ -85,7 +85,7 @@ pub enum Method {
     ///
     /// ```
     /// use ssgp::optim::{Method, OptimConfig};
-    /// let config = OptimConfig { method: Method::Lbfgs { memory: 10 }, ..OptimConfig::default() };
+    /// let config = OptimConfig { method: Some(Method::Lbfgs { memory: 10 }), ..OptimConfig::default() };
     /// assert!(config.validate().is_ok());
     /// ```
     Lbfgs {
@@ -97,8 +97,10 @@ pub enum Method {
 /// Budget and stopping rule of the optimiser.
 #[derive(Clone)]
 pub struct OptimConfig {
-    /// The optimiser. Default [`Method::ConjugateGradient`].
-    pub method: Method,
+    /// The optimiser; `None` (the default) for the model's own: conjugate gradients for SSGP,
+    /// FITC and the full GP, L-BFGS for VFE ([`crate::vfe::DEFAULT_OPTIMIZER`]). [`minimize`]
+    /// runs conjugate gradients for `None`.
+    pub method: Option<Method>,
     /// Maximum iterations (line searches). Default: no limit (the evaluation budget binds).
     pub max_iterations: u64,
     /// Maximum objective evaluations (each one value + gradient). Default 1000, the original SSGP
@@ -121,7 +123,7 @@ pub struct OptimConfig {
 impl Default for OptimConfig {
     fn default() -> Self {
         Self {
-            method: Method::ConjugateGradient,
+            method: None,
             max_iterations: u64::MAX,
             max_evaluations: 1000,
             max_time: None,
@@ -162,8 +164,8 @@ impl OptimConfig {
     /// of 0 or a negative or non-finite tolerance.
     pub fn validate(&self) -> Result<()> {
         let memory = match self.method {
-            Method::ConjugateGradient => 1,
-            Method::Lbfgs { memory } => memory,
+            Some(Method::Lbfgs { memory }) => memory,
+            _ => 1,
         };
         for (name, count) in [
             ("max_evaluations", self.max_evaluations),
@@ -290,7 +292,7 @@ pub fn minimize<O: Objective>(
             record: Rc::clone(&record),
         };
         let stopping = (config, objective, &scales, &record);
-        let run = match config.method {
+        let run = match config.method.unwrap_or_default() {
             Method::ConjugateGradient => {
                 let cg = NonlinearConjugateGradient::new(
                     WolfeSearch::new(Rc::clone(&record)),
@@ -430,7 +432,7 @@ mod tests {
     fn lbfgs(memory: usize, config: OptimConfig) -> OptimReport {
         let x0 = DVector::from_vec(vec![-1.2, 1.0, -1.2, 1.0]);
         let config = OptimConfig {
-            method: Method::Lbfgs { memory },
+            method: Some(Method::Lbfgs { memory }),
             ..config
         };
         minimize(&Rosenbrock, x0, &config).unwrap()
@@ -483,7 +485,7 @@ mod tests {
     #[test]
     fn a_zero_lbfgs_memory_is_refused() {
         let config = OptimConfig {
-            method: Method::Lbfgs { memory: 0 },
+            method: Some(Method::Lbfgs { memory: 0 }),
             ..OptimConfig::default()
         };
         let err = minimize(&Rosenbrock, DVector::zeros(4), &config).unwrap_err();
@@ -521,7 +523,7 @@ mod tests {
         let x0 = DVector::from_element(2, 1.0);
         for method in [Method::ConjugateGradient, Method::Lbfgs { memory: 10 }] {
             let config = OptimConfig {
-                method,
+                method: Some(method),
                 ..OptimConfig::default()
             };
             // With c = 1e8, L-BFGS's first step 1/‖∇‖ is below argmin's smallest step, where

@@ -26,8 +26,8 @@ pub const DEFAULT_JITTER: f64 = 1e-6;
 ///
 /// (at m = 100, −F 4910 / 4911 / 4921 against 4870 / 4884 / 4877; 10, 20, 30 and 100 pairs gave
 /// 0.0783, 0.0783, 0.0773 and 0.0775 on seed 1). An evaluation costs the same either way. Set
-/// another with [`VfeParams::optimizer`]; note that [`VfeParams::optim`] replaces the whole
-/// [`crate::optim::OptimConfig`], its method included.
+/// another with [`VfeParams::optimizer`] (or an [`crate::optim::OptimConfig`] whose `method` is
+/// `Some`; its default `None` leaves VFE on this one).
 pub const DEFAULT_OPTIMIZER: Method = Method::Lbfgs { memory: 50 };
 
 /// Where VFE's inducing inputs start by default: the k-means centres of the training inputs
@@ -44,6 +44,7 @@ pub const DEFAULT_INDUCING_START: InducingStart = InducingStart::KMeans(20);
 /// VFE to the code it shares with FITC.
 pub(super) const VFE: Kind = kind!(
     Vfe,
+    DEFAULT_OPTIMIZER,
     "VFE",
     "inducing input",
     "inducing inputs",
@@ -72,8 +73,7 @@ pub struct ValidVfeParams {
 pub struct VfeParams(pub(crate) ValidVfeParams);
 
 inducing_params! {
-    VfeParams, ValidVfeParams => FittedVfe, VFE, DEFAULT_JITTER, DEFAULT_INDUCING_START,
-    DEFAULT_OPTIMIZER;
+    VfeParams, ValidVfeParams => FittedVfe, VFE, DEFAULT_JITTER, DEFAULT_INDUCING_START;
     "vfe", "inducing inputs", inducing_inputs, fixed_inducing_inputs;
     jitter:
     /// An absolute jitter δ on the diagonal of $K_{uu}$ (the default is relative: 1e-6·σ0², see

@@ -553,3 +553,33 @@ fn bad_inputs_are_typed_errors() {
         Err(Error::DimensionMismatch { .. })
     ));
 }
+
+/// VFE trains with its own optimiser (`vfe::DEFAULT_OPTIMIZER`, L-BFGS) unless told otherwise:
+/// an `OptimConfig` whose `method` is left at its default `None` keeps it (the same fit, bit
+/// for bit, as the builder's budget setter), and `optimizer(ConjugateGradient)` or a config
+/// naming it gives another fit.
+#[test]
+fn an_optim_config_without_a_method_keeps_vfe_on_its_own_optimiser() {
+    use ssgp::optim::{Method, OptimConfig};
+    let mut rng = StdRng::seed_from_u64(36);
+    let train = ssgp::data::sinc_data(80, false, 0.05, &mut rng).unwrap();
+    let bound = |p: ssgp::vfe::VfeParams| p.fit(&train).unwrap().neg_log_evidence();
+    let budget = Vfe::params(8).seed(1).max_evaluations(60);
+    let own = bound(budget.clone());
+    let config = OptimConfig {
+        max_evaluations: 60,
+        ..OptimConfig::default()
+    };
+    assert_eq!(bound(Vfe::params(8).seed(1).optim(config.clone())), own);
+    assert_eq!(
+        bound(budget.clone().optimizer(ssgp::vfe::DEFAULT_OPTIMIZER)),
+        own
+    );
+    let cg = bound(budget.optimizer(Method::ConjugateGradient));
+    assert_ne!(cg, own);
+    let named = OptimConfig {
+        method: Some(Method::ConjugateGradient),
+        ..config
+    };
+    assert_eq!(bound(Vfe::params(8).seed(1).optim(named)), cg);
+}
