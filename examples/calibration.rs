@@ -5,15 +5,17 @@
 //! alone) with the summary's flag, and which fit the check kept. Prints a Markdown table (the README's) and the counts the criteria are
 //! judged by.
 //!
-//! `cargo run --release --example calibration [-- --m 50] [--first K] [--variant V]`; see
+//! With `--suite messy`, the same on `ssgp::data::messy_suite` (18 tables shaped like a small real
+//! one, clean and messy). `cargo run --release --example calibration [-- --m 50] [--first K]
+//! [--variant V] [--suite S]`; see
 //! `--help`.
 
 #[path = "cli/mod.rs"]
 mod cli;
-use ssgp::data::calibration_suite;
+use ssgp::data::{calibration_suite, messy_suite};
 use ssgp::metrics::{calibration, mnlp, nmse};
 use ssgp::ssgp::{CalibrationGuard, NoiseBound};
-use ssgp::{FullGp, Ssgp};
+use ssgp::{Dataset, FullGp, Ssgp};
 use std::error::Error;
 use std::time::Instant;
 
@@ -26,6 +28,10 @@ Usage: calibration [OPTIONS]
 Options:
   --m M          spectral points (default 50)
   --first K      the first K problems only (default all)
+  --suite S      calibration (the 36 generated small and wide problems, default) or messy
+                 (ssgp::data::messy_suite: 18 tables of 315 rows and 9 inputs, clean and with
+                 raw scales, replicated inputs, coarse and constant columns, Student-t noise,
+                 60 rows)
   --variant V    the SSGP settings: default (Ssgp::params(m).seed(1), the calibration check),
                  off (the learned fit alone, CalibrationGuard::Off), features (the random-feature
                  fit, CalibrationGuard::RandomFeatures), bound (off, with
@@ -36,12 +42,14 @@ Options:
 fn run() -> Result<(), Box<dyn Error>> {
     use lexopt::prelude::*;
     let (mut m, mut first, mut variant) = (50, usize::MAX, "default".to_string());
+    let mut suite = "calibration".to_string();
     let mut parser = lexopt::Parser::from_env();
     while let Some(arg) = parser.next()? {
         match arg {
             Long("m") => m = parser.value()?.parse()?,
             Long("first") => first = parser.value()?.parse()?,
             Long("variant") => variant = parser.value()?.string()?,
+            Long("suite") => suite = parser.value()?.string()?,
             Short('h') | Long("help") => {
                 println!("{HELP}");
                 return Ok(());
@@ -74,8 +82,26 @@ fn run() -> Result<(), Box<dyn Error>> {
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let (mut good, mut ratio_ok, mut total) = (0, 0, 0);
     let (mut bad, mut bad_flagged, mut fine, mut fine_flagged) = (0, 0, 0, 0);
-    for problem in calibration_suite().into_iter().take(first) {
-        let (train, test) = problem.generate(1000)?;
+    let tables: Vec<(String, Dataset, Dataset)> = match suite.as_str() {
+        "calibration" => calibration_suite()
+            .into_iter()
+            .take(first)
+            .map(|p| {
+                p.generate(1000)
+                    .map(|(train, test)| (p.name(), train, test))
+            })
+            .collect::<Result<_, _>>()?,
+        "messy" => messy_suite()
+            .into_iter()
+            .take(first)
+            .map(|t| {
+                t.generate(1000)
+                    .map(|(train, test)| (t.name(), train, test))
+            })
+            .collect::<Result<_, _>>()?,
+        _ => return Err(format!("--suite `{suite}`: expected calibration or messy").into()),
+    };
+    for (name, train, test) in tables {
         let full = FullGp::params().max_evaluations(300).fit(&train)?;
         let full_nmse = nmse(test.y(), &full.predict(test.x())?, train.y_mean())?;
         let t0 = Instant::now();
@@ -110,7 +136,7 @@ fn run() -> Result<(), Box<dyn Error>> {
         let (lz, le) = loo.map_or((f64::NAN, f64::NAN), |d| (d.mean_z2, d.nmse));
         println!(
             "| {} | {full_nmse:.4} | {e:.4} | {:.2} | {coverage:.3} | {mean_z2:.2} | {:.3} | {lz:.2} | {le:.4} | {hz:.2} | {he:.4} | {} | {} | {kept} | {seconds:.1} |",
-            problem.name(),
+            name,
             e / full_nmse,
             mnlp(test.y(), &p)?,
             if flagged { "yes" } else { "no" },

@@ -180,3 +180,193 @@ pub fn calibration_suite() -> Vec<Problem> {
         })
         .collect()
 }
+
+/// How a [`MessyTable`] departs from its clean [`Problem`]: what users' own tables bring.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mess {
+    /// The clean problem itself, for comparison.
+    Clean,
+    /// Inputs and targets on raw scales: input column j multiplied by 10⁻³ … 10⁵ and shifted
+    /// by up to 10⁶ (a fixed list, cycled), targets × 10⁴ + 300.
+    RawScales,
+    /// Each of n/k inputs measured k times, each measurement with its own noise.
+    Replicated(usize),
+    /// The first three inputs rounded to integers (coarse measurements of what f depends on),
+    /// the last but one a sparse 0/1 flag (5 % ones), the last constant; D ≥ 5.
+    Coarse,
+    /// Student-t noise with 3 degrees of freedom (outliers) instead of Gaussian, at the same
+    /// scale, on the training and the test targets.
+    HeavyTailedNoise,
+    /// Only the first `rows` training points.
+    FewRows(usize),
+}
+
+/// A clean [`Problem`] made messy by a [`Mess`]: the kind of table a user brings, on which a
+/// model's error bars must hold as on the clean one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessyTable {
+    /// The clean problem (its n is the table's before [`Mess::FewRows`]).
+    pub base: Problem,
+    /// What is done to it.
+    pub mess: Mess,
+}
+
+impl MessyTable {
+    /// The base's name with the mess: `n315-D9-r5-smooth-0.3-replicated3`.
+    pub fn name(&self) -> String {
+        let mess = match self.mess {
+            Mess::Clean => "clean".to_string(),
+            Mess::RawScales => "raw-scales".to_string(),
+            Mess::Replicated(k) => format!("replicated{k}"),
+            Mess::Coarse => "coarse".to_string(),
+            Mess::HeavyTailedNoise => "t3-noise".to_string(),
+            Mess::FewRows(rows) => format!("first{rows}"),
+        };
+        format!("{}-{mess}", self.base.name())
+    }
+
+    /// The training set and a test set of `n_test` points, the test set messed as the training
+    /// set where the mess concerns the inputs' or targets' scale, columns or noise (not
+    /// [`Mess::Replicated`] or [`Mess::FewRows`], which concern the training rows alone).
+    ///
+    /// # Errors
+    /// As [`Problem::generate`]; [`Error::InvalidParameter`] for a replication of 0 or more
+    /// than n, no rows, more rows than n, or [`Mess::Coarse`] on fewer than 5 inputs.
+    pub fn generate(&self, n_test: usize) -> Result<(Dataset, Dataset)> {
+        let base = &self.base;
+        let invalid = |reason: String| Error::InvalidParameter {
+            name: "mess",
+            reason: format!("{}: {reason}", self.name()),
+        };
+        match self.mess {
+            Mess::Clean => base.generate(n_test),
+            Mess::RawScales => {
+                let (train, test) = base.generate(n_test)?;
+                const COLUMNS: [(f64, f64); 9] = [
+                    (1e-3, 0.0),
+                    (1.0, 0.0),
+                    (1e3, 5e3),
+                    (1e5, 0.0),
+                    (2.0, -1e4),
+                    (0.01, 7.0),
+                    (1e4, 1e6),
+                    (1.0, 300.0),
+                    (50.0, 0.0),
+                ];
+                let raw = |d: &Dataset| {
+                    let mut x = d.x().clone();
+                    for (j, mut column) in x.column_iter_mut().enumerate() {
+                        let (a, b) = COLUMNS[j % COLUMNS.len()];
+                        column.apply(|v| *v = a * *v + b);
+                    }
+                    Dataset::new(x, d.y().map(|v| 1e4 * v + 300.0))
+                };
+                Ok((raw(&train)?, raw(&test)?))
+            }
+            Mess::Replicated(k) => {
+                if k == 0 || k > base.n {
+                    return Err(invalid(format!("{k} measurements of {} points", base.n)));
+                }
+                let unique = Problem {
+                    n: base.n / k,
+                    noise: 0.0,
+                    ..base.clone()
+                };
+                let (clean, test) = unique.generate(n_test)?;
+                let sd = base.noise * clean.y_spread();
+                let rows: Vec<usize> = (0..clean.len() * k).map(|i| i / k).collect();
+                let train = clean.subset(&rows)?;
+                let mut rng = crate::random::seeded(base.seed.wrapping_add(1 << 32));
+                let mut noisy = |d: &Dataset| {
+                    let y = d.y().map(|v| v + sd * rng.sample::<f64, _>(StandardNormal));
+                    Dataset::new(d.x().clone(), y)
+                };
+                Ok((noisy(&train)?, noisy(&test)?))
+            }
+            Mess::Coarse => {
+                if base.dim < 5 {
+                    return Err(invalid(format!("{} inputs, at least 5 needed", base.dim)));
+                }
+                let (train, test) = base.generate(n_test)?;
+                let mut rng = crate::random::seeded(base.seed.wrapping_add(2 << 32));
+                let mut coarse = |d: &Dataset| {
+                    let mut x = d.x().clone();
+                    let dim = x.ncols();
+                    for i in 0..x.nrows() {
+                        for j in 0..3 {
+                            x[(i, j)] = x[(i, j)].round();
+                        }
+                        x[(i, dim - 2)] = f64::from(u8::from(rng.random::<f64>() < 0.05));
+                        x[(i, dim - 1)] = 3.0;
+                    }
+                    Dataset::new(x, d.y().clone())
+                };
+                Ok((coarse(&train)?, coarse(&test)?))
+            }
+            Mess::HeavyTailedNoise => {
+                let clean = Problem {
+                    noise: 0.0,
+                    ..base.clone()
+                };
+                let (train, test) = clean.generate(n_test)?;
+                // Student-t(3) = z / √(u/3), u ~ χ²(3) = the sum of three squared normals;
+                // its standard deviation is √3, so divided by √3 it has the Gaussian noise's.
+                let sd = base.noise * train.y_spread() / 3f64.sqrt();
+                let mut rng = crate::random::seeded(base.seed.wrapping_add(3 << 32));
+                let mut noisy = |d: &Dataset| {
+                    let y = d.y().map(|v| {
+                        let z: f64 = rng.sample(StandardNormal);
+                        let u: f64 = (0..3)
+                            .map(|_| rng.sample::<f64, _>(StandardNormal).powi(2))
+                            .sum();
+                        v + sd * z / (u / 3.0).sqrt()
+                    });
+                    Dataset::new(d.x().clone(), y)
+                };
+                Ok((noisy(&train)?, noisy(&test)?))
+            }
+            Mess::FewRows(rows) => {
+                if rows == 0 || rows > base.n {
+                    return Err(invalid(format!("{rows} rows of {}", base.n)));
+                }
+                let (train, test) = base.generate(n_test)?;
+                Ok((train.subset(&(0..rows).collect::<Vec<_>>())?, test))
+            }
+        }
+    }
+}
+
+/// The messy tables: three clean problems shaped like a small real table (n = 315, D = 9, 5
+/// relevant inputs; smooth with noise 0.3, rough with 0.1, smooth with 0.05 of the signal; seeds
+/// 100–102), each clean and in five messes ([`Mess`]): raw scales, every input measured three
+/// times, coarse and constant columns, Student-t noise, and its first 60 rows.
+pub fn messy_suite() -> Vec<MessyTable> {
+    use Roughness::{Rough, Smooth};
+    let bases = [(Smooth, 0.3), (Rough, 0.1), (Smooth, 0.05)];
+    let messes = [
+        Mess::Clean,
+        Mess::RawScales,
+        Mess::Replicated(3),
+        Mess::Coarse,
+        Mess::HeavyTailedNoise,
+        Mess::FewRows(60),
+    ];
+    bases
+        .iter()
+        .enumerate()
+        .flat_map(|(k, &(roughness, noise))| {
+            let base = Problem {
+                n: 315,
+                dim: 9,
+                relevant: 5,
+                roughness,
+                noise,
+                seed: 100 + k as u64,
+            };
+            messes.iter().map(move |&mess| MessyTable {
+                base: base.clone(),
+                mess,
+            })
+        })
+        .collect()
+}

@@ -485,3 +485,56 @@ fn replicated_inputs_are_held_out_together() {
         "z² {z2}, coverage {coverage}, unflagged"
     );
 }
+
+/// The messy tables (`ssgp::data::messy_suite`) are reproducible and messed as described: raw
+/// scales an affine map of the clean table, each replicated input three times, coarse columns
+/// integral, a 0/1 flag and a constant, the first rows of the clean table.
+#[test]
+fn the_messy_tables_are_messed_as_described() {
+    use ssgp::data::{messy_suite, Mess};
+    let suite = messy_suite();
+    assert_eq!(suite.len(), 18);
+    let table = |mess: Mess| {
+        let t = suite.iter().find(|t| t.mess == mess).unwrap();
+        let (a, b) = t.generate(50).unwrap();
+        assert_eq!(
+            (&a, &b),
+            (&t.generate(50).unwrap().0, &t.generate(50).unwrap().1)
+        );
+        (a, b)
+    };
+    let (clean, clean_test) = table(Mess::Clean);
+    assert_eq!((clean.len(), clean.dim(), clean_test.len()), (315, 9, 50));
+    let (raw, _) = table(Mess::RawScales);
+    let (x, y) = (raw.x(), raw.y());
+    assert!((x[(3, 6)] - (1e4 * clean.x()[(3, 6)] + 1e6)).abs() < 1e-6);
+    assert!((y[3] - (1e4 * clean.y()[3] + 300.0)).abs() < 1e-9 * y[3].abs().max(1.0));
+    let (replicated, _) = table(Mess::Replicated(3));
+    assert_eq!(replicated.len(), 315);
+    for i in (0..315).step_by(3) {
+        let x = replicated.x();
+        assert!(x.row(i) == x.row(i + 1) && x.row(i) == x.row(i + 2));
+        assert!(
+            replicated.y()[i] != replicated.y()[i + 1],
+            "each with its own noise"
+        );
+        assert!(i == 0 || x.row(i) != x.row(i - 1));
+    }
+    let (coarse, _) = table(Mess::Coarse);
+    let x = coarse.x();
+    assert!(
+        (0..315).all(|i| (0..3).all(|j| x[(i, j)] == x[(i, j)].round())
+            && (x[(i, 7)] == 0.0 || x[(i, 7)] == 1.0)
+            && x[(i, 8)] == 3.0)
+    );
+    assert!(x.column(7).sum() > 0.0);
+    let (few, _) = table(Mess::FewRows(60));
+    assert_eq!(few.x(), &clean.x().rows(0, 60).into_owned());
+    let (noisy, _) = table(Mess::HeavyTailedNoise);
+    assert_eq!(noisy.x(), clean.x());
+    let bad = ssgp::data::MessyTable {
+        base: suite[0].base.clone(),
+        mess: Mess::Replicated(0),
+    };
+    assert!(bad.generate(10).is_err());
+}
