@@ -287,13 +287,17 @@ impl ValidSsgpParams {
                 (features, data)
             }
             (false, Some(fitted)) => (fitted, data),
-            (false, None) if on_comparison_rows => {
-                let mut candidate = learned_fits.into_iter().next().expect("one fold at least");
-                candidate.record.columns = columns.clone();
-                candidate.record.training.ignored_inputs = columns.ignored();
-                (candidate, &parts[0].1)
+            (false, None) => {
+                let first = learned_fits.into_iter().zip(&parts).next();
+                match first.filter(|_| on_comparison_rows) {
+                    Some((mut candidate, (_, fit))) => {
+                        candidate.record.columns = columns.clone();
+                        candidate.record.training.ignored_inputs = columns.ignored();
+                        (candidate, fit)
+                    }
+                    None => (self.fit_from(data, start, columns)?, data),
+                }
             }
-            (false, None) => (self.fit_from(data, start, columns)?, data),
         };
         fitted.record.training.remedy = Some(remedy);
         self.rescaled(trained_on, fitted, columns)
