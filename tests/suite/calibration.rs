@@ -259,15 +259,13 @@ fn a_learned_fit_widened_on_enough_held_out_rows_is_kept_as_measured() {
     }
 }
 
-/// From 100 to 399 rows, where one fold of 1/4 holds fewer than
-/// `CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS` rows, the check compares the fits over four
-/// folds, every row held out once, and a learned fit may be widened by what the pooled rows show,
-/// never narrowed: on n = 100, D = 1, noise 10⁻³ of the signal, narrowing the learned fit's refit
-/// by the pooled factor (×0.13) left seed 3 overconfident (coverage 0.656, mean z² 4.75,
-/// unflagged), as the narrowing measured on 25 rows had left 3 of seeds 1–8 (mean z² 1.84–8.2).
-/// Now no seed's default fit is overconfident unless its summary says so.
+/// Below `CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS` held-out rows a learned fit is not
+/// scaled: on n = 100, D = 1, noise 10⁻³ of the signal, its narrowing measured on 25 rows left
+/// 3 of seeds 1–8 overconfident on test data (mean z² 1.84–8.2) with nothing flagged. Now no
+/// seed's default fit is overconfident unless its summary says so, and a kept learned fit is
+/// unscaled.
 #[test]
-fn from_100_rows_the_check_pools_four_folds_and_never_narrows_a_learned_fit() {
+fn below_enough_held_out_rows_a_learned_fit_is_not_scaled() {
     let problem = &calibration_suite()[6];
     assert_eq!(problem.name(), "n100-D1-r1-rough-0.001");
     assert!(problem.n / 4 < CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS);
@@ -278,13 +276,8 @@ fn from_100_rows_the_check_pools_four_folds_and_never_narrows_a_learned_fit() {
         let remedy = summary.remedy.unwrap();
         let (z2, coverage) = calibration(&fitted, &test);
         println!("seed {seed}: z² {z2:.2}, coverage {coverage:.3}, {remedy}");
-        assert_eq!(
-            summary.held_out().unwrap().rows,
-            100,
-            "seed {seed}: every row"
-        );
         if !remedy.random_features() {
-            assert!(remedy.variance_scale() >= 1.0, "seed {seed}: {remedy}");
+            assert_eq!(remedy.variance_scale(), 1.0, "seed {seed}: {remedy}");
         }
         assert!(
             z2 <= 1.5 || summary.flags().overconfident,
@@ -292,51 +285,6 @@ fn from_100_rows_the_check_pools_four_folds_and_never_narrows_a_learned_fit() {
             summary.diagnosis()
         );
     }
-}
-
-/// Where the four folds give a learned fit's factor enough rows, a learned fit far more
-/// accurate than the random-feature fit but overconfident is widened and kept (as measured, on
-/// its fold's 3/4 of the rows) instead of being replaced: n = 200, D = 20 (5 relevant), its
-/// pooled held-out z² 308; with one fold of 50 rows its factor could not be applied and the
-/// random-feature fit (test NMSE 0.850) was kept. The widened learned fit is calibrated on test
-/// data and more accurate.
-#[test]
-fn from_100_rows_an_overconfident_learned_fit_is_widened_on_pooled_folds() {
-    let problem = &calibration_suite()[15];
-    assert_eq!(problem.name(), "n200-D20-r5-smooth-0.3");
-    let (train, test) = problem.generate(1000).unwrap();
-    let checked = Ssgp::params(50).seed(1).fit(&train).unwrap();
-    let features = Ssgp::params(50)
-        .seed(1)
-        .calibration(CalibrationGuard::RandomFeatures)
-        .fit(&train)
-        .unwrap();
-    let remedy = checked.training().remedy.unwrap();
-    let (z2, coverage) = calibration(&checked, &test);
-    let nmse = |m: &ssgp::FittedSsgp| {
-        ssgp::metrics::nmse(test.y(), &m.predict(test.x()).unwrap(), train.y_mean()).unwrap()
-    };
-    println!(
-        "z² {z2:.2}, coverage {coverage:.3}, NMSE {:.4} against {:.4}; {remedy}",
-        nmse(&checked),
-        nmse(&features)
-    );
-    assert!(
-        !remedy.random_features() && remedy.variance_scale() > 1.0,
-        "{remedy}"
-    );
-    assert!(matches!(
-        remedy,
-        Remedy::HeldOut {
-            on_comparison_rows: true,
-            ..
-        }
-    ));
-    assert!(
-        z2 <= 1.5 && (0.90..=0.98).contains(&coverage),
-        "z² {z2}, coverage {coverage}"
-    );
-    assert!(nmse(&checked) < nmse(&features));
 }
 
 /// On near noise-free data the random-feature fit's line search can stall where its evidence is
