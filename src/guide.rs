@@ -98,6 +98,10 @@
 //! learned fits, `CalibrationGuard::Off`, with the flag at LOO NMSE > 1; the default check
 //! below replaces most of them.)
 //!
+//! VFE's LOO is honest (its inducing inputs are variational parameters, fitted to no single
+//! point): a low LOO mean z² flags its error bars as too wide, as VFE's overestimated σn² makes
+//! them (Kin-40k, 100 inducing inputs: LOO 0.46, test 0.52, coverage 0.984).
+//!
 //! A fit SSGP's default check judged on held-out rows is flagged by
 //! [`TrainingSummary::flags`](crate::TrainingSummary::flags) differently: its error bars by the
 //! kept candidate's mean z² on the rows it was not trained on, after the check's variance factor

@@ -860,7 +860,12 @@ fn loo_diagnostic(
             centred.push(f.ys[s + i] * sqrt_lambda);
         }
     }
-    crate::termination::LooDiagnostic::from_residuals(&residuals, &variances, &centred)
+    crate::termination::LooDiagnostic::from_residuals(&residuals, &variances, &centred).map(|d| {
+        crate::termination::LooDiagnostic {
+            honest: vfe_signal_variance.is_some(),
+            ..d
+        }
+    })
 }
 
 /// The rows of `p` (m×D) minus `centre` (D).

@@ -284,6 +284,7 @@ impl SummaryRepr {
                     mean_z2: finite(d.mean_z2, "training summary: LOO mean z²")?,
                     mnlp: finite(d.mnlp, "training summary: LOO MNLP")?,
                     nmse: finite(d.nmse, "training summary: LOO NMSE")?,
+                    honest: d.honest,
                 }),
             },
             remedy: match self.remedy {

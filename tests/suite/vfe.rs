@@ -583,3 +583,21 @@ fn an_optim_config_without_a_method_keeps_vfe_on_its_own_optimiser() {
     };
     assert_eq!(bound(Vfe::params(8).seed(1).optim(named)), cg);
 }
+
+/// VFE's leave-one-out is honest (its inducing inputs are variational parameters, not fitted to
+/// single points), so a LOO mean z² far below 1 flags its error bars as too wide — as they are
+/// on test data (Kin-40k, 100 inducing inputs: LOO 0.46, test 0.52, coverage 0.984) — and not
+/// as a fit to its training points, which FITC's and SSGP's low LOO z² can be.
+#[test]
+fn a_low_loo_z2_flags_vfe_error_bars_too_wide() {
+    let mut rng = StdRng::seed_from_u64(37);
+    let train = ssgp::data::sinc_data(80, false, 0.05, &mut rng).unwrap();
+    let vfe = Vfe::params(8).seed(1).fit(&train).unwrap();
+    let d = vfe.training().diagnostic.unwrap();
+    assert!(d.honest, "{d}");
+    let fitc = ssgp::Fitc::params(8).seed(1).fit(&train).unwrap();
+    assert!(!fitc.training().diagnostic.unwrap().honest);
+    let wide = ssgp::LooDiagnostic { mean_z2: 0.3, ..d };
+    let flags = wide.flags();
+    assert!(flags.underconfident && !flags.fits_too_well, "{wide}");
+}
