@@ -82,26 +82,19 @@ fn run() -> Result<(), Box<dyn Error>> {
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let (mut good, mut ratio_ok, mut total) = (0, 0, 0);
     let (mut bad, mut bad_flagged, mut fine, mut fine_flagged) = (0, 0, 0, 0);
-    let tables: Vec<(String, Dataset, Dataset)> = match suite.as_str() {
+    let tables: Vec<(String, ssgp::Result<(Dataset, Dataset)>)> = match suite.as_str() {
         "calibration" => calibration_suite()
-            .into_iter()
-            .take(first)
-            .map(|p| {
-                p.generate(1000)
-                    .map(|(train, test)| (p.name(), train, test))
-            })
-            .collect::<Result<_, _>>()?,
+            .iter()
+            .map(|p| (p.name(), p.generate(1000)))
+            .collect(),
         "messy" => messy_suite()
-            .into_iter()
-            .take(first)
-            .map(|t| {
-                t.generate(1000)
-                    .map(|(train, test)| (t.name(), train, test))
-            })
-            .collect::<Result<_, _>>()?,
+            .iter()
+            .map(|t| (t.name(), t.generate(1000)))
+            .collect(),
         _ => return Err(format!("--suite `{suite}`: expected calibration or messy").into()),
     };
-    for (name, train, test) in tables {
+    for (name, data) in tables.into_iter().take(first) {
+        let (train, test) = data?;
         let full = FullGp::params().max_evaluations(300).fit(&train)?;
         let full_nmse = nmse(test.y(), &full.predict(test.x())?, train.y_mean())?;
         let t0 = Instant::now();
