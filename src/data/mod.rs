@@ -202,29 +202,55 @@ impl Dataset {
     }
 }
 
-/// The points grouped by their inputs: one group per distinct input row (compared bit for bit,
-/// −0 equal to +0), the groups in the order of their first point and each one's points in
-/// order — all singletons when no input is repeated. A held-out split of whole groups keeps a
-/// replicated input from being both trained on and scored on.
-pub(crate) fn groups_of_equal_inputs(x: &DMatrix<f64>) -> Vec<Vec<usize>> {
-    let key = |i: usize| -> Vec<u64> {
+/// The points grouped by their inputs: for each point the index of its group, one group per
+/// distinct input row (compared bit for bit, −0 equal to +0), numbered in the order of their
+/// first point — 0, 1, …, n − 1 when no input is repeated — and the number of groups. A held-out
+/// split of whole groups keeps a replicated input from being both trained on and scored on.
+/// O(nD) time and O(n) memory: rows are found by a hash of their bits and compared in full.
+///
+/// # Errors
+/// [`Error::Allocation`] if the n-entry index cannot be allocated.
+pub(crate) fn groups_of_equal_inputs(x: &DMatrix<f64>) -> Result<(Vec<usize>, usize)> {
+    use std::hash::{Hash, Hasher};
+    let n = x.nrows();
+    let bits = |v: f64| if v == 0.0 { 0 } else { v.to_bits() };
+    let hash = |i: usize| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        x.row(i).iter().for_each(|&v| bits(v).hash(&mut h));
+        h.finish()
+    };
+    let same = |i: usize, j: usize| {
         x.row(i)
             .iter()
-            .map(|v| if *v == 0.0 { 0 } else { v.to_bits() })
-            .collect()
+            .zip(x.row(j).iter())
+            .all(|(a, b)| bits(*a) == bits(*b))
     };
-    let mut first_of: std::collections::HashMap<Vec<u64>, usize> =
-        std::collections::HashMap::with_capacity(x.nrows());
-    let mut groups: Vec<Vec<usize>> = Vec::with_capacity(x.nrows());
-    for i in 0..x.nrows() {
-        let next = groups.len();
-        let g = *first_of.entry(key(i)).or_insert(next);
-        if g == next {
-            groups.push(Vec::with_capacity(1));
-        }
-        groups[g].push(i);
+    let too_big = || Error::Allocation {
+        what: "the index of equal training inputs",
+        bytes: n.saturating_mul(3 * std::mem::size_of::<usize>()),
+    };
+    let mut group_of: Vec<usize> = Vec::new();
+    group_of.try_reserve_exact(n).map_err(|_| too_big())?;
+    // Hash → a row of that group; a different row under the same key moves on to the next key.
+    let mut first: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    first.try_reserve(n).map_err(|_| too_big())?;
+    let mut count = 0;
+    for i in 0..n {
+        let mut key = hash(i);
+        let group = loop {
+            match first.get(&key) {
+                Some(&row) if same(row, i) => break group_of[row],
+                Some(_) => key = key.wrapping_add(1),
+                None => {
+                    first.insert(key, i);
+                    count += 1;
+                    break count - 1;
+                }
+            }
+        };
+        group_of.push(group);
     }
-    groups
+    Ok((group_of, count))
 }
 
 /// Checks that `x_rows` rows of inputs (or predictions) and `y_len` targets agree.
@@ -302,14 +328,14 @@ mod tests {
             &[1.0, 2.0, 0.0, 1.0, 1.0, 2.0, -0.0, 1.0, 3.0, 2.0, 1.0, 2.0],
         );
         assert_eq!(
-            groups_of_equal_inputs(&x),
-            vec![vec![0, 2, 5], vec![1, 3], vec![4]],
+            groups_of_equal_inputs(&x).unwrap(),
+            (vec![0, 1, 0, 1, 2, 0], 3),
             "−0 equals +0"
         );
         let distinct = DMatrix::from_fn(4, 3, |i, j| (i + j * 4) as f64);
         assert_eq!(
-            groups_of_equal_inputs(&distinct),
-            vec![vec![0], vec![1], vec![2], vec![3]]
+            groups_of_equal_inputs(&distinct).unwrap(),
+            (vec![0, 1, 2, 3], 4)
         );
     }
 

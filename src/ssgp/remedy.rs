@@ -195,7 +195,7 @@ impl ValidSsgpParams {
         } else {
             n / 4
         };
-        let rows = held_out_split(data, target, self.training.seed);
+        let rows = held_out_split(data, target, self.training.seed)?;
         let held = rows.held;
         // Whether the learned fit's factor is measured well enough to carry over (else 1).
         let scale_learned =
@@ -367,19 +367,31 @@ struct HeldOutSplit {
     held: usize,
 }
 
-fn held_out_split(data: &Dataset, target: usize, seed: u64) -> HeldOutSplit {
-    let mut groups = groups_of_equal_inputs(data.x());
+fn held_out_split(data: &Dataset, target: usize, seed: u64) -> Result<HeldOutSplit> {
+    let (group_of, count) = groups_of_equal_inputs(data.x())?;
+    let mut groups: Vec<usize> = (0..count).collect();
     groups.shuffle(&mut crate::random::seeded(seed));
-    let mut held = 0;
-    let mut taken = 0;
-    while held < target && taken + 1 < groups.len() {
-        held += groups[taken].len();
+    let mut size = vec![0; count];
+    group_of.iter().for_each(|&g| size[g] += 1);
+    let (mut held, mut taken) = (0, 0);
+    while held < target && taken + 1 < count {
+        held += size[groups[taken]];
         taken += 1;
     }
-    HeldOutSplit {
-        order: groups.concat(),
-        held,
+    // The rows, group after group in the shuffled order (each group's rows in index order): a
+    // counting sort by the groups' places.
+    let mut start = vec![0; count];
+    let mut next = 0;
+    for &g in &groups {
+        start[g] = next;
+        next += size[g];
     }
+    let mut order = vec![0; group_of.len()];
+    for (row, &g) in group_of.iter().enumerate() {
+        order[start[g]] = row;
+        start[g] += 1;
+    }
+    Ok(HeldOutSplit { order, held })
 }
 
 /// A candidate's score on the held-out rows of [`CalibrationGuard::Check`].
@@ -444,14 +456,14 @@ mod tests {
         let x = DMatrix::from_fn(n, 2, |i, j| (i * 7 + j * 3) as f64 * 0.1);
         let y = DVector::from_fn(n, |i, _| (i as f64).sin());
         let distinct = Dataset::new(x.clone(), y.clone()).unwrap();
-        let split = held_out_split(&distinct, n / 4, 5);
+        let split = held_out_split(&distinct, n / 4, 5).unwrap();
         let mut rows: Vec<usize> = (0..n).collect();
         rows.shuffle(&mut crate::random::seeded(5));
         assert_eq!((split.order, split.held), (rows, n / 4));
 
         let repeated = DMatrix::from_fn(n, 2, |i, j| x[(i / 3, j)]);
         let data = Dataset::new(repeated, y).unwrap();
-        let split = held_out_split(&data, n / 4, 5);
+        let split = held_out_split(&data, n / 4, 5).unwrap();
         assert_eq!(split.held, 24, "22 rows rounded up to 8 groups of 3");
         let (held, fit) = split.order.split_at(split.held);
         let mut all: Vec<usize> = split.order.clone();
@@ -471,7 +483,7 @@ mod tests {
         let x = DMatrix::from_fn(40, 1, |i, _| if i == 0 { 1.0 } else { 0.0 });
         let data = Dataset::new(x, DVector::from_fn(40, |i, _| i as f64)).unwrap();
         for seed in 0..8 {
-            let split = held_out_split(&data, 10, seed);
+            let split = held_out_split(&data, 10, seed).unwrap();
             assert!(
                 split.held >= 1 && split.held < 40,
                 "seed {seed}: {}",
