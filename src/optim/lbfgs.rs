@@ -170,14 +170,7 @@ impl<'a, O: Objective> Solver<RecordingProblem<'a, O>, CgState> for Lbfgs {
         problem: &mut Problem<RecordingProblem<'a, O>>,
         state: CgState,
     ) -> std::result::Result<(CgState, Option<KV>), argmin::core::Error> {
-        let x0 = state
-            .get_param()
-            .cloned()
-            .ok_or_else(|| argmin::core::Error::msg("L-BFGS without a point"))?;
-        let g0 = state
-            .get_gradient()
-            .cloned()
-            .ok_or_else(|| argmin::core::Error::msg("L-BFGS without a gradient"))?;
+        let (x0, g0) = super::point_and_gradient(&state, "L-BFGS")?;
         let f0 = state.get_cost();
         let mut d = self.direction(&g0);
         let slope = g0.dot(&d);

@@ -119,14 +119,7 @@ impl<'a, O: Objective> Solver<RecordingProblem<'a, O>, CgState> for WolfeSearch 
         _problem: &mut Problem<RecordingProblem<'a, O>>,
         state: CgState,
     ) -> std::result::Result<(CgState, Option<KV>), argmin::core::Error> {
-        let x0 = state
-            .get_param()
-            .cloned()
-            .ok_or_else(|| argmin::core::Error::msg("line search without a start point"))?;
-        let g0 = state
-            .get_gradient()
-            .cloned()
-            .ok_or_else(|| argmin::core::Error::msg("line search without a gradient"))?;
+        let (x0, g0) = super::point_and_gradient(&state, "line search")?;
         let mut s = self
             .direction
             .take()

@@ -236,6 +236,20 @@ impl OptimReport {
 pub(crate) type Vector = DVector<f64>;
 pub(crate) type CgState = IterState<Vector, Vector, (), (), (), f64>;
 
+/// The point and the gradient of `state`, or an argmin error naming `who` for a state without
+/// them (the line searches' and L-BFGS's start of an iteration).
+pub(crate) fn point_and_gradient(
+    state: &CgState,
+    who: &str,
+) -> std::result::Result<(Vector, Vector), argmin::core::Error> {
+    match (state.get_param(), state.get_gradient()) {
+        (Some(x), Some(g)) => Ok((x.clone(), g.clone())),
+        _ => Err(argmin::core::Error::msg(format!(
+            "{who} without a point and its gradient"
+        ))),
+    }
+}
+
 /// Minimises `objective` from `theta0` with `config`'s [`Method`], returning the best point seen
 /// and why the run ended (which may be a failure: see [`Termination::is_success`]).
 ///
