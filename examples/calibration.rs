@@ -15,7 +15,7 @@ mod cli;
 use ssgp::data::{calibration_suite, messy_suite};
 use ssgp::metrics::{calibration, mnlp, nmse};
 use ssgp::ssgp::{CalibrationGuard, NoiseBound};
-use ssgp::{Dataset, FullGp, Ssgp};
+use ssgp::{Dataset, FullGp, Remedy, Ssgp};
 use std::error::Error;
 use std::time::Instant;
 
@@ -123,6 +123,12 @@ fn run() -> Result<(), Box<dyn Error>> {
         }
         let kept = match model.training().remedy {
             Some(r) if r.random_features() => format!("features ×{:.3}", r.variance_scale()),
+            Some(
+                r @ Remedy::HeldOut {
+                    learned_budget: Some(b),
+                    ..
+                },
+            ) => format!("learned ({b} evaluations) ×{:.3}", r.variance_scale()),
             Some(r) => format!("learned ×{:.3}", r.variance_scale()),
             None => "learned".to_string(),
         };

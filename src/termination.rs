@@ -145,7 +145,10 @@ pub enum Remedy {
     /// factor the held-out rows ask for (their mean z², where it differs from 1 beyond chance; a
     /// learned fit is not scaled on fewer than
     /// [`CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS`](crate::ssgp::CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS)
-    /// held-out rows); the one with the lower MNLP was refitted on all rows (the random-feature
+    /// held-out rows; from
+    /// [`CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS`](crate::ssgp::CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS)
+    /// of them the learned fit was stopped early, `learned_budget`); the
+    /// one with the lower MNLP was refitted on all rows (the random-feature
     /// fit when `random_features_mnlp < learned_mnlp`; a widened learned fit is kept as it was
     /// trained instead, `on_comparison_rows`) and its σ0² and σn² multiplied by its factor,
     /// `variance_scale`. Above
@@ -178,6 +181,19 @@ pub enum Remedy {
         /// saved before it existed.
         #[cfg_attr(feature = "serde", serde(default))]
         on_comparison_rows: bool,
+        /// The evaluation budget the held-out rows chose for the learned fit (early stopping),
+        /// when the comparison scored it after 1/32, 1/16, …, 1 of `max_evaluations` (from
+        /// [`CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS`](crate::ssgp::CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS)
+        /// held-out rows, up to
+        /// [`CalibrationGuard::HELD_OUT_MAX_ROWS`](crate::ssgp::CalibrationGuard::HELD_OUT_MAX_ROWS)
+        /// training points); a kept learned fit was trained with it, so its `termination` is
+        /// the exhausted budget when it is below `max_evaluations`. `None` when the learned fit
+        /// ran with the whole budget only, and in files saved before it existed.
+        #[cfg_attr(
+            feature = "serde",
+            serde(default, skip_serializing_if = "Option::is_none")
+        )]
+        learned_budget: Option<usize>,
     },
     /// Too few rows for the held-out comparison: the learned fit was kept, its LOO diagnostic
     /// not fitting the training points too well. (Earlier builds also saved it for fits
@@ -235,16 +251,20 @@ impl fmt::Display for Remedy {
                 variance_scale,
                 held_out,
                 on_comparison_rows,
+                learned_budget,
             } => {
                 let rows = if *on_comparison_rows {
                     " on the comparison's 3/4 of the rows"
                 } else {
                     ""
                 };
+                write!(f, "{kept}{rows} (held-out MNLP {learned_mnlp:.3} learned")?;
+                if let Some(b) = learned_budget {
+                    write!(f, " stopped at {b} evaluations")?;
+                }
                 write!(
                     f,
-                    "{kept}{rows} (held-out MNLP {learned_mnlp:.3} learned, \
-                     {random_features_mnlp:.3} random features; variances ×{variance_scale:.3}"
+                    ", {random_features_mnlp:.3} random features; variances ×{variance_scale:.3}"
                 )?;
                 if let Some(h) = held_out {
                     write!(f, "; {h}")?;
@@ -673,6 +693,7 @@ mod tests {
                 variance_scale: 1.0,
                 held_out,
                 on_comparison_rows: false,
+                learned_budget: None,
             }),
             ..TrainingSummary::untrained(0.0)
         }

@@ -44,7 +44,8 @@
 //! naming both. Older versions in that range are migrated as they are read: a format-2 file
 //! (before the leave-one-out diagnostic) loads with `TrainingSummary::diagnostic` = `None`, a
 //! format-2 or format-3 file (before SSGP's calibration check) with `TrainingSummary::remedy` =
-//! `None`, a file before format 5 with every diagnostic's `honest` = false, and all predict bit
+//! `None`, a file before format 5 with every diagnostic's `honest` = false, a file before
+//! format 6 with every held-out check's `learned_budget` = `None`, and all predict bit
 //! for bit as before (`tests/suite/format2.rs`). **Any change to what a saved
 //! type writes or reads — a field added, removed, renamed or read differently, a check that would
 //! refuse files that loaded before — bumps [`FORMAT_VERSION`].**

@@ -294,6 +294,7 @@ impl SummaryRepr {
                     variance_scale,
                     held_out,
                     on_comparison_rows,
+                    learned_budget,
                 }) => Some(Remedy::HeldOut {
                     learned_mnlp: finite(learned_mnlp, "training summary: held-out MNLP")?,
                     random_features_mnlp: finite(
@@ -319,6 +320,15 @@ impl SummaryRepr {
                         }),
                     },
                     on_comparison_rows,
+                    learned_budget: match learned_budget {
+                        Some(0) => {
+                            return Err(Error::InvalidParameter {
+                                name: "training summary: learned budget",
+                                reason: "an early-stopping budget of no evaluations".into(),
+                            })
+                        }
+                        b => b,
+                    },
                 }),
                 other => other,
             },

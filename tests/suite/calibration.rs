@@ -190,13 +190,14 @@ fn a_widened_fit_is_judged_on_its_held_out_rows() {
 
 /// From `CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS` held-out rows a learned fit may be widened,
 /// and a widened one is kept as it was measured, trained on 3/4 of the rows: on n = 1 000,
-/// D = 20 (5 relevant inputs, smooth, noise 0.1) the random-feature fit with m = 50 is
-/// calibrated but poor (test NMSE 0.37, the full GP's 0.055) and the learned fit overconfident;
-/// the default keeps the 3/4 learned fit widened ×6.1, calibrated, with test NMSE 0.027.
+/// D = 8 (8 relevant inputs, smooth, noise 10⁻³) the random-feature fit with m = 50 is
+/// calibrated but poor (test NMSE 0.98, the full GP's 0.71) and the learned fit overconfident;
+/// the default keeps the 3/4 learned fit, stopped early at 125 evaluations and widened ×2.7,
+/// calibrated (coverage 0.949, mean z² 1.04), with test NMSE 0.56.
 #[test]
 fn a_learned_fit_widened_on_enough_held_out_rows_is_kept_as_measured() {
-    let problem = &calibration_suite()[31];
-    assert_eq!(problem.name(), "n1000-D20-r5-smooth-0.1");
+    let problem = &calibration_suite()[30];
+    assert_eq!(problem.name(), "n1000-D8-r8-smooth-0.001");
     assert!(problem.n / 4 >= CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS);
     let (train, test) = problem.generate(1000).unwrap();
     let checked = Ssgp::params(50).seed(1).fit(&train).unwrap();
@@ -218,15 +219,15 @@ fn a_learned_fit_widened_on_enough_held_out_rows_is_kept_as_measured() {
         "{remedy}"
     );
     let (z2, coverage) = calibration(&checked, &test);
-    assert!(
-        z2 <= 1.5 && (0.90..=0.98).contains(&coverage),
-        "z² {z2}, coverage {coverage}"
-    );
     let nmse = |m: &ssgp::FittedSsgp| {
         ssgp::metrics::nmse(test.y(), &m.predict(test.x()).unwrap(), train.y_mean()).unwrap()
     };
     assert!(
-        nmse(&checked) < 0.2 * nmse(&features),
+        z2 <= 1.5 && (0.90..=0.98).contains(&coverage),
+        "z² {z2}, coverage {coverage}"
+    );
+    assert!(
+        nmse(&checked) < 0.7 * nmse(&features),
         "{} against {}",
         nmse(&checked),
         nmse(&features)
@@ -486,4 +487,77 @@ fn the_messy_tables_are_messed_as_described() {
         mess: Mess::Replicated(0),
     };
     assert!(bad.generate(10).is_err());
+}
+
+/// Early stopping (`CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS`): on a table shaped like
+/// the small real one (315 rows, 9 inputs, 5 relevant, smooth, noise 0.05 of the signal)
+/// the learned fit run to its whole budget overfits (test NMSE 0.017, mean z² 2.10 after 500
+/// evaluations) and the check kept the random-feature fit, calibrated but 4.2× less accurate than
+/// the full GP (NMSE 0.639 against 0.151). Scored after 1/32 … 1 of its budget on the held-out
+/// rows, the learned fit stops early and is kept: within 1.1× the full GP's NMSE (0.019) and
+/// calibrated, its summary naming the budget, which its training exhausted.
+#[test]
+fn the_check_stops_the_learned_fit_early_on_a_small_table() {
+    let table = ssgp::data::messy_suite()
+        .into_iter()
+        .find(|t| t.name() == "n315-D9-r5-smooth-0.05-clean")
+        .unwrap();
+    let (train, test) = table.generate(1000).unwrap();
+    assert!(train.len() / 4 >= CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS);
+    let fitted = Ssgp::params(50).seed(1).fit(&train).unwrap();
+    let summary = fitted.training();
+    let remedy = summary.remedy.unwrap();
+    println!("{remedy}; {}", summary.diagnosis());
+    let max_evaluations = ssgp::OptimConfig::default().max_evaluations;
+    let Remedy::HeldOut {
+        learned_budget: Some(budget),
+        ..
+    } = remedy
+    else {
+        panic!("no early stopping: {remedy}")
+    };
+    assert!(
+        !remedy.random_features() && budget < max_evaluations,
+        "{remedy}"
+    );
+    assert!(summary.evaluations <= budget, "{}", summary.evaluations);
+    let full = FullGp::params().fit(&train).unwrap();
+    let nmse = |p: &ssgp::Predictive| ssgp::metrics::nmse(test.y(), p, train.y_mean()).unwrap();
+    let (ssgp_nmse, full_nmse) = (
+        nmse(&fitted.predict(test.x()).unwrap()),
+        nmse(&full.predict(test.x()).unwrap()),
+    );
+    assert!(
+        ssgp_nmse <= 1.1 * full_nmse,
+        "{ssgp_nmse} against {full_nmse}"
+    );
+    let (z2, coverage) = calibration(&fitted, &test);
+    assert!(
+        z2 <= 1.5 && (0.90..=0.98).contains(&coverage),
+        "z² {z2}, coverage {coverage}"
+    );
+    assert!(!summary.is_flagged(), "{}", summary.diagnosis());
+}
+
+/// On fewer than `CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS` held-out rows the learned
+/// fit runs its whole budget (no `learned_budget`), and so does the proxy above
+/// `CalibrationGuard::HELD_OUT_MAX_ROWS`.
+#[test]
+fn the_learned_fit_is_not_stopped_early_on_few_held_out_rows() {
+    let problem = &calibration_suite()[15];
+    assert_eq!(problem.name(), "n200-D20-r5-smooth-0.3");
+    assert!(problem.n / 4 < CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS);
+    let (train, _) = problem.generate(10).unwrap();
+    let fitted = Ssgp::params(50).seed(1).fit(&train).unwrap();
+    let remedy = fitted.training().remedy.unwrap();
+    assert!(
+        matches!(
+            remedy,
+            Remedy::HeldOut {
+                learned_budget: None,
+                ..
+            }
+        ),
+        "{remedy}"
+    );
 }

@@ -1191,3 +1191,33 @@ fn a_held_out_remedy_loads_its_variance_factor() {
         Err(Error::InvalidParameter { .. })
     ));
 }
+
+/// The held-out check's early-stopping budget in a saved SSGP: it round-trips, a file without it
+/// (written before early stopping) loads with none, and a budget of no evaluations is refused.
+#[test]
+fn a_held_out_remedy_loads_its_learned_budget() {
+    let problem = &ssgp::data::calibration_suite()[19];
+    assert_eq!(problem.name(), "n300-D1-r1-rough-0.1");
+    let (train, _) = problem.generate(1).unwrap();
+    let fitted = Ssgp::params(50).seed(1).fit(&train).unwrap();
+    let budget = |m: &FittedSsgp| match m.training().remedy {
+        Some(ssgp::Remedy::HeldOut { learned_budget, .. }) => learned_budget,
+        other => panic!("{other:?}"),
+    };
+    assert!(budget(&fitted).is_some());
+    let json: Value = serde_json::from_str(&persist::to_json(&fitted).unwrap()).unwrap();
+    let loaded: FittedSsgp = persist::from_json(&json.to_string()).unwrap();
+    assert_eq!(loaded.training().remedy, fitted.training().remedy);
+    let pointer = "/model/ssgp/training/remedy/HeldOut";
+    let mut older = json.clone();
+    let remedy = older.pointer_mut(pointer).unwrap().as_object_mut().unwrap();
+    assert!(remedy.remove("learned_budget").is_some());
+    let loaded: FittedSsgp = persist::from_json(&older.to_string()).unwrap();
+    assert_eq!(budget(&loaded), None);
+    let mut none = json;
+    none.pointer_mut(pointer).unwrap()["learned_budget"] = serde_json::json!(0);
+    assert!(matches!(
+        persist::from_json::<FittedSsgp>(&none.to_string()),
+        Err(Error::InvalidParameter { .. })
+    ));
+}
