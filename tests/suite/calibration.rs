@@ -385,6 +385,16 @@ fn above_the_held_out_range_a_learned_fit_with_an_honest_loo_is_checked() {
         "LOO of the learned fit: {loo}; checked: z² {z2:.2}, coverage {coverage:.3}, {remedy}"
     );
     assert!(!remedy.random_features(), "{remedy}");
+    assert!(
+        matches!(
+            remedy,
+            Remedy::HeldOut {
+                learned_budget: None,
+                ..
+            }
+        ),
+        "not stopped early: {remedy}"
+    );
     assert_eq!(
         checked.predict_mean(test.x()).unwrap(),
         off.predict_mean(test.x()).unwrap(),
@@ -540,8 +550,8 @@ fn the_check_stops_the_learned_fit_early_on_a_small_table() {
 }
 
 /// On fewer than `CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS` held-out rows the learned
-/// fit runs its whole budget (no `learned_budget`), and so does the proxy above
-/// `CalibrationGuard::HELD_OUT_MAX_ROWS`.
+/// fit runs its whole budget (no `learned_budget`; above `CalibrationGuard::HELD_OUT_MAX_ROWS`
+/// too, checked in `above_the_held_out_range_a_learned_fit_with_an_honest_loo_is_checked`).
 #[test]
 fn the_learned_fit_is_not_stopped_early_on_few_held_out_rows() {
     let problem = &calibration_suite()[15];
