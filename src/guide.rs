@@ -208,21 +208,20 @@
 //!
 //! Its cost: up to 2 000 points, a learned fit and a random-feature fit on 3/4 of the rows
 //! before the kept fit (the random-feature fit trains two parameters: its evaluations cost as
-//! the learned fit's, its iterations are few), so at most about 2× the learned fit's time
-//! (about 2.7× from n = 300, with early stopping's six stages) and
-//! often less, when the random-feature fit is kept or the learned fit stops early (on the generated suite below the training
-//! took 105 s in all against 82 s for the learned fits alone; with early stopping, which adds
-//! about one learned fit's evaluations on 3/4 of the rows from n = 300 but refits a winner with
-//! its chosen budget only, 84 s on the idle VM); above, the proxy: a learned fit
-//! on half the rows with half the evaluations (a quarter of the learned fit's evaluation work)
-//! and the random-feature fit's few. Kin-40k (SSGP-200, seeds 1–3) trained 1.20× as long in
-//! interleaved runs on a loaded VM (1.15–1.26× per seed); its fits are the learned ones, their
-//! means bit for bit (NMSE 0.0084/0.0086/0.0081) and their variances widened ×1.25/×1.36/×1.22
-//! (MNLP −0.974/−0.964/−0.990, against −0.970/−0.966/−0.992 unwidened). With the crate's own
-//! linear algebra (the learned fits' paths move with round-off): NMSE 0.0087/0.0090/0.0083,
-//! MNLP −0.955/−0.930/−0.987, 32–35 s of training each on the idle VM (seed 1: 1.40× the
-//! time of the code before the check, two interleaved pairs); the same fits in 24.5–25.1 s on
-//! 2026-11-26, with SSGP's evaluation 3–10 % faster (and the VM faster that day).
+//! the learned fit's, its iterations are few), so at most about 2× the learned fit's time (up
+//! to about 2.5× from n = 300, with early stopping's six stages on 3/4 of the rows) and often
+//! less, when the random-feature fit is kept or the learned fit stops early (on the generated
+//! suite below the training took 105 s in all against 82 s for the learned fits alone; with
+//! early stopping, whose refit of a winner runs its chosen budget only, 84 s on the idle VM);
+//! above, the proxy: a learned fit on half the rows with half the evaluations (a quarter of the
+//! learned fit's evaluation work) and the random-feature fit's few. Kin-40k (SSGP-200, seeds 1–3)
+//! trained 1.20× as long in interleaved runs on a loaded VM (1.15–1.26× per seed); its fits are the
+//! learned ones, their means bit for bit (NMSE 0.0084/0.0086/0.0081) and their variances widened
+//! ×1.25/×1.36/×1.22 (MNLP −0.974/−0.964/−0.990, against −0.970/−0.966/−0.992 unwidened). With the
+//! crate's own linear algebra (the learned fits' paths move with round-off): NMSE
+//! 0.0087/0.0090/0.0083, MNLP −0.955/−0.930/−0.987, 32–35 s of training each on the idle VM (seed
+//! 1: 1.40× the time of the code before the check, two interleaved pairs); the same fits in
+//! 24.5–25.1 s on 2026-11-26, with SSGP's evaluation 3–10 % faster (and the VM faster that day).
 //!
 //! Measured on the generated suite of small and wide problems (`examples/calibration.rs`, 36
 //! problems, m = 50, the README has the table): 33 of 36 fits calibrated (coverage in
@@ -231,15 +230,15 @@
 //! for every NMSE within 1.1× the full GP's. The misses: where the full GP itself resolves the
 //! function (low noise, 100 ≤ n < 300, 3–5 relevant inputs) the random-feature fit with m = 50 is
 //! calibrated but up to 3.5× less accurate (the held-out check still prefers it, the learned fit
-//! being overconfident there and too few rows held out to widen or stop it); on n = 50 with D = 50 the
-//! full GP's lengthscales overfit and the random-feature fit inherits them (test mean z² 31); and
-//! n = 100, D = 1, near noise-free, keeps a learned fit whose error bars are too wide (coverage
-//! 1.000, flagged so). On the messy tables of [`crate::data::messy_suite`] (315 rows, 9
-//! inputs, with raw scales, replicated inputs, coarse columns, Student-t noise or 60 rows; `--suite
-//! messy`): 11 of 18 calibrated and 14 of 18 within 1.1× the full GP's NMSE (13 and 3 before
-//! early stopping); the misses are two learned fits a little underconfident (coverage
-//! 0.983–0.986), the smooth function's replicated and coarse tables (overconfident, flagged), the
-//! rough one's replicated table (coverage 0.894, flagged) and two of the 60-row tables.
+//! being overconfident there and too few rows held out to widen or stop it); on n = 50 with D = 50
+//! the full GP's lengthscales overfit and the random-feature fit inherits them (test mean z² 31);
+//! and n = 100, D = 1, near noise-free, keeps a learned fit whose error bars are too wide (coverage
+//! 1.000, flagged so). On the messy tables of [`crate::data::messy_suite`] (315 rows, 9 inputs,
+//! with raw scales, replicated inputs, coarse columns, Student-t noise or 60 rows; `--suite
+//! messy`): 11 of 18 calibrated and 14 of 18 within 1.1× the full GP's NMSE (13 and 3 before early
+//! stopping); the misses are two learned fits a little underconfident (coverage 0.983–0.986), the
+//! smooth function's replicated and coarse tables (overconfident, flagged), the rough one's
+//! replicated table (coverage 0.894, flagged) and two of the 60-row tables.
 //!
 //! # Failures are errors
 //!

@@ -196,9 +196,10 @@ impl ValidSsgpParams {
     /// The held-out comparison of [`CalibrationGuard::Check`]: the learned and the random-feature
     /// fit trained on a seeded 3/4 of `data` (the learned one stopped early on enough held-out
     /// rows), scored on the other 1/4 with their variance factors, the winner refitted on all
-    /// rows (with the learned one's budget) and rescaled by its factor. With `learned_on_all`, the learned fit already trained on all rows, the
-    /// proxy instead: a seeded half of `data`, the learned fit's evaluations half of
-    /// `learned_on_all`'s, its factor free to widen, and `learned_on_all` kept when it wins.
+    /// rows (with the learned one's budget) and rescaled by its factor. With `learned_on_all`,
+    /// the learned fit already trained on all rows, the proxy instead: a seeded half of `data`,
+    /// the learned fit's evaluations half of `learned_on_all`'s, its factor free to widen, and
+    /// `learned_on_all` kept when it wins.
     fn held_out_check(
         &self,
         data: &Dataset,
