@@ -165,21 +165,22 @@
 //!
 //! **Early stopping.** The learned fit's overfitting grows with its evaluations, and its early
 //! iterates are often more accurate than its last, and calibrated (n = 315, D = 9, 5 relevant
-//! inputs, smooth, noise 0.05: test NMSE 0.028 and mean z² 0.15 after 60 evaluations, 0.017
-//! and 2.10 after 500; n = 200, D = 20: 0.529 and 1.53 after 30, 0.723 and 282 after 1 000).
-//! So from 75 held-out rows (n ≥ 300,
+//! inputs, smooth, noise 0.05: test NMSE 0.028 and mean z² 0.15 after 60 evaluations, 0.017 and
+//! 2.10 after 500; n = 200, D = 20: 0.529 and 1.53 after 30, 0.723 and 282 after 1 000). So from 75
+//! held-out rows (n ≥ 300,
 //! [`CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS`](crate::ssgp::CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS))
-//! the check trains the learned fit on the 3/4 of the rows six times, each from the start, with
-//! 1/32, 1/16, …, 1 of `max_evaluations`; the stage with the best held-out MNLP is the learned
-//! candidate, and if it wins it is refitted on all rows with its budget
-//! (`Remedy::HeldOut`'s `learned_budget`; the fit's termination is then the exhausted budget,
-//! by design). On the messy tables below this took the default from 3 to 14 of 18 within 1.1×
-//! the full GP's NMSE (n = 315, smooth, noise 0.05: 0.639 → 0.019, the full GP's 0.151; noise
-//! 0.3: 0.732 → 0.266, the full GP's 0.359), and on the generated suite from 26 to 29 of 36
-//! (n = 500–1 000: D = 30, 0.449 → 0.225; D = 8, 0.80 → 0.56, the full GP's 0.71). On fewer
-//! held-out rows the choice among six stages is itself fitted to the few rows: n = 50–60 kept
-//! learned fits with test coverage 0.65–0.83, n = 200 with D = 20 one with 0.888; there the
-//! learned fit runs its whole budget, as before.
+//! the check scores the learned fit on the 3/4 of the rows as it stood after 1/32, 1/16, …, 1 of
+//! `max_evaluations` (one run: the optimiser's path before its budget ends does not depend on it,
+//! so each stage is the fit with that budget, bit for bit, tested); the stage with the best
+//! held-out MNLP is the learned candidate, and if it wins it is refitted on all rows with its
+//! budget (`Remedy::HeldOut`'s `learned_budget`; the fit's termination is then the exhausted
+//! budget, by design). On the messy tables below this took the default from 3 to 14 of 18 within
+//! 1.1× the full GP's NMSE (n = 315, smooth, noise 0.05: 0.639 → 0.019, the full GP's 0.151; noise
+//! 0.3: 0.732 → 0.266, the full GP's 0.359), and on the generated suite from 26 to 29 of 36 (n =
+//! 500–1 000: D = 30, 0.449 → 0.225; D = 8, 0.80 → 0.56, the full GP's 0.71). On fewer held-out
+//! rows the choice among six stages is itself fitted to the few rows: n = 50–60 kept learned fits
+//! with test coverage 0.65–0.83, n = 200 with D = 20 one with 0.888; there the learned fit runs its
+//! whole budget, as before.
 //!
 //! Above 2 000 points the learned fit is trained on all rows first and checked through a cheaper
 //! proxy: both fits trained on a seeded half of the rows, the learned one with half the
@@ -206,22 +207,23 @@
 //! format 4 on); `CalibrationGuard::Off` is the paper's fit alone,
 //! `CalibrationGuard::RandomFeatures` the random-feature fit alone.
 //!
-//! Its cost: up to 2 000 points, a learned fit and a random-feature fit on 3/4 of the rows
-//! before the kept fit (the random-feature fit trains two parameters: its evaluations cost as
-//! the learned fit's, its iterations are few), so at most about 2× the learned fit's time (up
-//! to about 2.5× from n = 300, with early stopping's six stages on 3/4 of the rows) and often
-//! less, when the random-feature fit is kept or the learned fit stops early (on the generated
-//! suite below the training took 105 s in all against 82 s for the learned fits alone; with
-//! early stopping, whose refit of a winner runs its chosen budget only, 84 s on the idle VM);
-//! above, the proxy: a learned fit on half the rows with half the evaluations (a quarter of the
-//! learned fit's evaluation work) and the random-feature fit's few. Kin-40k (SSGP-200, seeds 1–3)
-//! trained 1.20× as long in interleaved runs on a loaded VM (1.15–1.26× per seed); its fits are the
-//! learned ones, their means bit for bit (NMSE 0.0084/0.0086/0.0081) and their variances widened
-//! ×1.25/×1.36/×1.22 (MNLP −0.974/−0.964/−0.990, against −0.970/−0.966/−0.992 unwidened). With the
-//! crate's own linear algebra (the learned fits' paths move with round-off): NMSE
-//! 0.0087/0.0090/0.0083, MNLP −0.955/−0.930/−0.987, 32–35 s of training each on the idle VM (seed
-//! 1: 1.40× the time of the code before the check, two interleaved pairs); the same fits in
-//! 24.5–25.1 s on 2026-11-26, with SSGP's evaluation 3–10 % faster (and the VM faster that day).
+//! Its cost: up to 2 000 points, a learned fit and a random-feature fit on 3/4 of the rows before
+//! the kept fit (the random-feature fit trains two parameters: its evaluations cost as the learned
+//! fit's, its iterations are few, and from n = 300 early stopping's six stages are that one run and
+//! six conditionings), so at most about 2× the learned fit's time and often less, when the
+//! random-feature fit is kept or the learned fit stops early (on the generated suite below the
+//! training took 105 s in all against 82 s for the learned fits alone; with early stopping, whose
+//! refit of a winner runs its chosen budget only, 71 s on the idle VM, and 84 s with the stages
+//! trained one by one); above, the proxy: a learned fit on half the rows with half the evaluations
+//! (a quarter of the learned fit's evaluation work) and the random-feature fit's few. Kin-40k
+//! (SSGP-200, seeds 1–3) trained 1.20× as long in interleaved runs on a loaded VM (1.15–1.26× per
+//! seed); its fits are the learned ones, their means bit for bit (NMSE 0.0084/0.0086/0.0081) and
+//! their variances widened ×1.25/×1.36/×1.22 (MNLP −0.974/−0.964/−0.990, against
+//! −0.970/−0.966/−0.992 unwidened). With the crate's own linear algebra (the learned fits' paths
+//! move with round-off): NMSE 0.0087/0.0090/0.0083, MNLP −0.955/−0.930/−0.987, 32–35 s of training
+//! each on the idle VM (seed 1: 1.40× the time of the code before the check, two interleaved
+//! pairs); the same fits in 24.5–25.1 s on 2026-11-26, with SSGP's evaluation 3–10 % faster (and
+//! the VM faster that day).
 //!
 //! Measured on the generated suite of small and wide problems (`examples/calibration.rs`, 36
 //! problems, m = 50, the README has the table): 33 of 36 fits calibrated (coverage in

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::hyperparameters::NoiseParam;
 use crate::init::LengthscaleInit;
 use crate::model::FitRecord;
-use crate::optim::{minimize, Objective, OptimConfig, OptimReport};
+use crate::optim::{minimize, minimize_with_checkpoints, Objective, OptimConfig, OptimReport};
 use crate::termination::TrainingSummary;
 use nalgebra::DVector;
 
@@ -169,6 +169,27 @@ impl TrainingSettings {
         theta0: DVector<f64>,
     ) -> Result<OptimReport> {
         minimize(objective, theta0, &self.optim)?.or_failure(self.best_effort)
+    }
+
+    /// [`TrainingSettings::minimize`] with the reports of the same run at the ascending
+    /// evaluation counts `checkpoints` ([`crate::optim::minimize_with_checkpoints`]), each an
+    /// error if it failed, as is the whole run's.
+    ///
+    /// # Errors
+    /// As [`TrainingSettings::minimize`].
+    pub(crate) fn minimize_with_checkpoints<O: Objective>(
+        &self,
+        objective: &O,
+        theta0: DVector<f64>,
+        checkpoints: &[usize],
+    ) -> Result<(OptimReport, Vec<OptimReport>)> {
+        let (whole, reports) =
+            minimize_with_checkpoints(objective, theta0, &self.optim, checkpoints)?;
+        let reports = reports
+            .into_iter()
+            .map(|r| r.or_failure(self.best_effort))
+            .collect::<Result<_>>()?;
+        Ok((whole.or_failure(self.best_effort)?, reports))
     }
 
     /// The record a model fitted with these settings holds (their noise floor and thread count),

@@ -262,6 +262,24 @@ pub fn minimize<O: Objective>(
     theta0: DVector<f64>,
     config: &OptimConfig,
 ) -> Result<OptimReport> {
+    let (report, _) = minimize_with_checkpoints(objective, theta0, config, &[])?;
+    Ok(report)
+}
+
+/// [`minimize`], and for each of the ascending evaluation counts in `checkpoints` the report a
+/// run with that budget would have given — one run for all of them, since the path before the
+/// budget ends does not depend on it: the best point when the run asked for one evaluation more
+/// than the checkpoint ([`Termination::MaxEvaluations`]), or the run's own report if it ended
+/// first.
+///
+/// # Errors
+/// As [`minimize`].
+pub(crate) fn minimize_with_checkpoints<O: Objective>(
+    objective: &O,
+    theta0: DVector<f64>,
+    config: &OptimConfig,
+    checkpoints: &[usize],
+) -> Result<(OptimReport, Vec<OptimReport>)> {
     config.validate()?;
     if theta0.len() != objective.num_params() {
         return Err(Error::DimensionMismatch {
@@ -297,6 +315,7 @@ pub fn minimize<O: Objective>(
         config.max_evaluations,
         config.max_time,
     )));
+    record.borrow_mut().checkpoints = checkpoints.to_vec();
     if config.max_iterations == 0 {
         record.borrow_mut().stop = Some(Termination::NotStarted);
     } else {
@@ -354,7 +373,7 @@ pub fn minimize<O: Objective>(
         Some((psi, f, g)) => (psi.component_mul(&scales), *f, g.component_div(&scales)),
         None => (theta0, f0, g0),
     };
-    Ok(OptimReport {
+    let report = OptimReport {
         theta,
         value,
         gradient,
@@ -362,7 +381,25 @@ pub fn minimize<O: Objective>(
         iterations: rec.iterations,
         evaluations: rec.evaluations,
         termination: rec.stop.clone().unwrap_or(Termination::NotStarted),
-    })
+    };
+    let mut snapshots: Vec<OptimReport> = rec
+        .snapshots
+        .iter()
+        .map(|snap| {
+            let (psi, f, g) = &snap.best;
+            OptimReport {
+                theta: psi.component_mul(&scales),
+                value: *f,
+                gradient: g.component_div(&scales),
+                initial_value: f0,
+                iterations: snap.iterations,
+                evaluations: snap.evaluations,
+                termination: Termination::MaxEvaluations,
+            }
+        })
+        .collect();
+    snapshots.resize(checkpoints.len(), report.clone());
+    Ok((report, snapshots))
 }
 
 /// Runs `solver` on `problem` from ψ₀ for at most `max_iterations` iterations: argmin's final
@@ -571,6 +608,48 @@ mod tests {
                 other => panic!("{method:?}: {other:?}"),
             }
             assert_eq!((&rep.theta, rep.value), (&x0, 2.0), "{method:?}");
+        }
+    }
+
+    /// One run with checkpoints gives, for each, the report of a run with that budget, field for
+    /// field (θ, value, gradient, iterations, evaluations, termination), for both methods; a
+    /// checkpoint past the run's end gives its own report.
+    #[test]
+    fn checkpoints_give_the_runs_with_those_budgets() {
+        let x0 = DVector::from_vec(vec![-1.2, 1.0, -1.2, 1.0]);
+        let checkpoints = [1, 2, 5, 9, 31, 62, 125, 250, 100_000];
+        for method in [Method::ConjugateGradient, Method::Lbfgs { memory: 5 }] {
+            let config = OptimConfig {
+                method: Some(method),
+                max_evaluations: 100_000,
+                ..OptimConfig::default()
+            };
+            let (whole, snapshots) =
+                minimize_with_checkpoints(&Rosenbrock, x0.clone(), &config, &checkpoints).unwrap();
+            assert_eq!(snapshots.len(), checkpoints.len());
+            assert!(whole.evaluations < 100_000, "{whole:?}");
+            for (&budget, snapshot) in checkpoints.iter().zip(&snapshots) {
+                let alone = minimize(
+                    &Rosenbrock,
+                    x0.clone(),
+                    &OptimConfig {
+                        max_evaluations: budget,
+                        ..config.clone()
+                    },
+                )
+                .unwrap();
+                assert_eq!(snapshot, &alone, "{method:?}, budget {budget}");
+            }
+            assert_eq!(snapshots.last(), Some(&whole));
+            // A checkpoint at the run's own budget gives its report.
+            let tight = OptimConfig {
+                max_evaluations: 40,
+                ..config.clone()
+            };
+            let (whole, snapshots) =
+                minimize_with_checkpoints(&Rosenbrock, x0.clone(), &tight, &[40]).unwrap();
+            assert_eq!(whole.termination, Termination::MaxEvaluations);
+            assert_eq!(snapshots, vec![whole]);
         }
     }
 }

@@ -30,6 +30,22 @@ pub(super) struct Record {
     pub last_failure: Option<String>,
     /// Set by the line search when it found no acceptable step; read by the stopping rule.
     pub line_search_failed: bool,
+    /// Evaluation counts, ascending, at which to keep a [`Snapshot`] (those not reached yet).
+    pub checkpoints: Vec<usize>,
+    /// The snapshots kept so far, one per checkpoint reached.
+    pub snapshots: Vec<Snapshot>,
+}
+
+/// The run as it stood when, c evaluations done, it asked for one more: where the same run with
+/// a budget of c evaluations ended (the path before the budget ends does not depend on it).
+#[derive(Clone)]
+pub(super) struct Snapshot {
+    /// The best point ψ so far, with its value and gradient ∇ψ.
+    pub best: (Vector, f64, Vector),
+    /// Iterations run: those completed and the one under way.
+    pub iterations: u64,
+    /// Evaluations so far.
+    pub evaluations: usize,
 }
 
 /// A run's budgets in evaluations and in wall-clock time from its start.
@@ -64,6 +80,28 @@ impl Record {
             stop: None,
             last_failure: None,
             line_search_failed: false,
+            checkpoints: Vec::new(),
+            snapshots: Vec::new(),
+        }
+    }
+
+    /// Keeps a [`Snapshot`] for every checkpoint the evaluations have reached, when the run asks
+    /// for one more.
+    fn take_snapshots(&mut self) {
+        while self
+            .checkpoints
+            .first()
+            .is_some_and(|&c| c <= self.evaluations)
+        {
+            self.checkpoints.remove(0);
+            if let Some(best) = self.best.clone() {
+                // The request comes from an iteration under way, which a run ending here counts.
+                self.snapshots.push(Snapshot {
+                    best,
+                    iterations: self.iterations + 1,
+                    evaluations: self.evaluations,
+                });
+            }
         }
     }
 
@@ -100,6 +138,8 @@ impl<O: Objective> RecordingProblem<'_, O> {
         if rec.stop.is_some() {
             return Err(argmin::core::Error::msg("the run has ended"));
         }
+        // A run with a budget of this checkpoint's evaluations would end here.
+        rec.take_snapshots();
         if rec.evaluations >= rec.budget.max_evaluations {
             rec.stop = Some(Termination::MaxEvaluations);
             return Err(argmin::core::Error::msg("evaluation budget exhausted"));
@@ -109,6 +149,15 @@ impl<O: Objective> RecordingProblem<'_, O> {
             return Err(argmin::core::Error::msg("time budget exhausted"));
         }
         rec.evaluations += 1;
+        self.evaluated(&mut rec, psi)
+    }
+
+    /// Evaluates the objective at ψ (counted already), recording the point or the failure.
+    fn evaluated(
+        &self,
+        rec: &mut Record,
+        psi: &Vector,
+    ) -> std::result::Result<(f64, Vector), argmin::core::Error> {
         match self
             .objective
             .value_and_gradient(&psi.component_mul(self.scales))

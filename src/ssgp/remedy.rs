@@ -58,10 +58,11 @@ pub enum CalibrationGuard {
     ///
     /// From [`CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS`] held-out rows the learned fit
     /// is also stopped early: trained on the 3/4 of the rows with 1/32, 1/16, …, 1 of
-    /// `max_evaluations` (each from the start), the budget with the best held-out MNLP gives the
-    /// learned candidate, and a learned winner is refitted on all rows with that budget
-    /// ([`Remedy::HeldOut`]'s `learned_budget`). The six stages cost about twice the learned
-    /// fit's evaluations on 3/4 of the rows, and the refit costs its chosen budget's.
+    /// `max_evaluations`, the budget with the best held-out MNLP gives the learned candidate,
+    /// and a learned winner is refitted on all rows with that budget ([`Remedy::HeldOut`]'s
+    /// `learned_budget`). The six stages are one run (the optimiser's path before its budget
+    /// ends does not depend on it), so they cost one learned fit on 3/4 of the rows and six
+    /// conditionings; the refit costs its chosen budget's evaluations.
     ///
     /// Above, the learned fit is trained on all rows first, and the comparison is made by a
     /// cheaper proxy: both fits trained on a seeded half of the rows (the learned one with half
@@ -260,12 +261,11 @@ impl ValidSsgpParams {
             vec![full_budget]
         };
         let stopped_early = budgets.len() > 1;
-        // Each stage trains from the start; of equal scores the first, the cheapest, is kept.
+        // The stages are one run's fits at its budgets; of equal scores the first, the cheapest,
+        // is kept.
+        let stages = proxy.fit_from_checkpoints(&fit, start.clone(), &used, &budgets)?;
         let mut best: Option<(usize, FittedSsgp, HeldOutScore)> = None;
-        for budget in budgets {
-            let mut stage = proxy.clone();
-            stage.training.optim.max_evaluations = budget;
-            let candidate = stage.fit_from(&fit, start.clone(), &used)?;
+        for (budget, candidate) in budgets.into_iter().zip(stages) {
             let score = held_out(&candidate, (&fit, &held), learned_range)?;
             if best.as_ref().is_none_or(|(_, _, b)| score.mnlp < b.mnlp) {
                 best = Some((budget, candidate, score));
@@ -524,6 +524,41 @@ mod tests {
                 fit.iter().all(|&f| data.x().row(f) != data.x().row(h)),
                 "row {h}"
             );
+        }
+    }
+
+    /// The early-stopping stages from one run are the fits trained with those budgets, bit for
+    /// bit (θ, −log p and the training summary), with learned and with fixed spectral points.
+    #[test]
+    fn the_stages_of_one_run_are_the_fits_with_those_budgets() {
+        use crate::params::ParamGuard;
+        let x = DMatrix::from_fn(120, 2, |i, j| ((i * 37 + j * 11) % 101) as f64 / 10.0);
+        let y = DVector::from_fn(120, |i, _| x[(i, 0)].sin() + 0.3 * x[(i, 1)].cos());
+        let data = Dataset::new(x, y).unwrap();
+        let columns = InputColumns::all(2);
+        for fixed in [false, true] {
+            let params = crate::Ssgp::params(8)
+                .seed(3)
+                .max_evaluations(80)
+                .fixed_spectral_points(fixed)
+                .check()
+                .unwrap()
+                .resolved_for(data.y_variance());
+            let start = crate::full_gp::start(&data, &params.training).unwrap();
+            let budgets = [2, 5, 10, 20, 40, 80];
+            let stages = params
+                .fit_from_checkpoints(&data, start.clone(), &columns, &budgets)
+                .unwrap();
+            assert_ne!(stages[0].parameters(), stages[5].parameters());
+            assert_eq!(stages[4].training().evaluations, 40, "the run went past 40");
+            for (budget, stage) in budgets.into_iter().zip(&stages) {
+                let mut alone = params.clone();
+                alone.training.optim.max_evaluations = budget;
+                let alone = alone.fit_from(&data, start.clone(), &columns).unwrap();
+                assert_eq!(stage.parameters(), alone.parameters(), "{fixed} {budget}");
+                assert_eq!(stage.neg_log_evidence(), alone.neg_log_evidence());
+                assert_eq!(stage.training(), alone.training(), "{fixed} {budget}");
+            }
         }
     }
 

@@ -144,6 +144,26 @@ impl ValidSsgpParams {
         start: Hyperparameters,
         columns: &InputColumns,
     ) -> Result<FittedSsgp> {
+        let budget = self.training.optim.max_evaluations;
+        let mut fits = self.fit_from_checkpoints(data, start, columns, &[budget])?;
+        fits.pop().ok_or_else(|| Error::InvalidParameter {
+            name: "max_evaluations",
+            reason: "no fit was trained".into(),
+        })
+    }
+
+    /// The fits [`ValidSsgpParams::fit_from`] gives with budgets of each of the ascending
+    /// evaluation counts in `checkpoints` (at most `max_evaluations`), from one run: the
+    /// optimiser's path before its budget ends does not depend on it
+    /// ([`crate::optim::minimize_with_checkpoints`]). With a [`NoiseBound::FixedSpectralPoints`]
+    /// the bound is estimated once, with the whole budget.
+    pub(super) fn fit_from_checkpoints(
+        &self,
+        data: &Dataset,
+        start: Hyperparameters,
+        columns: &InputColumns,
+        checkpoints: &[usize],
+    ) -> Result<Vec<FittedSsgp>> {
         if let NoiseBound::FixedSpectralPoints { fraction } = self.noise_bound {
             let mut fixed = self.clone();
             fixed.fixed_spectral_points = true;
@@ -154,7 +174,7 @@ impl ValidSsgpParams {
             let mut bounded = self.clone();
             bounded.noise_bound = NoiseBound::None;
             bounded.training.noise_floor = self.training.noise_floor.max(fraction * estimate);
-            return bounded.fit_from(data, start, columns);
+            return bounded.fit_from_checkpoints(data, start, columns, checkpoints);
         }
         let m_by_d = self
             .m
@@ -178,9 +198,16 @@ impl ValidSsgpParams {
             hyper: start,
             unit_frequencies: w0,
         })?;
-        let report = self.training.minimize(&evidence, theta0)?;
-        let training = TrainingSummary::new(&report, columns);
-        self.build(data, &evidence, &report.theta, training, columns.clone())
+        let (_, reports) =
+            self.training
+                .minimize_with_checkpoints(&evidence, theta0, checkpoints)?;
+        reports
+            .into_iter()
+            .map(|report| {
+                let training = TrainingSummary::new(&report, columns);
+                self.build(data, &evidence, &report.theta, training, columns.clone())
+            })
+            .collect()
     }
 
     /// A fitted model at given hyperparameters and spectral points (for all D inputs), without
