@@ -59,7 +59,9 @@ pub(crate) struct EvaluationPoint {
 
 /// The sums over data points that eq. 8 needs. They add over any partition of the rows (row
 /// chunks, the blocks of threads, the ranks of an MPI job), so [`SsgpEvidence::finalize`] can
-/// take them from one process or from an all-reduce.
+/// take them from one process or from an all-reduce. At a fixed (ℓ, W) they do not depend on σ0²
+/// or σn²: the random-feature fit takes them once ([`SsgpEvidence::sums_at`]).
+#[derive(Clone)]
 pub(crate) struct DataSums {
     /// ΦᵀΦ (2m×2m); only the lower triangle, diagonal included, is set.
     pub a: DMatrix<f64>,
@@ -533,24 +535,10 @@ impl<'a> SsgpEvidence<'a> {
     ) -> DVector<f64> {
         let (d, m) = (self.x.ncols(), self.m);
         let FirstPass {
-            posterior: WeightPosterior {
-                l, alpha, omega, ..
-            },
+            posterior: WeightPosterior { omega, .. },
             hyper: h,
-            noise_derivative,
-            q,
-            lambda,
-            n,
             ..
         } = first;
-        let (q, lambda, n) = (*q, *lambda, *n);
-        let par = self.par;
-        let sn2 = h.noise_variance;
-        // σ0 and σn enter through λ = mσn²/σ0² and the explicit terms of eq. 8.
-        let l_inv = linalg::invert_lower(l, par);
-        let trace_a_inv = l_inv.norm_squared();
-        let d_lambda = alpha.norm_squared() / (2.0 * sn2) + 0.5 * trace_a_inv - m as f64 / lambda;
-        let d_sn2 = -q / (2.0 * sn2 * sn2) + n as f64 / (2.0 * sn2) + d_lambda * lambda / sn2;
         let mut grad = DVector::zeros(self.num_params());
         for dd in 0..d {
             let ell = h.lengthscales[dd];
@@ -563,9 +551,56 @@ impl<'a> SsgpEvidence<'a> {
                 }
             }
         }
-        grad[d] = -2.0 * lambda * d_lambda;
-        grad[d + 1] = d_sn2 * noise_derivative;
+        [grad[d], grad[d + 1]] = self.variance_gradient(first);
         grad
+    }
+
+    /// ∂/∂log σ0 and ∂/∂p_n of eq. 8 from the first pass alone: σ0 and σn enter through
+    /// λ = mσn²/σ0² and the explicit terms, with tr A⁻¹ = ‖L⁻¹‖²_F (O(m³)) — no pass over the
+    /// rows.
+    pub(crate) fn variance_gradient(&self, first: &FirstPass) -> [f64; 2] {
+        let FirstPass {
+            posterior: WeightPosterior { l, alpha, .. },
+            hyper: h,
+            noise_derivative,
+            q,
+            lambda,
+            n,
+            ..
+        } = first;
+        let (q, lambda, n) = (*q, *lambda, *n);
+        let m = self.m as f64;
+        let sn2 = h.noise_variance;
+        let l_inv = linalg::invert_lower(l, self.par);
+        let trace_a_inv = l_inv.norm_squared();
+        let d_lambda = alpha.norm_squared() / (2.0 * sn2) + 0.5 * trace_a_inv - m / lambda;
+        let d_sn2 = -q / (2.0 * sn2 * sn2) + n as f64 / (2.0 * sn2) + d_lambda * lambda / sn2;
+        [-2.0 * lambda * d_lambda, d_sn2 * noise_derivative]
+    }
+
+    /// The sums of eq. 8 over this evidence's rows at θ's ℓ and W (its σ0², σn² play no part):
+    /// one pass over the rows, n(2m)² + 4nmD flops.
+    ///
+    /// # Errors
+    /// As [`SsgpEvidence::unpack`].
+    pub(crate) fn sums_at(&self, theta: &DVector<f64>) -> Result<DataSums> {
+        let point = self.point(theta, false)?;
+        Ok(self.local_sums(&point, &mut self.workspace()))
+    }
+
+    /// −log p(y|θ) and its [`SsgpEvidence::variance_gradient`] from `sums` taken at θ's ℓ and W
+    /// ([`SsgpEvidence::sums_at`]): O(m³), the same bits as the value and those two entries of
+    /// the gradient from the rows.
+    ///
+    /// # Errors
+    /// As [`SsgpEvidence::value`].
+    pub(crate) fn value_and_variance_gradient(
+        &self,
+        theta: &DVector<f64>,
+        sums: DataSums,
+    ) -> Result<(f64, [f64; 2])> {
+        let first = self.finalize(self.point(theta, false)?, sums)?;
+        Ok((first.value, self.variance_gradient(&first)))
     }
 }
 

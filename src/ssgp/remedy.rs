@@ -19,6 +19,7 @@
 //! on 1 200 rows: held-out MSE 0.72–0.76 after 300, 500 and 1 000 evaluations, σn² 0.68, 0.42,
 //! 0.26), which the LOO, residuals over 1 − hᵢ with σn² as the variance, cannot see.
 
+use super::evidence::DataSums;
 use super::params::{NoiseBound, ValidSsgpParams};
 use super::posterior::FittedSsgp;
 use super::{SsgpEvidence, SsgpHyperparameters};
@@ -118,14 +119,29 @@ impl CalibrationGuard {
 const EARLY_STOPPING_DIVISORS: [usize; 6] = [32, 16, 8, 4, 2, 1];
 
 /// −log p(y|θ) of a random-feature fit as a function of (log σ0, p_n) alone: ℓ held at the
-/// start's and the spectral points fixed in `evidence`.
+/// start's and the spectral points fixed in `evidence`. Φ then never changes, so the sums of eq. 8
+/// (ΦᵀΦ, Φᵀy, yᵀy) are taken once and every evaluation is O(m³) on them
+/// ([`SsgpEvidence::value_and_variance_gradient`]), with the bits of the evidence's own value and
+/// gradient entries: the fit is the one an O(nm²) evaluation per step gives.
 struct Variances<'a, 'd> {
     evidence: &'a SsgpEvidence<'d>,
     /// The full θ = [log ℓ (D), log σ0, p_n], of which the last two entries are trained.
     theta: DVector<f64>,
+    /// The sums at θ's ℓ and W.
+    sums: DataSums,
 }
 
-impl Variances<'_, '_> {
+impl<'a, 'd> Variances<'a, 'd> {
+    /// The objective from `theta`'s (log σ0, p_n), with its ℓ and W held: one pass over the rows.
+    fn new(evidence: &'a SsgpEvidence<'d>, theta: DVector<f64>) -> Result<Self> {
+        let sums = evidence.sums_at(&theta)?;
+        Ok(Self {
+            evidence,
+            theta,
+            sums,
+        })
+    }
+
     /// The full θ with (log σ0, p_n) = `v`.
     fn full(&self, v: &DVector<f64>) -> DVector<f64> {
         let mut theta = self.theta.clone();
@@ -141,9 +157,10 @@ impl Objective for Variances<'_, '_> {
     }
 
     fn value_and_gradient(&self, v: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
-        let (value, gradient) = self.evidence.value_and_gradient(&self.full(v))?;
-        let d = gradient.len() - 2;
-        Ok((value, gradient.rows(d, 2).into_owned()))
+        let (value, gradient) = self
+            .evidence
+            .value_and_variance_gradient(&self.full(v), self.sums.clone())?;
+        Ok((value, DVector::from_row_slice(&gradient)))
     }
 
     fn value_scale(&self) -> f64 {
@@ -392,10 +409,7 @@ impl ValidSsgpParams {
             unit_frequencies: w,
         })?;
         let d = theta.len() - 2;
-        let objective = Variances {
-            evidence: &evidence,
-            theta,
-        };
+        let objective = Variances::new(&evidence, theta)?;
         let v0 = objective.theta.rows(d, 2).into_owned();
         let report = fixed.training.minimize(&objective, v0)?;
         let theta = objective.full(&report.theta);
@@ -558,6 +572,57 @@ mod tests {
                 assert_eq!(stage.parameters(), alone.parameters(), "{fixed} {budget}");
                 assert_eq!(stage.neg_log_evidence(), alone.neg_log_evidence());
                 assert_eq!(stage.training(), alone.training(), "{fixed} {budget}");
+            }
+        }
+    }
+
+    /// The random-feature objective on sums taken once is the evidence's own value and (log σ0,
+    /// p_n) gradient entries bit for bit, at random σ0, σn (so its fit is the one an evaluation
+    /// over all rows per step gives), with and without a noise floor.
+    #[test]
+    fn the_variances_objective_is_the_evidence_at_fixed_features_bit_for_bit() {
+        use crate::params::ParamGuard;
+        use rand::Rng;
+        let x = DMatrix::from_fn(150, 3, |i, j| ((i * 37 + j * 11) % 101) as f64 / 10.0);
+        let y = DVector::from_fn(150, |i, _| x[(i, 0)].sin() + 0.3 * x[(i, 1)].cos());
+        let data = Dataset::new(x, y).unwrap();
+        let mut rng = crate::random::seeded(9);
+        for floor in [0.0, 1e-2] {
+            let params = crate::Ssgp::params(12)
+                .seed(4)
+                .relative_noise_floor(floor)
+                .fixed_spectral_points(true)
+                .check()
+                .unwrap()
+                .resolved_for(data.y_variance());
+            let w = params
+                .density()
+                .sample_unit_frequencies(12, 3, &mut rng.clone());
+            let evidence = params.evidence_with(&data, Some(&w)).unwrap();
+            let start = crate::full_gp::start(&data, &params.training).unwrap();
+            let theta = evidence
+                .pack(&SsgpHyperparameters {
+                    hyper: start,
+                    unit_frequencies: w,
+                })
+                .unwrap();
+            let objective = Variances::new(&evidence, theta).unwrap();
+            for _ in 0..5 {
+                let v = DVector::from_fn(2, |_, _| rng.random_range(-3.0..1.0));
+                let (value, gradient) = objective.value_and_gradient(&v).unwrap();
+                let (all_value, all_gradient) =
+                    evidence.value_and_gradient(&objective.full(&v)).unwrap();
+                assert_eq!(value.to_bits(), all_value.to_bits(), "{floor} {v}");
+                assert_eq!(
+                    gradient[0].to_bits(),
+                    all_gradient[3].to_bits(),
+                    "{floor} {v}"
+                );
+                assert_eq!(
+                    gradient[1].to_bits(),
+                    all_gradient[4].to_bits(),
+                    "{floor} {v}"
+                );
             }
         }
     }
