@@ -1,6 +1,7 @@
-//! SSGP on a million points: m = 100 spectral points, 100 optimiser iterations, 10 initial draws,
-//! training memory O(chunk·m + m² + mD) beyond the data because the design matrix is streamed in
-//! row chunks (it would take 1.6 GB; nothing of size n×m is kept).
+//! SSGP on a million points: m = 100 spectral points, 35 optimiser iterations, 10 initial draws,
+//! training memory O(chunk·m + m² + mD) beyond the data and a cache of at most 512 MiB
+//! (`cache_bytes`), because the design matrix (1.6 GB) is streamed in row chunks: the cache keeps
+//! its leading chunks between the two passes of an evaluation and the rest are recomputed.
 //!
 //! `cargo run --release --example million [-- --n N]` (default N = 1 000 000); measure memory with
 //! `/usr/bin/time -v target/release/examples/million`.
@@ -66,7 +67,7 @@ fn run() -> Result<(), Box<dyn Error>> {
     let mut rng = StdRng::seed_from_u64(7);
     let train = synthetic(n, &mut rng)?;
     let test = synthetic(10_000, &mut rng)?;
-    eprintln!("{n} training points, 8 inputs; SSGP m = 100, 100 iterations, 10 initial draws");
+    eprintln!("{n} training points, 8 inputs; SSGP m = 100, 35 iterations, 10 initial draws");
     let start = Instant::now();
     let progress = Arc::new(move |p: &Progress| {
         if p.iteration.is_multiple_of(5) {
@@ -80,10 +81,12 @@ fn run() -> Result<(), Box<dyn Error>> {
         }
         ControlFlow::Continue(())
     });
+    // 35 iterations: the 65 more that the example ran until 2026-11-26 lowered −log p(y|θ) by
+    // 0.2 nats per 1 000 points and changed neither the test NMSE nor the MNLP in four digits.
     let fitted = Ssgp::params(100)
         .seed(1)
         .initial_draws(10)
-        .max_iterations(100)
+        .max_iterations(35)
         .max_evaluations(1000)
         .observer(progress)
         .fit(&train)?;

@@ -208,14 +208,15 @@
 //! `CalibrationGuard::RandomFeatures` the random-feature fit alone.
 //!
 //! Its cost: up to 2 000 points, a learned fit and a random-feature fit on 3/4 of the rows before
-//! the kept fit (the random-feature fit trains two parameters: its evaluations cost as the learned
-//! fit's, its iterations are few, and from n = 300 early stopping's six stages are that one run and
-//! six conditionings), so at most about 2× the learned fit's time and often less, when the
+//! the kept fit (the random-feature fit trains two parameters: its design matrix does not change, so
+//! it costs three passes over the rows — its sums, its conditioning, its LOO — and O(m³) per
+//! evaluation; from n = 300 early stopping's six
+//! stages are one run and six conditionings), so at most about 2× the learned fit's time and often less, when the
 //! random-feature fit is kept or the learned fit stops early (on the generated suite below the
 //! training took 105 s in all against 82 s for the learned fits alone; with early stopping, whose
 //! refit of a winner runs its chosen budget only, 71 s on the idle VM, and 84 s with the stages
 //! trained one by one); above, the proxy: a learned fit on half the rows with half the evaluations
-//! (a quarter of the learned fit's evaluation work) and the random-feature fit's few. Kin-40k
+//! (a quarter of the learned fit's evaluation work) and the random-feature fit's three passes. Kin-40k
 //! (SSGP-200, seeds 1–3) trained 1.20× as long in interleaved runs on a loaded VM (1.15–1.26× per
 //! seed); its fits are the learned ones, their means bit for bit (NMSE 0.0084/0.0086/0.0081) and
 //! their variances widened ×1.25/×1.36/×1.22 (MNLP −0.974/−0.964/−0.990, against

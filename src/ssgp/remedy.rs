@@ -73,7 +73,9 @@ pub enum CalibrationGuard {
     /// fit is trained on all rows and scaled by its s. The proxy's fewer rows make it overfit
     /// more and its fewer evaluations less, the two roughly balancing (n = 2 400, D = 8 or 50:
     /// factors 1.7–2.1 where the fit on all rows needed 2.1–2.2); the cost is about a quarter of
-    /// the learned fit's evaluations, plus the random-feature fit's few.
+    /// the learned fit's evaluations, plus three passes over the half for the random-feature fit
+    /// (its sums, its conditioning and its LOO diagnostic: its design matrix held, each of its
+    /// evaluations is O(m³)).
     ///
     /// The random-feature fits of the check (two parameters) are kept at their best point if
     /// their line search stalls, as on near noise-free data, where their evidence is flat within
