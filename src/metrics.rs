@@ -74,22 +74,32 @@ pub fn nmse(y_test: &DVector<f64>, pred: &Predictive, y_train_mean: f64) -> Resu
 /// # Errors
 /// As [`mse`], and [`Error::InvalidParameter`] if a predictive variance is not positive.
 pub fn mnlp(y_test: &DVector<f64>, pred: &Predictive) -> Result<f64> {
-    check(y_test, pred)?;
-    let mut total = 0.0;
-    for ((y, mu), var) in y_test
-        .iter()
-        .zip(pred.mean.iter())
-        .zip(pred.y_variance.iter())
-    {
-        if var.is_nan() || *var <= 0.0 {
-            return Err(Error::InvalidParameter {
-                name: "variance",
-                reason: format!("predictive variance {var} is not positive"),
-            });
-        }
-        total += (y - mu).powi(2) / var + var.ln() + (2.0 * std::f64::consts::PI).ln();
-    }
+    let total: f64 = twice_nlp(y_test, pred)?.sum();
     Ok(0.5 * total / y_test.len() as f64)
+}
+
+/// The negative log probability of each test target under the noisy predictive (n_*), whose
+/// mean is [`mnlp`]: ½[((y_{*j} − μ_{*j})/σ_{*j})² + log σ_{*j}² + log 2π].
+///
+/// # Errors
+/// As [`mnlp`].
+pub fn nlp(y_test: &DVector<f64>, pred: &Predictive) -> Result<DVector<f64>> {
+    Ok(twice_nlp(y_test, pred)? * 0.5)
+}
+
+/// Twice each target's negative log probability, checked as [`mnlp`] says.
+fn twice_nlp(y_test: &DVector<f64>, pred: &Predictive) -> Result<DVector<f64>> {
+    check(y_test, pred)?;
+    if let Some(var) = pred.y_variance.iter().find(|v| v.is_nan() || **v <= 0.0) {
+        return Err(Error::InvalidParameter {
+            name: "variance",
+            reason: format!("predictive variance {var} is not positive"),
+        });
+    }
+    Ok(DVector::from_fn(y_test.len(), |j, _| {
+        let var = pred.y_variance[j];
+        (y_test[j] - pred.mean[j]).powi(2) / var + var.ln() + (2.0 * std::f64::consts::PI).ln()
+    }))
 }
 
 /// How well the predictive variances match the errors on held-out data: a check for the
@@ -161,6 +171,12 @@ mod tests {
         ];
         let expected = 0.5 * (terms.iter().sum::<f64>() / 4.0 + (2.0 * std::f64::consts::PI).ln());
         assert_relative_eq!(mnlp(&y, &pred).unwrap(), expected, epsilon = 1e-15);
+        let each = nlp(&y, &pred).unwrap();
+        for (j, t) in terms.iter().enumerate() {
+            let by_hand = 0.5 * (t + (2.0 * std::f64::consts::PI).ln());
+            assert_relative_eq!(each[j], by_hand, epsilon = 1e-15);
+        }
+        assert!(nlp(&y, &predictive(&[0.5; 4], &[1.0, 0.0, 1.0, 1.0])).is_err());
         let c = calibration(&y, &pred).unwrap();
         assert_relative_eq!(c.mean_squared_z, (1.0 + 0.0625 + 2.0 + 0.0) / 4.0);
         assert_relative_eq!(c.within_one_sd, 0.75);

@@ -143,13 +143,14 @@ pub enum Remedy {
     /// Both fits were trained on 3/4 of the rows and scored by their mean negative log
     /// predictive density on the other 1/4, each with its predictive variances multiplied by the
     /// factor the held-out rows ask for (their mean z², where it differs from 1 beyond chance; a
-    /// learned fit is not scaled on fewer than
+    /// learned fit is only widened on fewer than
     /// [`CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS`](crate::ssgp::CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS)
-    /// held-out rows; from
+    /// held-out rows, and not scaled on fewer than early stopping needs; from
     /// [`CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS`](crate::ssgp::CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS)
     /// of them the learned fit was stopped early, `learned_budget`); the
     /// one with the lower MNLP was refitted on all rows (the random-feature
-    /// fit when `random_features_mnlp < learned_mnlp`; a widened learned fit is kept as it was
+    /// fit when `random_features_mnlp < learned_mnlp` or `random_features_by_margin`; a widened
+    /// learned fit is kept as it was
     /// trained instead, `on_comparison_rows`) and its σ0² and σn² multiplied by its factor,
     /// `variance_scale`. Above
     /// [`CalibrationGuard::HELD_OUT_MAX_ROWS`](crate::ssgp::CalibrationGuard::HELD_OUT_MAX_ROWS)
@@ -177,7 +178,7 @@ pub enum Remedy {
         /// 3/4 of the rows not held out and not refitted on all rows: a learned fit the held-out
         /// rows widen (with at least
         /// [`CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS`](crate::ssgp::CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS)
-        /// of them). Its θ, −log p(y|θ) and LOO diagnostic are on those rows. `false` in files
+        /// of them; on fewer, a widened learned fit is refitted on all rows). Its θ, −log p(y|θ) and LOO diagnostic are on those rows. `false` in files
         /// saved before it existed.
         #[cfg_attr(feature = "serde", serde(default))]
         on_comparison_rows: bool,
@@ -194,6 +195,14 @@ pub enum Remedy {
             serde(default, skip_serializing_if = "Option::is_none")
         )]
         learned_budget: Option<usize>,
+        /// Whether the random-feature fit was kept although the learned fit's held-out MNLP was
+        /// lower: a learned fit widened on fewer than
+        /// [`CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS`](crate::ssgp::CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS)
+        /// held-out rows must lead by more than one standard error of the row-by-row difference
+        /// of the two fits' negative log predictive densities (the one-standard-error rule), and
+        /// this one did not. `false` in files saved before it existed.
+        #[cfg_attr(feature = "serde", serde(default))]
+        random_features_by_margin: bool,
     },
     /// Too few rows for the held-out comparison: the learned fit was kept, its LOO diagnostic
     /// not fitting the training points too well. (Earlier builds also saved it for fits
@@ -229,8 +238,9 @@ impl Remedy {
             Self::HeldOut {
                 learned_mnlp,
                 random_features_mnlp,
+                random_features_by_margin,
                 ..
-            } => random_features_mnlp < learned_mnlp,
+            } => *random_features_by_margin || random_features_mnlp < learned_mnlp,
             Self::LooChecked => false,
             Self::LooFitsTooWell | Self::RandomFeatures => true,
         }
@@ -252,6 +262,7 @@ impl fmt::Display for Remedy {
                 held_out,
                 on_comparison_rows,
                 learned_budget,
+                random_features_by_margin,
             } => {
                 let rows = if *on_comparison_rows {
                     " on the comparison's 3/4 of the rows"
@@ -262,10 +273,11 @@ impl fmt::Display for Remedy {
                 if let Some(b) = learned_budget {
                     write!(f, " stopped at {b} evaluations")?;
                 }
-                write!(
-                    f,
-                    ", {random_features_mnlp:.3} random features; variances ×{variance_scale:.3}"
-                )?;
+                write!(f, ", {random_features_mnlp:.3} random features")?;
+                if *random_features_by_margin {
+                    write!(f, ", the widened learned fit within one standard error")?;
+                }
+                write!(f, "; variances ×{variance_scale:.3}")?;
                 if let Some(h) = held_out {
                     write!(f, "; {h}")?;
                 }
@@ -694,6 +706,7 @@ mod tests {
                 held_out,
                 on_comparison_rows: false,
                 learned_budget: None,
+                random_features_by_margin: false,
             }),
             ..TrainingSummary::untrained(0.0)
         }

@@ -45,7 +45,8 @@
 //! (before the leave-one-out diagnostic) loads with `TrainingSummary::diagnostic` = `None`, a
 //! format-2 or format-3 file (before SSGP's calibration check) with `TrainingSummary::remedy` =
 //! `None`, a file before format 5 with every diagnostic's `honest` = false, a file before
-//! format 6 with every held-out check's `learned_budget` = `None`, and all predict bit
+//! format 6 with every held-out check's `learned_budget` = `None`, a file before format 7 with
+//! every held-out check's `random_features_by_margin` = false, and all predict bit
 //! for bit as before (`tests/suite/format2.rs`). **Any change to what a saved
 //! type writes or reads — a field added, removed, renamed or read differently, a check that would
 //! refuse files that loaded before — bumps [`FORMAT_VERSION`].**
@@ -504,33 +505,41 @@ mod tests {
         let json = to_json(&model).unwrap();
         let written = format!("{{\"format_version\":{FORMAT_VERSION},");
         assert!(json.starts_with(&written), "{json}");
+        let next = u64::from(FORMAT_VERSION) + 1;
         let future = json.replacen(
             &format!("\"format_version\":{FORMAT_VERSION}"),
-            "\"format_version\":7",
+            &format!("\"format_version\":{next}"),
             1,
         );
         let err = from_json::<SavedModel>(&future).unwrap_err();
         assert!(matches!(
             err,
             Error::FormatVersion {
-                found: 7,
+                found,
                 supported: FORMAT_VERSION
-            }
+            } if found == next
         ));
         assert!(
-            err.to_string().contains('7') && err.to_string().contains(&FORMAT_VERSION.to_string())
+            err.to_string().contains(&next.to_string())
+                && err.to_string().contains(&FORMAT_VERSION.to_string())
         );
         // Through serde alone: the same check, as the format's error.
         let err = serde_json::from_str::<SavedModel>(&future).unwrap_err();
-        assert!(err.to_string().contains("format version 7"), "{err}");
+        assert!(
+            err.to_string().contains(&format!("format version {next}")),
+            "{err}"
+        );
         // The version is read before the model: a future file whose model this build cannot
         // parse still says which version it is.
         let garbled = future.replacen("\"model\":{", "\"model\":{\"new_kind\":{}, ", 1);
         assert!(matches!(
             from_json::<SavedModel>(&garbled),
-            Err(Error::FormatVersion { found: 7, .. })
+            Err(Error::FormatVersion { found, .. }) if found == next
         ));
         let err = serde_json::from_str::<SavedModel>(&garbled).unwrap_err();
-        assert!(err.to_string().contains("format version 7"), "{err}");
+        assert!(
+            err.to_string().contains(&format!("format version {next}")),
+            "{err}"
+        );
     }
 }

@@ -295,6 +295,7 @@ impl SummaryRepr {
                     held_out,
                     on_comparison_rows,
                     learned_budget,
+                    random_features_by_margin,
                 }) => Some(Remedy::HeldOut {
                     learned_mnlp: finite(learned_mnlp, "training summary: held-out MNLP")?,
                     random_features_mnlp: finite(
@@ -329,6 +330,7 @@ impl SummaryRepr {
                         }
                         b => b,
                     },
+                    random_features_by_margin,
                 }),
                 other => other,
             },

@@ -29,8 +29,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// carries what its calibration check did (`remedy`, absent for every other model; a held-out
 /// check's `variance_scale`, when absent, reads as 1); 5, a diagnostic's `honest` (VFE's LOO,
 /// by which a low mean z² flags error bars too wide; absent, it reads as false); 6, a held-out
-/// check's `learned_budget` (the learned fit stopped early; absent, it reads as none).
-pub const FORMAT_VERSION: u32 = 6;
+/// check's `learned_budget` (the learned fit stopped early; absent, it reads as none); 7, a
+/// held-out check's `random_features_by_margin` (the random-feature fit kept by the
+/// one-standard-error rule; absent, it reads as false).
+pub const FORMAT_VERSION: u32 = 7;
 
 /// The oldest format version this build reads: a format-2 file is migrated on load (its
 /// training summaries have no diagnostic: the loaded model reports `diagnostic: None`, and

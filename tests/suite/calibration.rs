@@ -436,8 +436,10 @@ fn replicated_inputs_are_held_out_together() {
     let summary = fit.training();
     let held = summary.held_out().unwrap();
     println!(
-        "z² {z2:.2}, coverage {coverage:.3}; {}",
-        summary.diagnosis()
+        "z² {z2:.2}, coverage {coverage:.3}; {}; {}; NMSE {}",
+        summary.diagnosis(),
+        summary.remedy.unwrap(),
+        ssgp::metrics::nmse(test.y(), &fit.predict(test.x()).unwrap(), train.y_mean()).unwrap()
     );
     assert_eq!(held.rows % 3, 0, "whole groups held out: {held:?}");
     assert!(
@@ -570,4 +572,78 @@ fn the_learned_fit_is_not_stopped_early_on_few_held_out_rows() {
         ),
         "{remedy}"
     );
+}
+
+/// From `CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS` held-out rows (fewer than
+/// `CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS`) a learned fit is widened, never narrowed,
+/// and refitted on all rows. A messy table with every input three times (n = 315, 79 held-out
+/// rows): the learned fit stopped early was kept unscaled before, its test coverage 0.835 and
+/// mean z² 2.08 (flagged); the same fit widened ×1.7 is calibrated and unflagged.
+#[test]
+fn a_learned_fit_is_widened_from_the_early_stopping_rows() {
+    let table = ssgp::data::messy_suite()
+        .into_iter()
+        .find(|t| t.name() == "n315-D9-r5-smooth-0.3-replicated3")
+        .unwrap();
+    let (train, test) = table.generate(1000).unwrap();
+    let fitted = Ssgp::params(50).seed(1).fit(&train).unwrap();
+    let summary = fitted.training();
+    let remedy = summary.remedy.unwrap();
+    println!("{remedy}; {}", summary.diagnosis());
+    let Remedy::HeldOut {
+        held_out: Some(held),
+        on_comparison_rows,
+        ..
+    } = remedy
+    else {
+        panic!("{remedy}")
+    };
+    assert!(
+        (CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS
+            ..CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS)
+            .contains(&held.rows),
+        "{} held-out rows",
+        held.rows
+    );
+    assert!(
+        !remedy.random_features() && remedy.variance_scale() > 1.0 && !on_comparison_rows,
+        "{remedy}"
+    );
+    let (z2, coverage) = calibration(&fitted, &test);
+    assert!(
+        z2 <= 1.5 && (0.90..=0.98).contains(&coverage),
+        "z² {z2}, coverage {coverage}"
+    );
+    assert!(!summary.is_flagged(), "{}", summary.diagnosis());
+}
+
+/// A learned fit widened on fewer than `CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS`
+/// held-out rows must beat the random-feature fit by more than one standard error of the
+/// row-by-row difference. n = 300, D = 300: the learned fit interpolates its rows (LOO NMSE
+/// 0.002), widened ×2.4 it led by a hair, and kept it predicted worse than the mean (test NMSE
+/// 1.105); the random-feature fit is kept instead.
+#[test]
+fn a_widened_learned_fit_must_lead_by_one_standard_error() {
+    let problem = &calibration_suite()[21];
+    assert_eq!(problem.name(), "n300-D300-r10-smooth-0.1");
+    let (train, test) = problem.generate(1000).unwrap();
+    let fitted = Ssgp::params(50).seed(1).fit(&train).unwrap();
+    let remedy = fitted.training().remedy.unwrap();
+    println!("{remedy}");
+    assert!(
+        matches!(
+            remedy,
+            Remedy::HeldOut { learned_mnlp, random_features_mnlp, random_features_by_margin: true, .. }
+                if learned_mnlp < random_features_mnlp
+        ),
+        "{remedy}"
+    );
+    assert!(remedy.random_features(), "{remedy}");
+    assert!(
+        remedy.to_string().contains("within one standard error"),
+        "{remedy}"
+    );
+    let p = fitted.predict(test.x()).unwrap();
+    let nmse = ssgp::metrics::nmse(test.y(), &p, train.y_mean()).unwrap();
+    assert!(nmse <= 1.01, "{nmse}");
 }

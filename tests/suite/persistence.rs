@@ -1194,6 +1194,7 @@ fn a_held_out_remedy_loads_its_variance_factor() {
 
 /// The held-out check's early-stopping budget in a saved SSGP: it round-trips, a file without it
 /// (written before early stopping) loads with none, and a budget of no evaluations is refused.
+/// Its `random_features_by_margin` (format 7) round-trips too and reads false where absent.
 #[test]
 fn a_held_out_remedy_loads_its_learned_budget() {
     let problem = &ssgp::data::calibration_suite()[19];
@@ -1212,8 +1213,27 @@ fn a_held_out_remedy_loads_its_learned_budget() {
     let mut older = json.clone();
     let remedy = older.pointer_mut(pointer).unwrap().as_object_mut().unwrap();
     assert!(remedy.remove("learned_budget").is_some());
+    assert_eq!(
+        remedy.remove("random_features_by_margin"),
+        Some(Value::Bool(false))
+    );
     let loaded: FittedSsgp = persist::from_json(&older.to_string()).unwrap();
     assert_eq!(budget(&loaded), None);
+    assert_eq!(
+        loaded.training().remedy.map(|r| r.random_features()),
+        fitted.training().remedy.map(|r| r.random_features())
+    );
+    let mut by_margin = json.clone();
+    by_margin.pointer_mut(pointer).unwrap()["random_features_by_margin"] = Value::Bool(true);
+    let loaded: FittedSsgp = persist::from_json(&by_margin.to_string()).unwrap();
+    assert!(matches!(
+        loaded.training().remedy,
+        Some(ssgp::Remedy::HeldOut {
+            random_features_by_margin: true,
+            ..
+        })
+    ));
+    assert!(loaded.training().remedy.unwrap().random_features());
     let mut none = json;
     none.pointer_mut(pointer).unwrap()["learned_budget"] = serde_json::json!(0);
     assert!(matches!(
