@@ -55,6 +55,19 @@ fn the_fast_subset_fits_carry_their_diagnostic() {
     }
 }
 
+/// Whether a mean z² and 95 % coverage are in the calibrated range.
+fn calibrated(z2: f64, coverage: f64) -> bool {
+    z2 <= 1.5 && (0.90..=0.98).contains(&coverage)
+}
+
+/// Asserts that `model` is calibrated on `test` and its summary raises no flag.
+fn assert_calibrated_and_unflagged(model: &ssgp::FittedSsgp, test: &ssgp::Dataset) {
+    let (z2, coverage) = calibration(model, test);
+    assert!(calibrated(z2, coverage), "z² {z2}, coverage {coverage}");
+    let summary = model.training();
+    assert!(!summary.is_flagged(), "{}", summary.diagnosis());
+}
+
 /// Mean z² and 95 % coverage of `model`'s predictions on `test`.
 fn calibration(model: &ssgp::FittedSsgp, test: &ssgp::Dataset) -> (f64, f64) {
     let p = model.predict(test.x()).unwrap();
@@ -90,7 +103,7 @@ fn the_default_check_calibrates_overfitted_spectral_points() {
         assert!(remedy.random_features(), "{name}: {remedy}");
         assert!(matches!(remedy, Remedy::HeldOut { .. }), "{name}: {remedy}");
         assert!(
-            z2 <= 1.5 && (0.90..=0.98).contains(&coverage),
+            calibrated(z2, coverage),
             "{name}: z² {z2}, coverage {coverage}"
         );
         let nmse = |m: &ssgp::FittedSsgp| {
@@ -122,7 +135,7 @@ fn the_held_out_factor_scales_the_variances_to_calibrated() {
         let s = remedy.variance_scale();
         assert!(if widened { s > 1.0 } else { s < 1.0 }, "{name}: {remedy}");
         assert!(
-            z2 <= 1.5 && (0.90..=0.98).contains(&coverage),
+            calibrated(z2, coverage),
             "{name}: z² {z2}, coverage {coverage}"
         );
         if remedy.random_features() {
@@ -182,10 +195,7 @@ fn a_widened_fit_is_judged_on_its_held_out_rows() {
     assert!((held_out.mean_z2 - 1.0).abs() < 1e-12, "{held_out}");
     assert!(!summary.is_flagged(), "{}", summary.diagnosis());
     let (z2, coverage) = calibration(&checked, &test);
-    assert!(
-        z2 <= 1.5 && (0.90..=0.98).contains(&coverage),
-        "z² {z2}, coverage {coverage}"
-    );
+    assert!(calibrated(z2, coverage), "z² {z2}, coverage {coverage}");
 }
 
 /// From `CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS` held-out rows a learned fit may be widened,
@@ -222,10 +232,7 @@ fn a_learned_fit_widened_on_enough_held_out_rows_is_kept_as_measured() {
     let nmse = |m: &ssgp::FittedSsgp| {
         ssgp::metrics::nmse(test.y(), &m.predict(test.x()).unwrap(), train.y_mean()).unwrap()
     };
-    assert!(
-        z2 <= 1.5 && (0.90..=0.98).contains(&coverage),
-        "z² {z2}, coverage {coverage}"
-    );
+    assert!(calibrated(z2, coverage), "z² {z2}, coverage {coverage}");
     assert!(
         nmse(&checked) < 0.7 * nmse(&features),
         "{} against {}",
@@ -347,10 +354,7 @@ fn above_the_held_out_range_a_loo_that_fits_too_well_runs_the_held_out_check() {
             if random_features_mnlp < learned_mnlp),
         "{remedy}"
     );
-    assert!(
-        z2 <= 1.5 && (0.90..=0.98).contains(&coverage),
-        "z² {z2}, coverage {coverage}"
-    );
+    assert!(calibrated(z2, coverage), "z² {z2}, coverage {coverage}");
 }
 
 /// The hole the LOO cannot see above `CalibrationGuard::HELD_OUT_MAX_ROWS`: a learned fit whose
@@ -400,10 +404,7 @@ fn above_the_held_out_range_a_learned_fit_with_an_honest_loo_is_checked() {
         off.predict_mean(test.x()).unwrap(),
         "the learned fit on all rows is kept"
     );
-    assert!(
-        z2 <= 1.5 && (0.90..=0.98).contains(&coverage),
-        "z² {z2}, coverage {coverage}"
-    );
+    assert!(calibrated(z2, coverage), "z² {z2}, coverage {coverage}");
 }
 
 /// Replicated inputs (each of 106 inputs measured three times, as real tables often are): the
@@ -443,7 +444,7 @@ fn replicated_inputs_are_held_out_together() {
     );
     assert_eq!(held.rows % 3, 0, "whole groups held out: {held:?}");
     assert!(
-        summary.is_flagged() || (z2 <= 1.5 && (0.90..=0.98).contains(&coverage)),
+        summary.is_flagged() || (calibrated(z2, coverage)),
         "z² {z2}, coverage {coverage}, unflagged"
     );
 }
@@ -543,12 +544,7 @@ fn the_check_stops_the_learned_fit_early_on_a_small_table() {
         ssgp_nmse <= 1.1 * full_nmse,
         "{ssgp_nmse} against {full_nmse}"
     );
-    let (z2, coverage) = calibration(&fitted, &test);
-    assert!(
-        z2 <= 1.5 && (0.90..=0.98).contains(&coverage),
-        "z² {z2}, coverage {coverage}"
-    );
-    assert!(!summary.is_flagged(), "{}", summary.diagnosis());
+    assert_calibrated_and_unflagged(&fitted, &test);
 }
 
 /// On fewer than `CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS` held-out rows the learned
@@ -609,12 +605,7 @@ fn a_learned_fit_is_widened_from_the_early_stopping_rows() {
         !remedy.random_features() && remedy.variance_scale() > 1.0 && !on_comparison_rows,
         "{remedy}"
     );
-    let (z2, coverage) = calibration(&fitted, &test);
-    assert!(
-        z2 <= 1.5 && (0.90..=0.98).contains(&coverage),
-        "z² {z2}, coverage {coverage}"
-    );
-    assert!(!summary.is_flagged(), "{}", summary.diagnosis());
+    assert_calibrated_and_unflagged(&fitted, &test);
 }
 
 /// A learned fit widened on fewer than `CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS`
