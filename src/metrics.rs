@@ -74,8 +74,7 @@ pub fn nmse(y_test: &DVector<f64>, pred: &Predictive, y_train_mean: f64) -> Resu
 /// # Errors
 /// As [`mse`], and [`Error::InvalidParameter`] if a predictive variance is not positive.
 pub fn mnlp(y_test: &DVector<f64>, pred: &Predictive) -> Result<f64> {
-    let total: f64 = twice_nlp(y_test, pred)?.sum();
-    Ok(0.5 * total / y_test.len() as f64)
+    Ok(half_mean(&twice_nlp(y_test, pred)?))
 }
 
 /// The negative log probability of each test target under the noisy predictive (n_*), whose
@@ -85,6 +84,24 @@ pub fn mnlp(y_test: &DVector<f64>, pred: &Predictive) -> Result<f64> {
 /// As [`mnlp`].
 pub fn nlp(y_test: &DVector<f64>, pred: &Predictive) -> Result<DVector<f64>> {
     Ok(twice_nlp(y_test, pred)? * 0.5)
+}
+
+/// [`nlp`] and [`mnlp`] from one pass over the targets (the mean with `mnlp`'s bits).
+///
+/// # Errors
+/// As [`mnlp`].
+pub(crate) fn nlp_and_mnlp(
+    y_test: &DVector<f64>,
+    pred: &Predictive,
+) -> Result<(DVector<f64>, f64)> {
+    let twice = twice_nlp(y_test, pred)?;
+    let mean = half_mean(&twice);
+    Ok((twice * 0.5, mean))
+}
+
+/// Half the mean of twice the NLPs: [`mnlp`].
+fn half_mean(twice: &DVector<f64>) -> f64 {
+    0.5 * twice.sum() / twice.len() as f64
 }
 
 /// Twice each target's negative log probability, checked as [`mnlp`] says.
@@ -177,6 +194,11 @@ mod tests {
             assert_relative_eq!(each[j], by_hand, epsilon = 1e-15);
         }
         assert!(nlp(&y, &predictive(&[0.5; 4], &[1.0, 0.0, 1.0, 1.0])).is_err());
+        let (both, mean) = nlp_and_mnlp(&y, &pred).unwrap();
+        assert_eq!(
+            (both, mean.to_bits()),
+            (each, mnlp(&y, &pred).unwrap().to_bits())
+        );
         let c = calibration(&y, &pred).unwrap();
         assert_relative_eq!(c.mean_squared_z, (1.0 + 0.0625 + 2.0 + 0.0) / 4.0);
         assert_relative_eq!(c.within_one_sd, 0.75);

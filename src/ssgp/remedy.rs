@@ -26,7 +26,7 @@ use super::{SsgpEvidence, SsgpHyperparameters};
 use crate::data::{groups_of_equal_inputs, Dataset, InputColumns};
 use crate::error::Result;
 use crate::hyperparameters::Hyperparameters;
-use crate::metrics::{calibration, mnlp, nlp, nmse};
+use crate::metrics::{calibration, nlp_and_mnlp, nmse};
 use crate::optim::{retag, Objective, Phase};
 use crate::termination::{HeldOutCalibration, Remedy, TrainingSummary};
 use nalgebra::DVector;
@@ -551,8 +551,7 @@ fn held_out(
         1.0
     };
     p.y_variance *= scale;
-    let score = mnlp(held.y(), &p)?;
-    let row_nlp = nlp(held.y(), &p)?;
+    let (row_nlp, score) = nlp_and_mnlp(held.y(), &p)?;
     let error = nmse(held.y(), &p, fit.y_mean()).unwrap_or(f64::NAN);
     let calibration = HeldOutCalibration {
         rows: held.len(),
