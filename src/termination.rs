@@ -163,7 +163,9 @@ pub enum Remedy {
         /// The random-feature fit's held-out MNLP (`f64::MAX` if not finite).
         random_features_mnlp: f64,
         /// The factor s on the kept fit's σ0² and σn² (so on every predictive variance; the
-        /// mean is unchanged); 1 in files saved before it existed.
+        /// mean is unchanged): for a widened random-feature fit the least factor its held-out
+        /// rows ask for (their mean z² divided by 1 + 2√(2/rows), which leaves it at the edge of
+        /// chance), else the one it was compared with; 1 in files saved before it existed.
         #[cfg_attr(feature = "serde", serde(default = "unit_scale"))]
         variance_scale: f64,
         /// The kept candidate's calibration on the held-out rows, its variances multiplied by
@@ -311,20 +313,25 @@ impl HeldOutCalibration {
     /// Two standard errors of a mean of `rows` independent χ²₁ variables, 2·√(2/rows): how far
     /// a calibrated model's mean z² strays from 1 by chance.
     pub fn chance(&self) -> f64 {
-        2.0 * (2.0 / self.rows.max(1) as f64).sqrt()
+        Self::chance_on(self.rows)
+    }
+
+    /// [`Self::chance`] on `rows` held-out rows.
+    pub(crate) fn chance_on(rows: usize) -> f64 {
+        2.0 * (2.0 / rows.max(1) as f64).sqrt()
     }
 
     /// Whether the error bars are too narrow: mean z² above
     /// [`LooDiagnostic::OVERCONFIDENT_Z2`] and above 1 by more than [`Self::chance`].
     pub fn overconfident(&self) -> bool {
-        self.mean_z2 > LooDiagnostic::OVERCONFIDENT_Z2 && self.mean_z2 - 1.0 > self.chance()
+        self.mean_z2 > LooDiagnostic::OVERCONFIDENT_Z2 && self.mean_z2 > 1.0 + self.chance()
     }
 
     /// Whether the error bars are too wide: mean z² below [`LooDiagnostic::FITS_TOO_WELL_Z2`]
     /// and below 1 by more than [`Self::chance`] (a fit the check could not narrow, its σn² at
     /// a floor or bound the user set).
     pub fn underconfident(&self) -> bool {
-        self.mean_z2 < LooDiagnostic::FITS_TOO_WELL_Z2 && 1.0 - self.mean_z2 > self.chance()
+        self.mean_z2 < LooDiagnostic::FITS_TOO_WELL_Z2 && self.mean_z2 < 1.0 - self.chance()
     }
 }
 
