@@ -205,6 +205,15 @@ pub enum Remedy {
         /// this one did not. `false` in files saved before it existed.
         #[cfg_attr(feature = "serde", serde(default))]
         random_features_by_margin: bool,
+        /// How many hyperparameters the lengthscale start learned from the training rows, the
+        /// held-out ones included (D + 2 for the full GP of
+        /// [`LengthscaleInit::FullGpSubset`](crate::init::LengthscaleInit::FullGpSubset); 0 for
+        /// a start that learned nothing from the data, and in files saved before it existed).
+        #[cfg_attr(feature = "serde", serde(default))]
+        start_hyperparameters: usize,
+        /// The rows the lengthscale start learned them on (0 as above).
+        #[cfg_attr(feature = "serde", serde(default))]
+        start_rows: usize,
     },
     /// Too few rows for the held-out comparison: the learned fit was kept, its LOO diagnostic
     /// not fitting the training points too well. (Earlier builds also saved it for fits
@@ -225,6 +234,33 @@ fn unit_scale() -> f64 {
 }
 
 impl Remedy {
+    /// The fewest rows per hyperparameter of the lengthscale start for which a held-out check
+    /// vouches for the error bars ([`Remedy::start_overfits`]).
+    pub const START_ROWS_PER_HYPERPARAMETER: usize = 2;
+
+    /// Whether the held-out check cannot vouch for the fit's error bars: both of its fits
+    /// start from lengthscales a full GP learned on the training rows, held-out ones included,
+    /// with more than one hyperparameter per [`Remedy::START_ROWS_PER_HYPERPARAMETER`] rows,
+    /// so the held-out rows were fitted too. On the calibration suite (`examples/calibration.rs`,
+    /// seeds 0–5, 48 such fits among 216: n ≤ 300 with D ≥ n/2 − 2) every such fit was flagged
+    /// already (predicting about the mean) or bad on test data: n = 50, D = 50 overconfident on
+    /// every seed (test mean z² 12.8–30.5, held-out 1.0–1.5), and four fits worse than the mean
+    /// (test NMSE 1.01–1.10). No other fit of the suite has so few rows per hyperparameter
+    /// (the next: n = 150, D = 60, 2.4 rows each; n = 50, D = 20, 2.3).
+    pub fn start_overfits(&self) -> bool {
+        match self {
+            Self::HeldOut {
+                start_hyperparameters,
+                start_rows,
+                ..
+            } => {
+                *start_rows > 0
+                    && *start_rows < Self::START_ROWS_PER_HYPERPARAMETER * *start_hyperparameters
+            }
+            _ => false,
+        }
+    }
+
     /// The factor s the kept fit's σ0² and σn² were multiplied by (1 but for a held-out check
     /// that scaled them).
     pub fn variance_scale(&self) -> f64 {
@@ -265,6 +301,7 @@ impl fmt::Display for Remedy {
                 on_comparison_rows,
                 learned_budget,
                 random_features_by_margin,
+                ..
             } => {
                 let rows = if *on_comparison_rows {
                     " on the comparison's 3/4 of the rows"
@@ -364,6 +401,10 @@ pub struct Flags {
     /// On held-out rows, the error bars are too wide
     /// ([`HeldOutCalibration::underconfident`]).
     pub underconfident: bool,
+    /// The held-out rows cannot vouch for the error bars: the lengthscales the check's fits
+    /// start from were learned on them too, with few rows per hyperparameter
+    /// ([`Remedy::start_overfits`]).
+    pub start_overfits: bool,
 }
 
 impl Flags {
@@ -374,6 +415,7 @@ impl Flags {
             || self.overconfident
             || self.fits_too_well
             || self.underconfident
+            || self.start_overfits
     }
 }
 
@@ -388,6 +430,10 @@ impl fmt::Display for Flags {
             (self.overconfident, "overconfident"),
             (self.fits_too_well, "fits its training points too well"),
             (self.underconfident, "error bars too wide"),
+            (
+                self.start_overfits,
+                "lengthscales learned on the held-out rows too, with few rows per hyperparameter",
+            ),
         ]
         .iter()
         .filter(|(on, _)| *on)
@@ -531,6 +577,7 @@ impl LooDiagnostic {
             overconfident: self.overconfident(),
             fits_too_well: !self.honest && self.fits_too_well(),
             underconfident: self.honest && self.fits_too_well(),
+            start_overfits: false,
         }
     }
 
@@ -595,8 +642,12 @@ impl TrainingSummary {
     /// data under another index; the check holds out whole groups of equal inputs).
     pub fn flags(&self) -> Flags {
         let loo = self.diagnostic.map(|d| d.flags()).unwrap_or_default();
+        let start_overfits = self.remedy.is_some_and(|r| r.start_overfits());
         let Some(h) = self.held_out() else {
-            return loo;
+            return Flags {
+                start_overfits,
+                ..loo
+            };
         };
         Flags {
             worse_than_mean: loo.worse_than_mean || h.nmse > LooDiagnostic::WORSE_THAN_MEAN_NMSE,
@@ -604,6 +655,7 @@ impl TrainingSummary {
             overconfident: h.overconfident(),
             fits_too_well: false,
             underconfident: h.underconfident(),
+            start_overfits,
         }
     }
 
@@ -714,19 +766,72 @@ mod tests {
                 on_comparison_rows: false,
                 learned_budget: None,
                 random_features_by_margin: false,
+                start_hyperparameters: 0,
+                start_rows: 0,
             }),
             ..TrainingSummary::untrained(0.0)
         }
     }
 
-    #[test]
-    fn a_checked_fit_is_judged_on_its_held_out_rows() {
-        let loo = LooDiagnostic {
+    /// A LOO diagnostic that flags nothing: calibrated, half the targets' variance explained.
+    fn calibrated_loo() -> LooDiagnostic {
+        LooDiagnostic {
             mean_z2: 1.0,
             mnlp: 0.0,
             nmse: 0.5,
             honest: false,
+        }
+    }
+
+    /// A check whose lengthscale start learned D + 2 hyperparameters on fewer than two rows
+    /// each is flagged, whatever its held-out rows say (they were fitted too); from two rows
+    /// each, or with a start that learned nothing from the data, it is not.
+    #[test]
+    fn a_start_fitted_with_few_rows_per_hyperparameter_is_flagged() {
+        let loo = calibrated_loo();
+        let calibrated = HeldOutCalibration {
+            rows: 12,
+            mean_z2: 1.0,
+            nmse: 0.5,
         };
+        let with_start = |hyperparameters: usize, rows: usize, held: Option<HeldOutCalibration>| {
+            let mut summary = checked(loo, true, held);
+            if let Some(Remedy::HeldOut {
+                start_hyperparameters,
+                start_rows,
+                ..
+            }) = &mut summary.remedy
+            {
+                (*start_hyperparameters, *start_rows) = (hyperparameters, rows);
+            }
+            summary
+        };
+        for held in [Some(calibrated), None] {
+            let flagged = with_start(52, 50, held);
+            assert!(flagged.remedy.unwrap().start_overfits());
+            assert_eq!(
+                flagged.flags(),
+                Flags {
+                    start_overfits: true,
+                    ..checked(loo, true, held).flags()
+                }
+            );
+            assert!(flagged.is_flagged());
+            assert!(flagged
+                .diagnosis()
+                .to_string()
+                .contains("lengthscales learned on the held-out rows too"));
+            for (hyperparameters, rows) in [(52, 104), (22, 50), (0, 0)] {
+                let summary = with_start(hyperparameters, rows, held);
+                assert!(!summary.remedy.unwrap().start_overfits());
+                assert_eq!(summary.flags(), checked(loo, true, held).flags());
+            }
+        }
+    }
+
+    #[test]
+    fn a_checked_fit_is_judged_on_its_held_out_rows() {
+        let loo = calibrated_loo();
         let calibrated = HeldOutCalibration {
             rows: 50,
             mean_z2: 1.0,

@@ -296,6 +296,8 @@ impl SummaryRepr {
                     on_comparison_rows,
                     learned_budget,
                     random_features_by_margin,
+                    start_hyperparameters,
+                    start_rows,
                 }) => Some(Remedy::HeldOut {
                     learned_mnlp: finite(learned_mnlp, "training summary: held-out MNLP")?,
                     random_features_mnlp: finite(
@@ -331,6 +333,18 @@ impl SummaryRepr {
                         b => b,
                     },
                     random_features_by_margin,
+                    start_hyperparameters,
+                    start_rows: if (start_rows == 0) == (start_hyperparameters == 0) {
+                        start_rows
+                    } else {
+                        return Err(Error::InvalidParameter {
+                            name: "training summary: lengthscale start",
+                            reason: format!(
+                                "{start_hyperparameters} hyperparameters learned on {start_rows} \
+                                 rows (both or neither must be 0)"
+                            ),
+                        });
+                    },
                 }),
                 other => other,
             },

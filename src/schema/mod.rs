@@ -31,8 +31,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// by which a low mean z² flags error bars too wide; absent, it reads as false); 6, a held-out
 /// check's `learned_budget` (the learned fit stopped early; absent, it reads as none); 7, a
 /// held-out check's `random_features_by_margin` (the random-feature fit kept by the
-/// one-standard-error rule; absent, it reads as false).
-pub const FORMAT_VERSION: u32 = 7;
+/// one-standard-error rule; absent, it reads as false); 8, a held-out check's
+/// `start_hyperparameters` and `start_rows` (what the lengthscale start learned from the
+/// training rows, for `Remedy::start_overfits`; absent, they read as 0: no flag).
+pub const FORMAT_VERSION: u32 = 8;
 
 /// The oldest format version this build reads: a format-2 file is migrated on load (its
 /// training summaries have no diagnostic: the loaded model reports `diagnostic: None`, and

@@ -26,6 +26,7 @@ use super::{SsgpEvidence, SsgpHyperparameters};
 use crate::data::{groups_of_equal_inputs, Dataset, InputColumns};
 use crate::error::Result;
 use crate::hyperparameters::Hyperparameters;
+use crate::init::LengthscaleInit;
 use crate::metrics::{calibration, nlp_and_mnlp, nmse};
 use crate::optim::{retag, Objective, Phase};
 use crate::termination::{HeldOutCalibration, Remedy, TrainingSummary};
@@ -246,6 +247,11 @@ impl ValidSsgpParams {
         learned_on_all: Option<FittedSsgp>,
     ) -> Result<FittedSsgp> {
         let n = data.len();
+        // What the lengthscale start learned from these rows (held-out ones included).
+        let (start_hyperparameters, start_rows) = match self.training.lengthscales {
+            LengthscaleInit::FullGpSubset(subset) => (data.dim() + 2, subset.min(n)),
+            LengthscaleInit::HalfRange | LengthscaleInit::Given(_) => (0, 0),
+        };
         let target = if learned_on_all.is_some() {
             n / 2
         } else {
@@ -364,6 +370,8 @@ impl ValidSsgpParams {
             on_comparison_rows,
             learned_budget: stopped_early.then_some(learned_budget),
             random_features_by_margin: by_margin,
+            start_hyperparameters,
+            start_rows,
         };
         let (mut fitted, trained_on) = match (keep_random, learned_on_all) {
             (true, _) => {

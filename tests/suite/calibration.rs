@@ -200,6 +200,33 @@ fn a_widened_fit_is_judged_on_its_held_out_rows() {
     assert!(calibrated(z2, coverage), "z² {z2}, coverage {coverage}");
 }
 
+/// A check whose lengthscale start learned on the held-out rows too, with fewer than two rows
+/// per hyperparameter, cannot vouch for the error bars, and says so: n = 50, D = 50 (3 relevant
+/// inputs, rough, noise 0.3), whose full-GP start fits 52 hyperparameters to the 50 rows, kept
+/// overconfident random-feature fits on every seed of 0–5 (test mean z² 12.8–30.5) that its
+/// held-out rows found calibrated (mean z² 1.0–1.5 on 12 rows); each is now flagged. With
+/// D = 20 (2.3 rows per hyperparameter) the flag stays off.
+#[test]
+fn a_start_fitted_to_the_held_out_rows_is_flagged() {
+    let problem = &calibration_suite()[4];
+    assert_eq!(problem.name(), "n50-D50-r3-rough-0.3");
+    let (train, test) = problem.generate(1000).unwrap();
+    for seed in 0..=5 {
+        let fitted = Ssgp::params(50).seed(seed).fit(&train).unwrap();
+        let summary = fitted.training();
+        let (z2, _) = calibration(&fitted, &test);
+        println!("seed {seed}: test z² {z2:.2}; {}", summary.diagnosis());
+        assert!(z2 > 2.0, "seed {seed}: test z² {z2}");
+        assert!(summary.flags().start_overfits, "seed {seed}");
+        assert!(summary.is_flagged(), "seed {seed}");
+    }
+    let problem = &calibration_suite()[3];
+    assert_eq!(problem.name(), "n50-D20-r3-smooth-0.1");
+    let (train, _) = problem.generate(1).unwrap();
+    let fitted = Ssgp::params(50).seed(1).fit(&train).unwrap();
+    assert!(!fitted.training().flags().start_overfits);
+}
+
 /// The random-feature fit, refitted on all rows after the comparison, is widened least: by the
 /// factor that leaves its held-out mean z² at 1 + c (c = 2·√(2/rows), the edge of chance), not
 /// at 1. Widened by the full held-out mean z² (a factor 1 + c larger), these three fits were

@@ -1192,6 +1192,48 @@ fn a_held_out_remedy_loads_its_variance_factor() {
     ));
 }
 
+/// What the lengthscale start of a held-out check learned from the rows (format 8) is saved
+/// with the model, so a loaded fit keeps its flag: n = 50, D = 50, whose start learned 52
+/// hyperparameters on the 50 rows. A file without the two fields (written before) loads with
+/// 0 and no such flag; one field 0 and the other not is refused.
+#[test]
+fn a_held_out_remedy_loads_its_lengthscale_start() {
+    let problem = &ssgp::data::calibration_suite()[4];
+    assert_eq!(problem.name(), "n50-D50-r3-rough-0.3");
+    let (train, _) = problem.generate(1).unwrap();
+    let fitted = Ssgp::params(50).seed(1).fit(&train).unwrap();
+    let remedy = fitted.training().remedy.unwrap();
+    assert!(
+        matches!(
+            remedy,
+            ssgp::Remedy::HeldOut {
+                start_hyperparameters: 52,
+                start_rows: 50,
+                ..
+            }
+        ),
+        "{remedy:?}"
+    );
+    assert!(fitted.training().flags().start_overfits);
+    let json: Value = serde_json::from_str(&persist::to_json(&fitted).unwrap()).unwrap();
+    let loaded: FittedSsgp = persist::from_json(&json.to_string()).unwrap();
+    assert_eq!(loaded.training().remedy, Some(remedy));
+    assert_eq!(loaded.training().flags(), fitted.training().flags());
+    let pointer = "/model/ssgp/training/remedy/HeldOut";
+    let mut older = json.clone();
+    let fields = older.pointer_mut(pointer).unwrap().as_object_mut().unwrap();
+    assert!(fields.remove("start_hyperparameters").is_some());
+    assert!(fields.remove("start_rows").is_some());
+    let loaded: FittedSsgp = persist::from_json(&older.to_string()).unwrap();
+    assert!(!loaded.training().flags().start_overfits);
+    let mut half = json;
+    half.pointer_mut(pointer).unwrap()["start_rows"] = serde_json::json!(0);
+    assert!(matches!(
+        persist::from_json::<FittedSsgp>(&half.to_string()),
+        Err(Error::InvalidParameter { .. })
+    ));
+}
+
 /// The held-out check's early-stopping budget in a saved SSGP: it round-trips, a file without it
 /// (written before early stopping) loads with none, and a budget of no evaluations is refused.
 /// Its `random_features_by_margin` (format 7) round-trips too and reads false where absent.
