@@ -242,11 +242,11 @@ impl Remedy {
     /// start from lengthscales a full GP learned on the training rows, held-out ones included,
     /// with more than one hyperparameter per [`Remedy::START_ROWS_PER_HYPERPARAMETER`] rows,
     /// so the held-out rows were fitted too. On the calibration suite (`examples/calibration.rs`,
-    /// seeds 0–5, 48 such fits among 216: n ≤ 300 with D ≥ n/2 − 2) every such fit was flagged
+    /// seeds 0–5, 48 such fits among 216: n ≤ 300 with D > n/2 − 2) every such fit was flagged
     /// already (predicting about the mean) or bad on test data: n = 50, D = 50 overconfident on
     /// every seed (test mean z² 12.8–30.5, held-out 1.0–1.5), and four fits worse than the mean
-    /// (test NMSE 1.01–1.10). No other fit of the suite has so few rows per hyperparameter
-    /// (the next: n = 150, D = 60, 2.4 rows each; n = 50, D = 20, 2.3).
+    /// (test NMSE 1.01–1.10). The suite's next fewest rows per hyperparameter are n = 50,
+    /// D = 20 (2.3 rows each) and n = 150, D = 60 (2.4), not flagged by this.
     pub fn start_overfits(&self) -> bool {
         match self {
             Self::HeldOut {
