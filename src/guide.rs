@@ -110,8 +110,9 @@
 //! points fixed and a widened fit's LOO mean z² falls by its factor; its accuracy by the larger
 //! of the LOO NMSE and the held-out NMSE (a learned fit's LOO NMSE is optimistic, and any fit's
 //! where inputs repeat). `summary.diagnosis()` prints both and the flags (the examples print it
-//! under each fit). On the generated suite this flags 8 of the 10 default fits bad on test data
-//! and 6 of the other 26 (against 9 and 9 by the LOO alone, before a learned fit could be widened
+//! under each fit). On the generated suite this flagged 8 of the 10 default fits bad on test data
+//! (all 10 with the start's flag below) and 6 of the other 26 (against 9 and 9 by the LOO
+//! alone, before a learned fit could be widened
 //! below 2 000 rows): 5 predict about the mean (LOO NMSE above 0.95, test NMSE 0.9992–1.0000, on
 //! the good side of 1 by chance) and one learned fit has error bars too wide on its held-out rows
 //! (n = 100, D = 1, near noise-free; coverage 1.000 on test); the 3 fits the LOO alone flagged as fitting
