@@ -43,6 +43,16 @@ pub enum LengthscaleInit {
 }
 
 impl LengthscaleInit {
+    /// What this start learns from `rows` training rows with `dim` inputs: the number of
+    /// hyperparameters fitted (D + 2 for the full GP of [`LengthscaleInit::FullGpSubset`]) and
+    /// the rows they are fitted on; (0, 0) for a start that learns nothing from the data.
+    pub(crate) fn learned_from(&self, rows: usize, dim: usize) -> (usize, usize) {
+        match self {
+            Self::FullGpSubset(subset) => (dim + 2, (*subset).min(rows)),
+            Self::HalfRange | Self::Given(_) => (0, 0),
+        }
+    }
+
     /// Checks what can be checked without data.
     ///
     /// # Errors

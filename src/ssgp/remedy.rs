@@ -26,7 +26,6 @@ use super::{SsgpEvidence, SsgpHyperparameters};
 use crate::data::{groups_of_equal_inputs, Dataset, InputColumns};
 use crate::error::Result;
 use crate::hyperparameters::Hyperparameters;
-use crate::init::LengthscaleInit;
 use crate::metrics::{calibration, nlp_and_mnlp, nmse};
 use crate::optim::{retag, Objective, Phase};
 use crate::termination::{HeldOutCalibration, Remedy, TrainingSummary};
@@ -248,10 +247,8 @@ impl ValidSsgpParams {
     ) -> Result<FittedSsgp> {
         let n = data.len();
         // What the lengthscale start learned from these rows (held-out ones included).
-        let (start_hyperparameters, start_rows) = match self.training.lengthscales {
-            LengthscaleInit::FullGpSubset(subset) => (data.dim() + 2, subset.min(n)),
-            LengthscaleInit::HalfRange | LengthscaleInit::Given(_) => (0, 0),
-        };
+        let (start_hyperparameters, start_rows) =
+            self.training.lengthscales.learned_from(n, data.dim());
         let target = if learned_on_all.is_some() {
             n / 2
         } else {
@@ -353,10 +350,10 @@ impl ValidSsgpParams {
         // The random-feature fit is refitted on all rows: widened, it takes the least factor its
         // held-out rows ask for (`HeldOutScore::least_widening`); compared, both fits had their
         // maximum-likelihood factor.
-        let kept = if keep_random {
+        let (variance_scale, held_out) = if keep_random {
             random.least_widening()
         } else {
-            learned.clone()
+            (learned.scale, learned.calibration)
         };
         // A learned fit the held-out rows widen is kept as it was measured (see
         // `CalibrationGuard::Check`).
@@ -365,8 +362,8 @@ impl ValidSsgpParams {
         let remedy = Remedy::HeldOut {
             learned_mnlp: learned.mnlp,
             random_features_mnlp: random.mnlp,
-            variance_scale: kept.scale,
-            held_out: kept.calibration,
+            variance_scale,
+            held_out,
             on_comparison_rows,
             learned_budget: stopped_early.then_some(learned_budget),
             random_features_by_margin: by_margin,
@@ -518,7 +515,6 @@ fn held_out_split(data: &Dataset, target: usize, seed: u64) -> Result<HeldOutSpl
 }
 
 /// A candidate's score on the held-out rows of [`CalibrationGuard::Check`].
-#[derive(Clone)]
 struct HeldOutScore {
     /// MNLP of its predictive with the variances multiplied by `scale` (`f64::MAX` if not
     /// finite).
@@ -537,11 +533,11 @@ struct HeldOutScore {
 }
 
 impl HeldOutScore {
-    /// This score with a widening `scale` replaced by the least factor the held-out rows ask
-    /// for, s = mean z²/(1 + c) with c = 2·√(2/rows), which leaves their mean z² at 1 + c, the
-    /// edge of chance (recorded so, not as a quotient whose last bit could lie beyond it); a
-    /// narrowing or no scaling is kept as it is. Only `scale` and `calibration` change: the
-    /// candidates were compared at their maximum-likelihood factors.
+    /// The factor and held-out calibration to keep, with a widening `scale` replaced by the least
+    /// factor the held-out rows ask for, s = mean z²/(1 + c) with c = 2·√(2/rows), which leaves
+    /// their mean z² at 1 + c, the edge of chance (recorded so, not as a quotient whose last bit
+    /// could lie beyond it); a narrowing or no scaling is kept as it is. The candidates were
+    /// compared at their maximum-likelihood factors (`scale`, `mnlp`).
     ///
     /// For the random-feature fit, which is refitted on all rows after the comparison: a fit
     /// refitted on 4/3 of the rows it was measured on overfits less (its two variances rest on
@@ -550,17 +546,17 @@ impl HeldOutScore {
     /// suite with seeds 0–5 (216 fits), 10 random-feature fits widened on 12–125 held-out rows had
     /// coverage 0.984–1.000, of which 7 are calibrated when widened least (see the README); the
     /// one it leaves overconfident had coverage 0.843 (n = 50, D = 20, seed 4).
-    fn least_widening(&self) -> Self {
-        let mut least = self.clone();
-        // A widening means a mean z² above 1 + c, so the least factor is above 1 too.
-        if self.scale > 1.0 {
-            let chance = HeldOutCalibration::chance_on(self.row_nlp.len());
-            least.scale = self.unscaled_z2 / (1.0 + chance);
-            if let Some(calibration) = &mut least.calibration {
-                calibration.mean_z2 = 1.0 + chance;
-            }
+    fn least_widening(&self) -> (f64, Option<HeldOutCalibration>) {
+        if self.scale <= 1.0 {
+            return (self.scale, self.calibration);
         }
-        least
+        // A widening means a mean z² above 1 + c, so the least factor is above 1 too.
+        let chance = HeldOutCalibration::chance_on(self.row_nlp.len());
+        let calibration = self.calibration.map(|c| HeldOutCalibration {
+            mean_z2: 1.0 + chance,
+            ..c
+        });
+        (self.unscaled_z2 / (1.0 + chance), calibration)
     }
 }
 
