@@ -73,7 +73,10 @@ pub enum Error {
     },
     /// A lengthscale asked to start at half the range of a constant input column (the models
     /// themselves ignore constant columns, see [`crate::data::InputColumns`]).
-    #[error("input column {column} is constant (every value is {value}): it has no range")]
+    #[error(
+        "input column {column} is constant (every value is {}): it has no range",
+        compact(*.value)
+    )]
     ConstantInput {
         /// Zero-based column index.
         column: usize,
@@ -82,7 +85,8 @@ pub enum Error {
     },
     /// All training targets are equal, so the initial signal variance would be 0.
     #[error(
-        "the training targets are constant (every value is {value}); there is nothing to regress"
+        "the training targets are constant (every value is {}); there is nothing to regress",
+        compact(*.value)
     )]
     ConstantTargets {
         /// The constant value.
@@ -287,3 +291,14 @@ impl Error {
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// `value` as a message shows it: plain where that is short (0, and magnitudes from 1e-4 below
+/// 1e16: `7`, `0.25`, `1000000`), in exponent form otherwise (`1e-300`, not 300 zeros).
+fn compact(value: f64) -> String {
+    let magnitude = value.abs();
+    if magnitude == 0.0 || (1e-4..1e16).contains(&magnitude) || !value.is_finite() {
+        format!("{value}")
+    } else {
+        format!("{value:e}")
+    }
+}

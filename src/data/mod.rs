@@ -164,14 +164,29 @@ impl Dataset {
         standard_deviation(self.y.as_slice(), self.y_mean())
     }
 
-    /// Checks that the targets' variance (their spread squared) is a finite f64 with room to
-    /// spare, as every model's variances, predictive ones included, are on the targets' scale:
-    /// a spread of at most [`LARGEST_TARGET_SPREAD`].
+    /// Checks that the targets' variance (their spread squared) is a normal, finite f64 with
+    /// room to spare, as every model's variances, predictive ones included, are on the targets'
+    /// scale: a spread from [`SMALLEST_TARGET_SPREAD`] to [`LARGEST_TARGET_SPREAD`].
     ///
     /// # Errors
-    /// [`Error::Scale`] naming the spread and the remedy.
+    /// [`Error::ConstantTargets`] if every target is the same number (their mean, rounded, may
+    /// differ from it and leave a spread of round-off); [`Error::Scale`] naming the spread and
+    /// the remedy.
     pub(crate) fn check_target_spread(&self) -> Result<()> {
+        if self.y.max() == self.y.min() {
+            return Err(Error::ConstantTargets { value: self.y[0] });
+        }
         let spread = self.y_spread();
+        if spread > 0.0 && spread < SMALLEST_TARGET_SPREAD {
+            return Err(Error::Scale {
+                what: format!(
+                    "the targets' spread {spread:e} is below what a Gaussian process can model \
+                     in f64 (variances on their scale, down to {SMALLEST_TARGET_SPREAD:e}² = \
+                     1e-304, must stay normal f64 numbers, predictive ones included); multiply \
+                     them by a power of ten and divide the predictions back"
+                ),
+            });
+        }
         if spread > LARGEST_TARGET_SPREAD || !spread.is_finite() {
             return Err(Error::Scale {
                 what: format!(
@@ -295,18 +310,28 @@ pub(crate) fn check_new_samples<'a>(
 /// f64::MAX for the variances on the targets' scale and their sums.
 pub const LARGEST_TARGET_SPREAD: f64 = 1e150;
 
+/// The smallest spread of the targets a model accepts: its square, 1e-304, keeps the variances
+/// on the targets' scale normal f64 numbers (the smallest is about 2.2e-308), with room for the
+/// predictive variances' fractions of them.
+pub const SMALLEST_TARGET_SPREAD: f64 = 1e-152;
+
+/// Below this plain spread, [`standard_deviation`] takes the relative sum: the squares of
+/// deviations under about 1e-154 leave the normal f64 numbers, and under about 1e-162 they are 0.
+const PLAIN_SPREAD_MIN: f64 = 1e-140;
+
 /// The standard deviation √(Σ(v − mean)²/n) of `values` about `mean`; when the squares
-/// overflow f64 (a spread beyond about 1e154), the same sum is taken relative to the largest
-/// |v − mean|, so that values of any finite scale get a finite spread (the plain sum, and its
-/// bits, otherwise).
+/// overflow f64 (a spread beyond about 1e154) or underflow it (below about 1e-154, where a
+/// spread of 1e-200 would come out as 0), the same sum is taken relative to the largest
+/// |v − mean|, so that values of any finite scale get their spread, and values that differ a
+/// spread above 0 (the plain sum, and its bits, otherwise).
 pub(crate) fn standard_deviation(values: &[f64], mean: f64) -> f64 {
     let n = values.len() as f64;
     let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
-    if sd.is_finite() {
+    if sd.is_finite() && sd >= PLAIN_SPREAD_MIN {
         return sd;
     }
     let largest = values.iter().fold(0.0f64, |a, v| a.max((v - mean).abs()));
-    if !largest.is_finite() {
+    if !largest.is_finite() || largest == 0.0 {
         return sd;
     }
     let relative = values
@@ -337,6 +362,27 @@ mod tests {
             groups_of_equal_inputs(&distinct).unwrap(),
             (vec![0, 1, 2, 3], 4)
         );
+    }
+
+    /// The spread is that of the values at any finite scale: the plain sum where its squares
+    /// are normal f64 numbers (its bits), the sum relative to the largest deviation where they
+    /// overflow or underflow; 0 only for equal values.
+    #[test]
+    fn standard_deviations_hold_at_every_scale() {
+        let unit = [1.0, -1.0, 3.0, -3.0];
+        let plain = standard_deviation(&unit, 0.0);
+        assert_eq!(plain, 5f64.sqrt());
+        for scale in [1e-320, 1e-250, 1e-200, 1e-160, 1e-150, 1e150, 1e200, 1e300] {
+            let values = unit.map(|v| v * scale);
+            let sd = standard_deviation(&values, 0.0);
+            let expected = 5f64.sqrt() * scale;
+            let tolerance = if scale < 1e-300 { 1e-2 } else { 1e-14 };
+            assert!(
+                ((sd - expected) / expected).abs() < tolerance,
+                "{scale:e}: {sd:e} against {expected:e}"
+            );
+        }
+        assert_eq!(standard_deviation(&[2.5e-300; 3], 2.5e-300), 0.0);
     }
 
     #[test]

@@ -640,7 +640,8 @@ pub(crate) fn gradient(
     g[dim] = 2.0 * sum_pk - a2.sum() - jitter_term + diagonal;
     g[dim + 1] = match approx {
         Approximation::Fitc => 0.5 * theta.noise_derivative * sum_w,
-        Approximation::Vfe => theta.noise_derivative * (0.5 * sum_w - f.trace / (2.0 * sn2 * sn2)),
+        // tr(K_ff − Q_ff)/(2σn⁴) as (tr/σn²)/(2σn²): σn⁴ itself underflows below σn² ≈ 1e-154.
+        Approximation::Vfe => theta.noise_derivative * (0.5 * sum_w - f.trace / sn2 / (2.0 * sn2)),
     };
 
     // ∂K_ab/∂log ℓ_d = G_ab (a_d − b_d)²/ℓ_d²;  ∂K_uf[j,i]/∂x̄_jd = −G_uf[j,i](x̄_jd − x_id)/ℓ_d²;

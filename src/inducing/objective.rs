@@ -57,7 +57,7 @@ impl InducingObjective {
             data.dim(),
             data.x()
                 .column_iter()
-                .map(|c| c.variance().sqrt())
+                .map(|c| crate::data::standard_deviation(c.as_slice(), c.mean()))
                 .map(|s| if s > 0.0 { s } else { 1.0 }),
         );
         let (x, centre) = kernel::centre_columns(data.x());

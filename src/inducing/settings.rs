@@ -39,6 +39,8 @@ pub enum InducingStart {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Kind {
     pub approx: Approximation,
+    /// The model's name in messages ("FITC").
+    pub model: &'static str,
     /// The model's optimiser where [`crate::optim::OptimConfig::method`] leaves it to the model.
     pub optimizer: crate::optim::Method,
     /// Why m = 0 is refused ("FITC needs at least one pseudo-input").
@@ -56,6 +58,42 @@ pub(crate) struct Kind {
     pub saved: super::SavedWords,
 }
 
+/// The spreads of input columns an inducing-point model fits: its gradient squares the
+/// differences between inputs and inducing inputs and divides by ℓ², which leave the normal
+/// f64 numbers for columns much wider than 1e152 or narrower than 1e-152 (the start's ℓ is on
+/// the column's scale).
+pub(crate) const INPUT_SPREAD: (f64, f64) = (1e-152, 1e152);
+
+/// Checks that each column of `data` (those of `columns`, in order) has a spread — its standard
+/// deviation, 0 for a constant column, which the models ignore — in [`INPUT_SPREAD`].
+///
+/// # Errors
+/// [`Error::Scale`] naming the column (by its index among all of the caller's columns), its
+/// spread and the remedy.
+fn check_input_spreads(data: &Dataset, columns: &InputColumns, model: &str) -> Result<()> {
+    let (low, high) = INPUT_SPREAD;
+    for (k, column) in data.x().column_iter().enumerate() {
+        let spread = crate::data::standard_deviation(column.as_slice(), column.mean());
+        let side = if spread > 0.0 && spread < low {
+            "below"
+        } else if spread > high {
+            "above"
+        } else {
+            continue;
+        };
+        let index = columns.used().get(k).copied().unwrap_or(k);
+        return Err(Error::Scale {
+            what: format!(
+                "input column {index}'s spread {spread:e} is {side} what {model} can fit in f64 \
+                 (from {low:e} to {high:e}: its gradient squares the inputs' differences and \
+                 divides them by the squared lengthscales); standardise the inputs \
+                 (`ssgp::standardize::Standardized` scales each column to unit spread)"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// The [`Kind`] of `$approx`, trained by `$optimizer` by default, for the model `$model` ("FITC") that calls one inducing input `$one`
 /// ("pseudo-input"), several `$inputs` ("pseudo-inputs") and their builder field `$field`
 /// ("pseudo_inputs"), and saves its objective as `$objective` ("−log p(y|θ)").
@@ -63,6 +101,7 @@ macro_rules! kind {
     ($approx:ident, $optimizer:expr, $model:literal, $one:literal, $inputs:literal, $field:literal, $objective:literal) => {
         $crate::inducing::Kind {
             approx: $crate::inducing::Approximation::$approx,
+            model: $model,
             optimizer: $optimizer,
             too_few: concat!($model, " needs at least one ", $one),
             field: $field,
@@ -234,6 +273,7 @@ impl Settings {
         data: &Dataset,
         training: &TrainingSettings,
     ) -> Result<InducingObjective> {
+        check_input_spreads(data, &InputColumns::all(data.dim()), self.kind.model)?;
         let fixed = if self.fixed {
             let all = InputColumns::all(data.dim());
             Some(self.initial_inputs(data, &all, training, None)?)
@@ -252,6 +292,7 @@ impl Settings {
         columns: InputColumns,
         training: &TrainingSettings,
     ) -> Result<(Fitted, f64)> {
+        check_input_spreads(data, &columns, self.kind.model)?;
         let start = crate::full_gp::start(data, training)?;
         let inducing = self.initial_inputs(data, &columns, training, Some(&start))?;
         let free = !self.fixed;

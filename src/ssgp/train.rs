@@ -19,7 +19,8 @@ use nalgebra::{DMatrix, DVector};
 /// The spreads (standard deviations) of the targets SSGP fits in f64, from 1e-60 to 1e60: its
 /// gradient with respect to σn² has a term q/σn⁴ (eq. 8), and σn⁴ under- or overflows for a
 /// spread beyond about 1e∓75 (measured on the sinc data). [`crate::standardize::Standardized`]
-/// fits any other spread up to [`crate::data::LARGEST_TARGET_SPREAD`].
+/// fits any other spread from [`crate::data::SMALLEST_TARGET_SPREAD`] to
+/// [`crate::data::LARGEST_TARGET_SPREAD`].
 pub const TARGET_SPREAD: (f64, f64) = (1e-60, 1e60);
 
 /// Checks that the targets' `spread` is in [`TARGET_SPREAD`].

@@ -297,3 +297,93 @@ fn kernel_models_far_from_the_data_predict_their_prior() {
         }
     }
 }
+
+/// Targets whose spread is below what variances on their scale can hold in f64 (their squares
+/// under 1e-304) are `Error::Scale` naming the spread and the remedy in every model — not
+/// "constant targets", which they are not, nor a non-finite objective — and constant targets
+/// name their value in a short form.
+#[test]
+fn every_model_names_targets_too_narrow_for_f64() {
+    let mut rng = StdRng::seed_from_u64(9);
+    let train = sinc_data(40, false, 0.05, &mut rng).unwrap();
+    for scale in [1e-170, 1e-200, 1e-250] {
+        let narrow = Dataset::new(train.x().clone(), train.y() * scale).unwrap();
+        for model in models() {
+            let message = match model.fit_boxed(&narrow) {
+                Ok(_) => panic!("{}: fitted targets × {scale:e}", model.name()),
+                Err(e) => e.to_string(),
+            };
+            assert!(
+                message.starts_with("the targets' spread")
+                    && message.contains("is below what a Gaussian process can model in f64")
+                    && message.contains("multiply them by a power of ten"),
+                "{} × {scale:e}: {message}",
+                model.name()
+            );
+        }
+    }
+    let flat = Dataset::new(train.x().clone(), DVector::from_element(40, 2.5e-300)).unwrap();
+    for model in models() {
+        let message = model.fit_boxed(&flat).err().map(|e| e.to_string());
+        assert_eq!(
+            message.as_deref(),
+            Some(
+                "the training targets are constant (every value is 2.5e-300); there is nothing \
+                 to regress"
+            ),
+            "{}",
+            model.name()
+        );
+    }
+}
+
+/// FITC's and VFE's gradients square the inputs' differences over the squared lengthscales: an
+/// input column whose spread leaves that range of f64 is `Error::Scale` naming the column and
+/// the remedy, `Standardized` fits the same data, and VFE fits tiny targets its noise gradient
+/// once underflowed on (tr(K − Q)/σn⁴ with σn⁴ below 1e-308).
+#[test]
+fn inducing_models_name_input_columns_beyond_f64_and_fit_them_standardised() {
+    let mut rng = StdRng::seed_from_u64(9);
+    let train = sinc_data(40, false, 0.05, &mut rng).unwrap();
+    let x = DMatrix::from_fn(40, 2, |i, j| {
+        if j == 0 {
+            train.x()[(i, 0)]
+        } else {
+            (i as f64).sin()
+        }
+    });
+    let models: Vec<Box<dyn Regressor>> = vec![
+        Box::new(Fitc::params(10).seed(2).max_evaluations(100)),
+        Box::new(Vfe::params(10).seed(2).max_evaluations(100)),
+    ];
+    for scale in [1e-200, 1e-160, 1e160, 1e200] {
+        let mut scaled = x.clone();
+        scaled.column_mut(1).scale_mut(scale);
+        let data = Dataset::new(scaled, train.y().clone()).unwrap();
+        for model in &models {
+            let message = match model.fit_boxed(&data) {
+                Ok(_) => panic!("{}: fitted column 1 × {scale:e}", model.name()),
+                Err(e) => e.to_string(),
+            };
+            assert!(
+                matches!(model.fit_boxed(&data), Err(Error::Scale { .. }))
+                    && message.starts_with("input column 1's spread")
+                    && message.contains("standardise the inputs"),
+                "{} × {scale:e}: {message}",
+                model.name()
+            );
+        }
+        let standardised = Standardized::new(Fitc::params(10).seed(2).max_evaluations(100));
+        let fitted = standardised.fit_boxed(&data).unwrap();
+        let p = fitted.predict(data.x()).unwrap();
+        assert!(
+            nmse(data.y(), &p, data.y_mean()).unwrap() < 0.1,
+            "standardised FITC, column 1 × {scale:e}"
+        );
+    }
+    let vfe = Vfe::params(10).seed(2).max_evaluations(100);
+    let tiny = Dataset::new(train.x().clone(), train.y() * 1e-100).unwrap();
+    let fitted = vfe.fit_boxed(&tiny).unwrap();
+    let p = fitted.predict(tiny.x()).unwrap();
+    assert!(nmse(tiny.y(), &p, tiny.y_mean()).unwrap() < 0.1);
+}
