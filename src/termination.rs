@@ -225,6 +225,21 @@ pub enum Remedy {
     LooFitsTooWell,
     /// The random-feature fit, as asked for (`CalibrationGuard::RandomFeatures`).
     RandomFeatures,
+    /// Enough rows but too few distinct inputs for the held-out comparison (fewer than
+    /// [`CalibrationGuard::HELD_OUT_MIN_ROWS`](crate::ssgp::CalibrationGuard::HELD_OUT_MIN_ROWS);
+    /// the rows of a replicated input are held out together, so the comparison would judge
+    /// the error bars by one to four inputs: on 80 rows of 2 inputs it widened them
+    /// ×2·10⁴). The learned fit was judged by its LOO diagnostic instead, as on too few rows.
+    /// That LOO leaves out one row of a replicated input, not the input, so it vouches for the
+    /// error bars at the training inputs and not between them: the fit is flagged
+    /// ([`Flags::few_inputs`]).
+    FewInputs {
+        /// The number of distinct input rows among the training points.
+        inputs: usize,
+        /// Whether the learned fit's LOO diagnostic fitted its training points too well
+        /// ([`LooDiagnostic::fits_too_well`]) and the random-feature fit replaced it.
+        random_features: bool,
+    },
 }
 
 /// The variance factor of a held-out check saved without one (it scaled nothing).
@@ -281,6 +296,9 @@ impl Remedy {
             } => *random_features_by_margin || random_features_mnlp < learned_mnlp,
             Self::LooChecked => false,
             Self::LooFitsTooWell | Self::RandomFeatures => true,
+            Self::FewInputs {
+                random_features, ..
+            } => *random_features,
         }
     }
 }
@@ -325,6 +343,20 @@ impl fmt::Display for Remedy {
             Self::LooChecked => write!(f, "{kept} (LOO checked)"),
             Self::LooFitsTooWell => write!(f, "{kept} (the learned fit's LOO fits too well)"),
             Self::RandomFeatures => write!(f, "{kept} (asked for)"),
+            Self::FewInputs {
+                inputs,
+                random_features,
+            } => {
+                let judged = if *random_features {
+                    "the learned fit's LOO fits too well"
+                } else {
+                    "LOO checked"
+                };
+                write!(
+                    f,
+                    "{kept} ({inputs} distinct inputs, too few to hold any out: {judged})"
+                )
+            }
         }
     }
 }
@@ -405,6 +437,9 @@ pub struct Flags {
     /// start from were learned on them too, with few rows per hyperparameter
     /// ([`Remedy::start_overfits`]).
     pub start_overfits: bool,
+    /// Too few distinct inputs to hold any out: the error bars are checked at the training
+    /// inputs (by the LOO) and not between them ([`Remedy::FewInputs`]).
+    pub few_inputs: bool,
 }
 
 impl Flags {
@@ -416,6 +451,7 @@ impl Flags {
             || self.fits_too_well
             || self.underconfident
             || self.start_overfits
+            || self.few_inputs
     }
 }
 
@@ -433,6 +469,10 @@ impl fmt::Display for Flags {
             (
                 self.start_overfits,
                 "lengthscales learned on the held-out rows too, with few rows per hyperparameter",
+            ),
+            (
+                self.few_inputs,
+                "too few distinct inputs to check the error bars between them",
             ),
         ]
         .iter()
@@ -578,6 +618,7 @@ impl LooDiagnostic {
             fits_too_well: !self.honest && self.fits_too_well(),
             underconfident: self.honest && self.fits_too_well(),
             start_overfits: false,
+            few_inputs: false,
         }
     }
 
@@ -639,13 +680,16 @@ impl TrainingSummary {
     /// fixed and a widened fit's LOO z² falls by its factor — and the accuracy by the larger of
     /// the LOO NMSE and the held-out NMSE: a kept learned fit's LOO NMSE is optimistic for the
     /// same reason, and any fit's is where inputs repeat (the row left out is still in the
-    /// data under another index; the check holds out whole groups of equal inputs).
+    /// data under another index; the check holds out whole groups of equal inputs). A fit on
+    /// too few distinct inputs for the check is flagged for that ([`Remedy::FewInputs`]).
     pub fn flags(&self) -> Flags {
         let loo = self.diagnostic.map(|d| d.flags()).unwrap_or_default();
         let start_overfits = self.remedy.is_some_and(|r| r.start_overfits());
+        let few_inputs = matches!(self.remedy, Some(Remedy::FewInputs { .. }));
         let Some(h) = self.held_out() else {
             return Flags {
                 start_overfits,
+                few_inputs,
                 ..loo
             };
         };
@@ -656,6 +700,7 @@ impl TrainingSummary {
             fits_too_well: false,
             underconfident: h.underconfident(),
             start_overfits,
+            few_inputs,
         }
     }
 

@@ -47,8 +47,9 @@
 //! `None`, a file before format 5 with every diagnostic's `honest` = false, a file before
 //! format 6 with every held-out check's `learned_budget` = `None`, a file before format 7 with
 //! every held-out check's `random_features_by_margin` = false, a file before format 8 with
-//! every held-out check's `start_hyperparameters` = `start_rows` = 0, and all predict bit
-//! for bit as before (`tests/suite/format2.rs`). **Any change to what a saved
+//! every held-out check's `start_hyperparameters` = `start_rows` = 0 (format 9 adds
+//! `Remedy::FewInputs`, which no older file holds), and all predict bit for bit as before
+//! (`tests/suite/format2.rs`). **Any change to what a saved
 //! type writes or reads — a field added, removed, renamed or read differently, a check that would
 //! refuse files that loaded before — bumps [`FORMAT_VERSION`].**
 //!

@@ -346,6 +346,12 @@ impl SummaryRepr {
                         });
                     },
                 }),
+                Some(Remedy::FewInputs { inputs: 0, .. }) => {
+                    return Err(Error::InvalidParameter {
+                        name: "training summary: distinct inputs",
+                        reason: "a fit on too few distinct inputs records none".into(),
+                    })
+                }
                 other => other,
             },
         })

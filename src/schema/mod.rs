@@ -33,8 +33,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// held-out check's `random_features_by_margin` (the random-feature fit kept by the
 /// one-standard-error rule; absent, it reads as false); 8, a held-out check's
 /// `start_hyperparameters` and `start_rows` (what the lengthscale start learned from the
-/// training rows, for `Remedy::start_overfits`; absent, they read as 0: no flag).
-pub const FORMAT_VERSION: u32 = 8;
+/// training rows, for `Remedy::start_overfits`; absent, they read as 0: no flag); 9, SSGP's
+/// `Remedy::FewInputs` (a fit on enough rows but too few distinct inputs for the held-out
+/// check; files before it never hold one).
+pub const FORMAT_VERSION: u32 = 9;
 
 /// The oldest format version this build reads: a format-2 file is migrated on load (its
 /// training summaries have no diagnostic: the loaded model reports `diagnostic: None`, and

@@ -95,9 +95,14 @@ pub enum CalibrationGuard {
     /// (`Remedy::HeldOut`'s `held_out`), and the summary judges the fit's error bars by them
     /// ([`TrainingSummary::flags`]), not by the LOO (which a widening moves by its factor).
     ///
-    /// Below [`CalibrationGuard::HELD_OUT_MIN_ROWS`], the random-feature fit replaces a learned
-    /// fit whose LOO diagnostic fits its training points too well
-    /// ([`LooDiagnostic::fits_too_well`](crate::termination::LooDiagnostic::fits_too_well)).
+    /// Below [`CalibrationGuard::HELD_OUT_MIN_ROWS`] training points or distinct inputs, the
+    /// random-feature fit replaces a learned fit whose LOO diagnostic fits its training points
+    /// too well
+    /// ([`LooDiagnostic::fits_too_well`](crate::termination::LooDiagnostic::fits_too_well)); on
+    /// enough rows but too few distinct inputs, the fit is flagged ([`Remedy::FewInputs`]): a
+    /// held-out check of whole replicated inputs would judge the error bars by one to four of
+    /// them (80 rows of 2 inputs: widened ×2·10⁴), and the LOO does not check them between the
+    /// inputs.
     #[default]
     Check,
 }
@@ -107,8 +112,8 @@ impl CalibrationGuard {
     /// fits on 3/4 of the rows and refits the winner (above, the learned fit on all rows is
     /// checked through a proxy on half the rows).
     pub const HELD_OUT_MAX_ROWS: usize = 2000;
-    /// The fewest training points for a held-out comparison (below, the learned fit's LOO
-    /// decides).
+    /// The fewest training points, and distinct inputs among them, for a held-out comparison
+    /// (below, the learned fit's LOO decides).
     pub const HELD_OUT_MIN_ROWS: usize = 20;
     /// The fewest held-out rows (of the 3/4 – 1/4 split) on which a learned fit's variance factor
     /// is applied both ways (n ≥ 400). From [`CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS`]
@@ -204,17 +209,30 @@ impl ValidSsgpParams {
             CalibrationGuard::RandomFeatures => {
                 self.fit_random_features(data, &start, columns, Remedy::RandomFeatures)
             }
-            CalibrationGuard::Check
-                if (CalibrationGuard::HELD_OUT_MIN_ROWS..=CalibrationGuard::HELD_OUT_MAX_ROWS)
-                    .contains(&n) =>
-            {
-                self.held_out_check(data, start, columns, absolute_floor, None)
-            }
-            CalibrationGuard::Check if n > CalibrationGuard::HELD_OUT_MAX_ROWS => {
-                let fitted = self.fit_from(data, start.clone(), columns)?;
-                self.held_out_check(data, start, columns, absolute_floor, Some(fitted))
-            }
             CalibrationGuard::Check => {
+                // Held-out rows judge the fits where enough distinct inputs can be split between
+                // training and scoring (the rows of a replicated input are held out together).
+                let (_, inputs) = groups_of_equal_inputs(data.x())?;
+                let enough = inputs >= CalibrationGuard::HELD_OUT_MIN_ROWS;
+                if enough && n > CalibrationGuard::HELD_OUT_MAX_ROWS {
+                    let fitted = self.fit_from(data, start.clone(), columns)?;
+                    return self.held_out_check(data, start, columns, absolute_floor, Some(fitted));
+                }
+                if enough {
+                    return self.held_out_check(data, start, columns, absolute_floor, None);
+                }
+                let remedy = |random_features| {
+                    if n >= CalibrationGuard::HELD_OUT_MIN_ROWS {
+                        Remedy::FewInputs {
+                            inputs,
+                            random_features,
+                        }
+                    } else if random_features {
+                        Remedy::LooFitsTooWell
+                    } else {
+                        Remedy::LooChecked
+                    }
+                };
                 let mut fitted = self.fit_from(data, start.clone(), columns)?;
                 let too_well = fitted
                     .record
@@ -222,9 +240,9 @@ impl ValidSsgpParams {
                     .diagnostic
                     .is_some_and(|d| d.fits_too_well());
                 if too_well {
-                    return self.fit_random_features(data, &start, columns, Remedy::LooFitsTooWell);
+                    return self.fit_random_features(data, &start, columns, remedy(true));
                 }
-                fitted.record.training.remedy = Some(Remedy::LooChecked);
+                fitted.record.training.remedy = Some(remedy(false));
                 Ok(fitted)
             }
         }

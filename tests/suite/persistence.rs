@@ -1234,6 +1234,37 @@ fn a_held_out_remedy_loads_its_lengthscale_start() {
     ));
 }
 
+/// A fit on too few distinct inputs for the held-out check (format 9's `Remedy::FewInputs`)
+/// keeps its remedy and its flag through a save and load; a record of no distinct inputs is
+/// refused.
+#[test]
+fn a_fit_on_few_distinct_inputs_loads_its_flag() {
+    let x = DMatrix::from_fn(60, 1, |i, _| (i % 3) as f64);
+    let y = DVector::from_fn(60, |i, _| {
+        ((i % 3) as f64).sin() + 0.05 * ((i * 7) % 5) as f64
+    });
+    let fitted = Ssgp::params(5)
+        .seed(1)
+        .fit(&Dataset::new(x, y).unwrap())
+        .unwrap();
+    let remedy = fitted.training().remedy.unwrap();
+    assert!(
+        matches!(remedy, ssgp::Remedy::FewInputs { inputs: 3, .. }),
+        "{remedy:?}"
+    );
+    let json: Value = serde_json::from_str(&persist::to_json(&fitted).unwrap()).unwrap();
+    let loaded: FittedSsgp = persist::from_json(&json.to_string()).unwrap();
+    assert_eq!(loaded.training().remedy, Some(remedy));
+    assert!(loaded.training().flags().few_inputs);
+    let mut none = json;
+    none.pointer_mut("/model/ssgp/training/remedy/FewInputs")
+        .unwrap()["inputs"] = serde_json::json!(0);
+    assert!(matches!(
+        persist::from_json::<FittedSsgp>(&none.to_string()),
+        Err(Error::InvalidParameter { .. })
+    ));
+}
+
 /// The held-out check's early-stopping budget in a saved SSGP: it round-trips, a file without it
 /// (written before early stopping) loads with none, and a budget of no evaluations is refused.
 /// Its `random_features_by_margin` (format 7) round-trips too and reads false where absent.
