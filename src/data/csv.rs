@@ -372,7 +372,7 @@ impl Loader<'_> {
     /// # Errors
     /// [`Error::Csv`] for fewer than two fields or a target that is not among them.
     fn layout(&self, line: &[u8], number: usize) -> Result<Layout> {
-        let fields: Vec<&[u8]> = split(line, self.options.delimiter).collect();
+        let fields = split_quoted(line, self.options.delimiter);
         let columns = fields.len();
         let header = match self.options.header {
             Header::Present => true,
@@ -400,9 +400,24 @@ impl Loader<'_> {
             }
         };
         if columns < 2 {
+            let hint = [b';', b'\t', b'|', b',', b' ']
+                .into_iter()
+                .find(|&d| d != self.options.delimiter && line.contains(&d))
+                .map(|d| {
+                    let shown = if d == b'\t' {
+                        "\\t".into()
+                    } else {
+                        (d as char).to_string()
+                    };
+                    format!(
+                        " (the line holds `{shown}`: a file delimited by it needs \
+                         `CsvOptions::delimiter(b'{shown}')`)"
+                    )
+                })
+                .unwrap_or_default();
             return Err(self.error(
                 number,
-                format!("{columns} column: need at least one input and a target"),
+                format!("{columns} column: need at least one input and a target{hint}"),
             ));
         }
         let target = match &self.options.target {
@@ -470,14 +485,61 @@ impl Loader<'_> {
 }
 
 /// The fields of a line, each trimmed of whitespace and of one pair of surrounding quotes.
+/// A data line's fields are numbers, so a delimiter between quotes is not looked for (the line's
+/// column count is its delimiters plus one): see [`split_quoted`] for the first line.
 fn split(line: &[u8], delimiter: u8) -> impl Iterator<Item = &[u8]> {
-    line.split(move |&b| b == delimiter).map(|field| {
-        let field = field.trim_ascii();
-        match field {
-            [b'"', inner @ .., b'"'] => inner,
-            _ => field,
+    line.split(move |&b| b == delimiter).map(unquoted)
+}
+
+/// The fields of the first line, as [`split`] but with no split at a delimiter between double
+/// quotes: a header's names may hold one (`"temperature, °C"`).
+fn split_quoted(line: &[u8], delimiter: u8) -> Vec<&[u8]> {
+    let mut fields = Vec::new();
+    let (mut start, mut quoted) = (0, false);
+    for (i, &b) in line.iter().enumerate() {
+        if b == b'"' {
+            quoted = !quoted;
+        } else if b == delimiter && !quoted {
+            fields.push(unquoted(&line[start..i]));
+            start = i + 1;
         }
-    })
+    }
+    fields.push(unquoted(&line[start..]));
+    fields
+}
+
+/// A field trimmed of whitespace and of one pair of surrounding quotes.
+fn unquoted(field: &[u8]) -> &[u8] {
+    let field = field.trim_ascii();
+    match field {
+        [b'"', inner @ .., b'"'] => inner,
+        _ => field,
+    }
+}
+
+/// What a message on a missing value adds.
+const MISSING: &str = " (a missing value? drop the row or fill it in)";
+
+/// Whether a field is a usual mark of a missing value (`NA`, `N/A`, `null`, `None`, `?`, `-`,
+/// `.`, any case).
+fn is_missing_marker(field: &[u8]) -> bool {
+    const MARKERS: [&[u8]; 8] = [
+        b"na", b"n/a", b"null", b"none", b"?", b"-", b".", b"missing",
+    ];
+    MARKERS.iter().any(|m| field.eq_ignore_ascii_case(m))
+}
+
+/// Whether a field is a number written with a decimal comma (`1,5` where the delimiter is not a
+/// comma).
+fn decimal_comma(field: &[u8]) -> bool {
+    field.iter().filter(|&&b| b == b',').count() == 1
+        && parse_number(
+            &field
+                .iter()
+                .map(|&b| if b == b',' { b'.' } else { b })
+                .collect::<Vec<_>>(),
+        )
+        .is_some()
 }
 
 /// The number in a field, if it is one (NaN and infinities included).
@@ -559,7 +621,14 @@ impl Blocks {
     ) -> std::result::Result<(), String> {
         let found = line.iter().filter(|&&b| b == delimiter).count() + 1;
         if found != columns {
-            return Err(format!("{found} columns, but the first line has {columns}"));
+            let quotes = if line.contains(&b'"') {
+                " (a delimiter between quotes splits a data line too: numbers need no quotes)"
+            } else {
+                ""
+            };
+            return Err(format!(
+                "{found} columns, but the first line has {columns}{quotes}"
+            ));
         }
         self.columns = columns;
         let run = self.block_rows;
@@ -571,11 +640,36 @@ impl Blocks {
                     self.values[base + j * run + r] = v;
                     continue;
                 }
+                Some(v) if v.is_nan() => {
+                    return Err(format!(
+                        "column {}: `{}` is not a finite number{MISSING}",
+                        j + 1,
+                        shown(field)
+                    ))
+                }
                 Some(_) => "is not a finite number",
-                None if field.is_empty() => return Err(format!("column {}: empty field", j + 1)),
+                None if field.is_empty() => {
+                    return Err(format!("column {}: empty field{MISSING}", j + 1))
+                }
+                None if is_missing_marker(field) => {
+                    return Err(format!(
+                        "column {}: `{}` is not a number{MISSING}",
+                        j + 1,
+                        shown(field)
+                    ))
+                }
                 None => "is not a number",
             };
-            return Err(format!("column {}: `{}` {problem}", j + 1, shown(field)));
+            let comma = if decimal_comma(field) {
+                " (a decimal comma? write it as a point)"
+            } else {
+                ""
+            };
+            return Err(format!(
+                "column {}: `{}` {problem}{comma}",
+                j + 1,
+                shown(field)
+            ));
         }
         self.rows += 1;
         Ok(())

@@ -300,7 +300,7 @@ fn csv_header_is_detected_given_or_refused() {
     assert_eq!(parse("a,,y\n4,5,6\n", &CsvOptions::new()).unwrap().len(), 1);
     assert_eq!(
         parse_err("1,,3\n4,5,6\n", &CsvOptions::new()),
-        "f.csv:1: column 2: empty field"
+        "f.csv:1: column 2: empty field (a missing value? drop the row or fill it in)"
     );
     // Quoted names and numbers, CRLF line ends, spaces around fields.
     let data = parse(
@@ -468,7 +468,8 @@ fn csv_errors_name_file_line_and_column() {
     );
     assert_eq!(
         parse_err("1,2\n3,NaN\n", &o),
-        "f.csv:2: column 2: `NaN` is not a finite number"
+        "f.csv:2: column 2: `NaN` is not a finite number (a missing value? drop the row or fill \
+         it in)"
     );
     assert_eq!(
         parse_err("1,2\n\n\n-inf,4\n", &o),
@@ -517,6 +518,44 @@ fn csv_errors_name_file_line_and_column() {
             ..
         })
     ));
+}
+
+/// The errors of a newcomer's first CSV files say what to do: a file delimited by another
+/// character than the options' names it, a missing value or a decimal comma is called so, a
+/// quoted header name may hold the delimiter, and quotes that split a data line are named.
+#[test]
+fn csv_errors_suggest_the_remedy() {
+    let o = CsvOptions::new();
+    assert_eq!(
+        parse_err("a;b;y\n1;2;3\n", &o),
+        "f.csv:1: 1 column: need at least one input and a target (the line holds `;`: a file \
+         delimited by it needs `CsvOptions::delimiter(b';')`)"
+    );
+    assert_eq!(
+        parse_err("a\tb\ty\n1\t2\t3\n", &o),
+        "f.csv:1: 1 column: need at least one input and a target (the line holds `\\t`: a file \
+         delimited by it needs `CsvOptions::delimiter(b'\\t')`)"
+    );
+    for marker in ["NA", "n/a", "NULL", "?", "-"] {
+        assert_eq!(
+            parse_err(&format!("a,b,y\n1,2,3\n4,{marker},6\n"), &o),
+            format!(
+                "f.csv:3: column 2: `{marker}` is not a number (a missing value? drop the row or \
+                 fill it in)"
+            )
+        );
+    }
+    assert_eq!(
+        parse_err("a;b;y\n1,5;2;3\n", &CsvOptions::new().delimiter(b';')),
+        "f.csv:2: column 1: `1,5` is not a number (a decimal comma? write it as a point)"
+    );
+    let named = parse("\"temperature, C\",p,y\n1,2,3\n4,5,6\n", &o).unwrap();
+    assert_eq!((named.len(), named.dim()), (2, 2));
+    assert_eq!(
+        parse_err("a,b,y\n\"1,5\",2,3\n", &o),
+        "f.csv:2: 4 columns, but the first line has 3 (a delimiter between quotes splits a data \
+         line too: numbers need no quotes)"
+    );
 }
 
 #[test]
