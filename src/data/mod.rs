@@ -173,31 +173,7 @@ impl Dataset {
     /// differ from it and leave a spread of round-off); [`Error::Scale`] naming the spread and
     /// the remedy.
     pub(crate) fn check_target_spread(&self) -> Result<()> {
-        if self.y.max() == self.y.min() {
-            return Err(Error::ConstantTargets { value: self.y[0] });
-        }
-        let spread = self.y_spread();
-        if spread > 0.0 && spread < SMALLEST_TARGET_SPREAD {
-            return Err(Error::Scale {
-                what: format!(
-                    "the targets' spread {spread:e} is below what a Gaussian process can model \
-                     in f64 (variances on their scale, down to {SMALLEST_TARGET_SPREAD:e}² = \
-                     1e-304, must stay normal f64 numbers, predictive ones included); multiply \
-                     them by a power of ten and divide the predictions back"
-                ),
-            });
-        }
-        if spread > LARGEST_TARGET_SPREAD || !spread.is_finite() {
-            return Err(Error::Scale {
-                what: format!(
-                    "the targets' spread {spread:e} is above what a Gaussian process can model \
-                     in f64 (variances on their scale, up to {LARGEST_TARGET_SPREAD:e}² = \
-                     1e300, must stay finite, predictive ones included); divide them by a power \
-                     of ten and multiply the predictions back"
-                ),
-            });
-        }
-        Ok(())
+        check_spread(self.y.as_slice())
     }
 
     /// The rows with the given indices, as a new data set.
@@ -304,6 +280,39 @@ pub(crate) fn check_new_samples<'a>(
         return Ok(std::borrow::Cow::Borrowed(x));
     }
     columns.select(x)
+}
+
+/// [`Dataset::check_target_spread`] on the targets `y` (at least one).
+///
+/// # Errors
+/// As [`Dataset::check_target_spread`].
+pub(crate) fn check_spread(y: &[f64]) -> Result<()> {
+    if y.iter().all(|&v| v == y[0]) {
+        return Err(Error::ConstantTargets { value: y[0] });
+    }
+    let mean = y.iter().sum::<f64>() / y.len() as f64;
+    let spread = standard_deviation(y, mean);
+    if spread > 0.0 && spread < SMALLEST_TARGET_SPREAD {
+        return Err(Error::Scale {
+            what: format!(
+                "the targets' spread {spread:e} is below what a Gaussian process can model \
+                 in f64 (variances on their scale, down to {SMALLEST_TARGET_SPREAD:e}² = \
+                 1e-304, must stay normal f64 numbers, predictive ones included); multiply \
+                 them by a power of ten and divide the predictions back"
+            ),
+        });
+    }
+    if spread > LARGEST_TARGET_SPREAD || !spread.is_finite() {
+        return Err(Error::Scale {
+            what: format!(
+                "the targets' spread {spread:e} is above what a Gaussian process can model \
+                 in f64 (variances on their scale, up to {LARGEST_TARGET_SPREAD:e}² = \
+                 1e300, must stay finite, predictive ones included); divide them by a power \
+                 of ten and multiply the predictions back"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// The largest spread of the targets a model accepts: its square, 1e300, leaves room below

@@ -469,7 +469,9 @@ impl ValidSsgpParams {
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for a noise bound; [`Error::ConstantInput`] if every input is
-    /// constant; [`Error::ConstantTargets`] for a constant output; [`Error::NotPositiveDefinite`]
+    /// constant; [`Error::ConstantTargets`] for a constant output; [`Error::Scale`] naming an
+    /// output whose spread is beyond f64's range or SSGP's ([`super::TARGET_SPREAD`]);
+    /// [`Error::NotPositiveDefinite`]
     /// if A cannot be factored at the start; [`Error::TrainingFailed`] if training failed (unless
     /// best effort was asked for).
     pub fn fit_multi(&self, data: &MultiDataset) -> Result<FittedMultiSsgp> {
@@ -478,6 +480,25 @@ impl ValidSsgpParams {
                 name: "noise_bound",
                 reason: "the multi-output SSGP has no noise bound".into(),
             });
+        }
+        // Each output's spread, as one output's (naming the output): not constant, in f64's
+        // range for a Gaussian process and in SSGP's for its gradient.
+        for (p, column) in data.y().column_iter().enumerate() {
+            let values = column.as_slice();
+            crate::data::check_spread(values)
+                .and_then(|()| {
+                    let mean = values.iter().sum::<f64>() / values.len() as f64;
+                    super::train::check_ssgp_target_spread(
+                        crate::data::standard_deviation(values, mean),
+                        "multiply that output by a power of ten and divide its predictions back",
+                    )
+                })
+                .map_err(|e| match e {
+                    Error::Scale { what } => Error::Scale {
+                        what: format!("output {p}: {what}"),
+                    },
+                    other => other,
+                })?;
         }
         let first = data.output(0)?;
         let columns = InputColumns::varying(&first)?;
@@ -494,12 +515,6 @@ impl ValidSsgpParams {
                 .sum::<f64>()
                 / n
         });
-        if let Some(p) = signal_variances
-            .iter()
-            .position(|v| v.is_nan() || *v <= 0.0)
-        {
-            return Err(Error::ConstantTargets { value: means[p] });
-        }
         let floor = self.training.ratio_noise().floor;
         let noise_ratio = (floor + 0.25).max(floor * 1.001);
         let hyper_at = |w: &DMatrix<f64>| MultiSsgpHyperparameters {

@@ -26,8 +26,8 @@ pub const TARGET_SPREAD: (f64, f64) = (1e-60, 1e60);
 /// Checks that the targets' `spread` is in [`TARGET_SPREAD`].
 ///
 /// # Errors
-/// [`Error::Scale`] naming the spread and the remedy.
-pub(crate) fn check_ssgp_target_spread(spread: f64) -> Result<()> {
+/// [`Error::Scale`] naming the spread and the `remedy`.
+pub(crate) fn check_ssgp_target_spread(spread: f64, remedy: &str) -> Result<()> {
     let (low, high) = TARGET_SPREAD;
     // Constant targets (spread 0) are `Error::ConstantTargets`, from the start values.
     let side = if spread > 0.0 && spread < low {
@@ -40,8 +40,7 @@ pub(crate) fn check_ssgp_target_spread(spread: f64) -> Result<()> {
     Err(Error::Scale {
         what: format!(
             "the targets' spread {spread:e} is {side} what SSGP can fit in f64 (from {low:e} to \
-             {high:e}: its gradient divides by σn⁴); standardise them \
-             (`Standardized::new(Ssgp::params(m))`)"
+             {high:e}: its gradient divides by σn⁴); {remedy}"
         ),
     })
 }
@@ -130,7 +129,10 @@ impl ValidSsgpParams {
     /// bytes, see the guide) cannot be allocated.
     pub fn fit(&self, data: &Dataset) -> Result<FittedSsgp> {
         data.check_target_spread()?;
-        check_ssgp_target_spread(data.y_spread())?;
+        check_ssgp_target_spread(
+            data.y_spread(),
+            "standardise them (`Standardized::new(Ssgp::params(m))`)",
+        )?;
         let columns = InputColumns::varying(data)?;
         let used = columns.select_data(data)?;
         let this = self.resolved_for(used.y_variance());

@@ -261,3 +261,40 @@ fn several_target_columns_load_from_csv_by_index_or_name_and_from_rows() {
         );
     }
 }
+
+/// Each output's spread is checked as a single output's and the error names the output: one
+/// below f64's range for a Gaussian process (it used to read as "constant targets (every value
+/// is 1.02e-200)"), one beyond SSGP's (it used to fail as a non-finite objective), one constant.
+#[test]
+fn every_output_has_its_spread_checked_by_name() {
+    let mut rng = StdRng::seed_from_u64(4);
+    let x: DMatrix<f64> = DMatrix::from_fn(30, 2, |_, _| rng.random_range(-2.0..2.0));
+    let first = DVector::from_fn(30, |i, _| x[(i, 0)].sin() + 0.5 * x[(i, 1)]);
+    let fit = |second: DVector<f64>| {
+        let y = DMatrix::from_columns(&[first.clone(), second]);
+        Ssgp::params(4)
+            .seed(1)
+            .max_evaluations(20)
+            .fit_multi(&MultiDataset::new(x.clone(), y).unwrap())
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    };
+    let tiny = fit(&first * 1e-200);
+    assert!(
+        tiny.starts_with("output 1: the targets' spread")
+            && tiny.contains("below what a Gaussian process can model in f64"),
+        "{tiny}"
+    );
+    let large = fit(&first * 1e100);
+    assert!(
+        large.starts_with("output 1: the targets' spread")
+            && large.contains("above what SSGP can fit in f64")
+            && large.contains("multiply that output by a power of ten"),
+        "{large}"
+    );
+    assert_eq!(
+        fit(DVector::from_element(30, 2.0)),
+        "the training targets are constant (every value is 2); there is nothing to regress"
+    );
+}
