@@ -168,12 +168,14 @@ impl Dataset {
     /// room to spare, as every model's variances, predictive ones included, are on the targets'
     /// scale: a spread from [`SMALLEST_TARGET_SPREAD`] to [`LARGEST_TARGET_SPREAD`].
     ///
+    /// Returns the spread ([`Dataset::y_spread`]).
+    ///
     /// # Errors
     /// [`Error::ConstantTargets`] if every target is the same number (their mean, rounded, may
     /// differ from it and leave a spread of round-off); [`Error::Scale`] naming the spread and
     /// the remedy.
-    pub(crate) fn check_target_spread(&self) -> Result<()> {
-        check_spread(self.y.as_slice())
+    pub(crate) fn check_target_spread(&self) -> Result<f64> {
+        check_spread(self.y.as_slice(), self.y_mean())
     }
 
     /// The rows with the given indices, as a new data set.
@@ -282,15 +284,14 @@ pub(crate) fn check_new_samples<'a>(
     columns.select(x)
 }
 
-/// [`Dataset::check_target_spread`] on the targets `y` (at least one).
+/// [`Dataset::check_target_spread`] on the targets `y` (at least one) whose mean is `mean`.
 ///
 /// # Errors
 /// As [`Dataset::check_target_spread`].
-pub(crate) fn check_spread(y: &[f64]) -> Result<()> {
+pub(crate) fn check_spread(y: &[f64], mean: f64) -> Result<f64> {
     if y.iter().all(|&v| v == y[0]) {
         return Err(Error::ConstantTargets { value: y[0] });
     }
-    let mean = y.iter().sum::<f64>() / y.len() as f64;
     let spread = standard_deviation(y, mean);
     if spread > 0.0 && spread < SMALLEST_TARGET_SPREAD {
         return Err(Error::Scale {
@@ -312,7 +313,7 @@ pub(crate) fn check_spread(y: &[f64]) -> Result<()> {
             ),
         });
     }
-    Ok(())
+    Ok(spread)
 }
 
 /// The largest spread of the targets a model accepts: its square, 1e300, leaves room below

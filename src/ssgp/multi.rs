@@ -483,13 +483,12 @@ impl ValidSsgpParams {
         }
         // Each output's spread, as one output's (naming the output): not constant, in f64's
         // range for a Gaussian process and in SSGP's for its gradient.
+        let means = data.y_means();
         for (p, column) in data.y().column_iter().enumerate() {
-            let values = column.as_slice();
-            crate::data::check_spread(values)
-                .and_then(|()| {
-                    let mean = values.iter().sum::<f64>() / values.len() as f64;
+            crate::data::check_spread(column.as_slice(), means[p])
+                .and_then(|spread| {
                     super::train::check_ssgp_target_spread(
-                        crate::data::standard_deviation(values, mean),
+                        spread,
                         "multiply that output by a power of ten and divide its predictions back",
                     )
                 })
@@ -506,7 +505,6 @@ impl ValidSsgpParams {
         let start =
             crate::full_gp::start(&Dataset::new(x.clone(), first.y().clone())?, &self.training)?;
         let n = data.len() as f64;
-        let means = data.y_means();
         let signal_variances = DVector::from_fn(data.outputs(), |p, _| {
             data.y()
                 .column(p)

@@ -212,14 +212,20 @@ impl ValidSsgpParams {
             CalibrationGuard::Check => {
                 // Held-out rows judge the fits where enough distinct inputs can be split between
                 // training and scoring (the rows of a replicated input are held out together).
-                let (_, inputs) = groups_of_equal_inputs(data.x())?;
+                let (group_of, inputs) = groups_of_equal_inputs(data.x())?;
+                let groups = (group_of.as_slice(), inputs);
                 let enough = inputs >= CalibrationGuard::HELD_OUT_MIN_ROWS;
-                if enough && n > CalibrationGuard::HELD_OUT_MAX_ROWS {
-                    let fitted = self.fit_from(data, start.clone(), columns)?;
-                    return self.held_out_check(data, start, columns, absolute_floor, Some(fitted));
-                }
                 if enough {
-                    return self.held_out_check(data, start, columns, absolute_floor, None);
+                    let learned_on_all = (n > CalibrationGuard::HELD_OUT_MAX_ROWS)
+                        .then(|| self.fit_from(data, start.clone(), columns))
+                        .transpose()?;
+                    return self.held_out_check(
+                        (data, groups),
+                        start,
+                        columns,
+                        absolute_floor,
+                        learned_on_all,
+                    );
                 }
                 let remedy = |random_features| {
                     if n >= CalibrationGuard::HELD_OUT_MIN_ROWS {
@@ -254,10 +260,11 @@ impl ValidSsgpParams {
     /// rows (with the learned one's budget) and rescaled by its factor. With `learned_on_all`,
     /// the learned fit already trained on all rows, the proxy instead: a seeded half of `data`,
     /// the learned fit's evaluations half of `learned_on_all`'s, its factor free to widen, and
-    /// `learned_on_all` kept when it wins.
+    /// `learned_on_all` kept when it wins. `groups` are `data`'s groups of equal inputs
+    /// ([`groups_of_equal_inputs`]), held out whole.
     fn held_out_check(
         &self,
-        data: &Dataset,
+        (data, groups): (&Dataset, (&[usize], usize)),
         start: Hyperparameters,
         columns: &InputColumns,
         absolute_floor: f64,
@@ -272,7 +279,7 @@ impl ValidSsgpParams {
         } else {
             n / 4
         };
-        let rows = held_out_split(data, target, self.training.seed)?;
+        let rows = held_out_split(groups, target, self.training.seed);
         let held = rows.held;
         // Whether the learned fit's factor is measured well enough to carry over (else 1).
         let scale_learned =
@@ -493,8 +500,9 @@ impl ValidSsgpParams {
     }
 }
 
-/// The rows of `data` in a seeded order whose first `held` are held out: whole groups of equal
-/// inputs ([`groups_of_equal_inputs`]) in a seeded shuffle, taken until at least `target` rows
+/// The rows in a seeded order whose first `held` are held out, from each row's group of equal
+/// inputs and the groups' count ([`groups_of_equal_inputs`]): whole groups in a seeded shuffle,
+/// taken until at least `target` rows
 /// are held (at least one group is left to train on). Without repeated inputs the order is the
 /// seeded shuffle of the rows and `held` = `target`. With repeats, a split of single rows
 /// would score a fit on rows whose inputs it was trained on, noise apart, and find it accurate
@@ -505,8 +513,7 @@ struct HeldOutSplit {
     held: usize,
 }
 
-fn held_out_split(data: &Dataset, target: usize, seed: u64) -> Result<HeldOutSplit> {
-    let (group_of, count) = groups_of_equal_inputs(data.x())?;
+fn held_out_split((group_of, count): (&[usize], usize), target: usize, seed: u64) -> HeldOutSplit {
     let mut groups: Vec<usize> = (0..count).collect();
     groups.shuffle(&mut crate::random::seeded(seed));
     let mut size = vec![0; count];
@@ -529,7 +536,7 @@ fn held_out_split(data: &Dataset, target: usize, seed: u64) -> Result<HeldOutSpl
         order[start[g]] = row;
         start[g] += 1;
     }
-    Ok(HeldOutSplit { order, held })
+    HeldOutSplit { order, held }
 }
 
 /// A candidate's score on the held-out rows of [`CalibrationGuard::Check`].
@@ -645,14 +652,16 @@ mod tests {
         let x = DMatrix::from_fn(n, 2, |i, j| (i * 7 + j * 3) as f64 * 0.1);
         let y = DVector::from_fn(n, |i, _| (i as f64).sin());
         let distinct = Dataset::new(x.clone(), y.clone()).unwrap();
-        let split = held_out_split(&distinct, n / 4, 5).unwrap();
+        let g = groups_of_equal_inputs(distinct.x()).unwrap();
+        let split = held_out_split((&g.0, g.1), n / 4, 5);
         let mut rows: Vec<usize> = (0..n).collect();
         rows.shuffle(&mut crate::random::seeded(5));
         assert_eq!((split.order, split.held), (rows, n / 4));
 
         let repeated = DMatrix::from_fn(n, 2, |i, j| x[(i / 3, j)]);
         let data = Dataset::new(repeated, y).unwrap();
-        let split = held_out_split(&data, n / 4, 5).unwrap();
+        let g = groups_of_equal_inputs(data.x()).unwrap();
+        let split = held_out_split((&g.0, g.1), n / 4, 5);
         assert_eq!(split.held, 24, "22 rows rounded up to 8 groups of 3");
         let (held, fit) = split.order.split_at(split.held);
         let mut all: Vec<usize> = split.order.clone();
@@ -758,7 +767,8 @@ mod tests {
         let x = DMatrix::from_fn(40, 1, |i, _| if i == 0 { 1.0 } else { 0.0 });
         let data = Dataset::new(x, DVector::from_fn(40, |i, _| i as f64)).unwrap();
         for seed in 0..8 {
-            let split = held_out_split(&data, 10, seed).unwrap();
+            let g = groups_of_equal_inputs(data.x()).unwrap();
+            let split = held_out_split((&g.0, g.1), 10, seed);
             assert!(
                 split.held >= 1 && split.held < 40,
                 "seed {seed}: {}",

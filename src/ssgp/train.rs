@@ -128,9 +128,8 @@ impl ValidSsgpParams {
     /// [`Error::Allocation`] if the training buffers for this m (about 8·(blocks + 3)·(2m)²
     /// bytes, see the guide) cannot be allocated.
     pub fn fit(&self, data: &Dataset) -> Result<FittedSsgp> {
-        data.check_target_spread()?;
         check_ssgp_target_spread(
-            data.y_spread(),
+            data.check_target_spread()?,
             "standardise them (`Standardized::new(Ssgp::params(m))`)",
         )?;
         let columns = InputColumns::varying(data)?;
