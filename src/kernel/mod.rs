@@ -65,8 +65,9 @@ pub fn centre_columns(x: &DMatrix<f64>) -> (DMatrix<f64>, DVector<f64>) {
 }
 
 /// Squared distances ‖a_i − b_j‖² between the rows of `a` (n×D) and `b` (p×D), n×p, through one gemm
-/// (‖a‖² + ‖b‖² − 2abᵀ), negative values (cancellation) set to 0; a NaN (from inputs so large that
-/// their squares overflow) stays NaN, so the models report it instead of taking it for 0.
+/// (‖a‖² + ‖b‖² − 2abᵀ), negative values (cancellation) set to 0. Where a squared norm overflows
+/// (inputs beyond about 1e154) the expansion is ∞ − ∞: a pair with one such row is ∞ apart (a
+/// covariance of 0), a pair of two is summed directly, Σ(a_d − b_d)² (0 for equal rows).
 pub fn squared_distances(a: &DMatrix<f64>, b: &DMatrix<f64>, par: Par) -> DMatrix<f64> {
     let mut d2 = DMatrix::zeros(a.nrows(), b.nrows());
     squared_distances_into(
@@ -100,22 +101,39 @@ pub(crate) fn squared_distances_into(
         -2.0,
         par,
     );
-    for (col, &nbj) in d2.chunks_exact_mut(rows.max(1)).zip(nb) {
-        for (v, &nai) in col.iter_mut().zip(na) {
-            *v = if nai.is_infinite() != nbj.is_infinite() {
-                // One point beyond √f64::MAX, the other not: −2aᵀb may be −∞ and the sum NaN, but
-                // the distance is ∞ (the covariance 0).
-                f64::INFINITY
-            } else {
+    for (j, (col, &nbj)) in d2.chunks_exact_mut(rows.max(1)).zip(nb).enumerate() {
+        for (i, (v, &nai)) in col.iter_mut().zip(na).enumerate() {
+            *v = beyond_norms(nai, nbj, || direct_distance(a, i, b, j)).unwrap_or_else(|| {
                 let s = *v + nai + nbj;
                 if s < 0.0 {
                     0.0
                 } else {
                     s
                 }
-            };
+            });
         }
     }
+}
+
+/// The squared distance of two points whose squared norms `na` and `nb` are not both finite
+/// (inputs beyond about 1e154), where the expansion ‖a‖² + ‖b‖² − 2aᵀb is ∞ − ∞ or ∞ − ∞ + …:
+/// ∞ (a covariance of 0) when one norm overflows and not the other, `direct()`, Σ(a_d − b_d)²,
+/// when both do (0 for equal points); `None` for two finite norms.
+fn beyond_norms(na: f64, nb: f64, direct: impl FnOnce() -> f64) -> Option<f64> {
+    if na.is_infinite() != nb.is_infinite() {
+        Some(f64::INFINITY)
+    } else if na.is_infinite() {
+        Some(direct())
+    } else {
+        None
+    }
+}
+
+/// Σ_d (a_id − b_jd)²: the squared distance of row `i` of `a` and row `j` of `b`, summed directly.
+fn direct_distance(a: MatRef<'_>, i: usize, b: MatRef<'_>, j: usize) -> f64 {
+    (0..a.ncols())
+        .map(|d| (a.at(i, d) - b.at(j, d)).powi(2))
+        .sum()
 }
 
 /// A stationary covariance family with ARD lengthscales (see the [module docs](self)); every
@@ -399,7 +417,8 @@ impl Covariance<'_> {
 
     /// The lower triangle (diagonal included) of K(z, z) into `k` (n×n) for scaled inputs `z`
     /// (n×D): the squared distances through one symmetric rank-D update ‖z_i‖² + ‖z_j‖² − 2 z_iᵀz_j
-    /// (negative values set to 0, NaN kept), the diagonal exactly σ0². The strict upper triangle
+    /// (negative values set to 0; pairs with a squared norm that overflows as in
+    /// [`squared_distances`]), the diagonal exactly σ0². The strict upper triangle
     /// is scratch for the squared exponential; for the other kernels it holds the squared
     /// distances r²_ij (entry (j, i) for i > j), from which [`Covariance::slope_of_squared_distance`]
     /// gives the gradient's weights.
@@ -415,13 +434,22 @@ impl Covariance<'_> {
         let sq: Vec<f64> = z.row_iter().map(|r| r.norm_squared()).collect();
         let data = k.as_mut_slice();
         let keep_distances = self.kernel != Kernel::SquaredExponential;
+        let zv = linalg::view(z);
         for j in 0..n {
             let col = &mut data[j * n..(j + 1) * n];
             col[j] = self.signal_variance;
             let sj = sq[j];
             for i in (j + 1)..n {
-                let d2 = sq[i] + sj - 2.0 * col[i];
-                let d2 = if d2 < 0.0 { 0.0 } else { d2 };
+                let d2 = beyond_norms(sq[i], sj, || direct_distance(zv, i, zv, j)).unwrap_or_else(
+                    || {
+                        let d2 = sq[i] + sj - 2.0 * col[i];
+                        if d2 < 0.0 {
+                            0.0
+                        } else {
+                            d2
+                        }
+                    },
+                );
                 col[i] = if keep_distances {
                     d2
                 } else {

@@ -277,6 +277,32 @@ fn kernel_models_far_from_the_data_predict_their_prior() {
             assert_eq!(p.f_variance[j], s0, "{name}");
         }
     }
+    // Their joint covariance is the prior's too: equal far points covary by σ0², far points
+    // apart not at all (both squared norms overflow: the distance is summed directly, where the
+    // expansion ‖a‖² + ‖b‖² − 2aᵀb gave ∞ − ∞ and an error).
+    let vfe = Vfe::params(6)
+        .seed(2)
+        .max_evaluations(50)
+        .fit(&train)
+        .unwrap();
+    let pair = DMatrix::from_column_slice(3, 1, &[5e307, 5e307, -5e307]);
+    for (name, joint, s0) in [
+        (
+            "full GP",
+            full.predict_covariance(&pair),
+            full.signal_variance(),
+        ),
+        (
+            "FITC",
+            fitc.predict_covariance(&pair),
+            fitc.signal_variance(),
+        ),
+        ("VFE", vfe.predict_covariance(&pair), vfe.signal_variance()),
+    ] {
+        let c = joint.unwrap().f_covariance;
+        assert_eq!((c[(0, 0)], c[(0, 1)], c[(1, 1)]), (s0, s0, s0), "{name}");
+        assert_eq!((c[(0, 2)], c[(1, 2)]), (0.0, 0.0), "{name}");
+    }
     // A far point in the batch leaves a near one's prediction as it is alone (up to the
     // round-off of solving for one column or two).
     let near = DMatrix::from_column_slice(1, 1, &[0.5]);
