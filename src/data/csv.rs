@@ -635,38 +635,24 @@ impl Blocks {
         let r = self.rows % run;
         let base = self.values.len() - run * columns;
         for (j, field) in split(line, delimiter).enumerate() {
-            let problem = match parse_number(field) {
+            let (problem, hint) = match parse_number(field) {
                 Some(v) if v.is_finite() => {
                     self.values[base + j * run + r] = v;
                     continue;
                 }
-                Some(v) if v.is_nan() => {
-                    return Err(format!(
-                        "column {}: `{}` is not a finite number{MISSING}",
-                        j + 1,
-                        shown(field)
-                    ))
-                }
-                Some(_) => "is not a finite number",
+                Some(v) if v.is_nan() => ("is not a finite number", MISSING),
+                Some(_) => ("is not a finite number", ""),
                 None if field.is_empty() => {
                     return Err(format!("column {}: empty field{MISSING}", j + 1))
                 }
-                None if is_missing_marker(field) => {
-                    return Err(format!(
-                        "column {}: `{}` is not a number{MISSING}",
-                        j + 1,
-                        shown(field)
-                    ))
+                None if is_missing_marker(field) => ("is not a number", MISSING),
+                None if decimal_comma(field) => {
+                    ("is not a number", " (a decimal comma? write it as a point)")
                 }
-                None => "is not a number",
-            };
-            let comma = if decimal_comma(field) {
-                " (a decimal comma? write it as a point)"
-            } else {
-                ""
+                None => ("is not a number", ""),
             };
             return Err(format!(
-                "column {}: `{}` {problem}{comma}",
+                "column {}: `{}` {problem}{hint}",
                 j + 1,
                 shown(field)
             ));
