@@ -387,12 +387,13 @@ fn inducing_models_name_input_columns_beyond_f64_and_fit_them_standardised() {
         scaled.column_mut(1).scale_mut(scale);
         let data = Dataset::new(scaled, train.y().clone()).unwrap();
         for model in &models {
-            let message = match model.fit_boxed(&data) {
+            let error = match model.fit_boxed(&data) {
                 Ok(_) => panic!("{}: fitted column 1 × {scale:e}", model.name()),
-                Err(e) => e.to_string(),
+                Err(e) => e,
             };
+            let message = error.to_string();
             assert!(
-                matches!(model.fit_boxed(&data), Err(Error::Scale { .. }))
+                matches!(error, Error::Scale { .. })
                     && message.starts_with("input column 1's spread")
                     && message.contains("standardise the inputs"),
                 "{} × {scale:e}: {message}",
