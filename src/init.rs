@@ -24,8 +24,9 @@ use std::time::Instant;
 /// Measured (seeds 1–3, 1000 evaluations): on 50 inputs of which 3 matter (n = 500) SSGP with 50
 /// spectral points reaches a test NMSE of 0.018–0.024 from it against 1.1–1.6 from half ranges,
 /// which overfit the irrelevant inputs; on Kin-40k (200 basis functions) 0.0088–0.0101 against
-/// 0.0083–0.0087; on the sinc toy both reach the same. A full GP on 1024 points costs a few
-/// seconds at most, whatever n. The full GP itself starts from half ranges.
+/// 0.0083–0.0087; on the sinc toy both reach the same. A full GP on 1024 points costs 1–5 s on
+/// a 2-core machine, whatever n (it stops at [`crate::full_gp::START_TOLERANCE`]). The full GP
+/// itself starts from half ranges.
 pub const DEFAULT_START: LengthscaleInit = LengthscaleInit::FullGpSubset(1024);
 
 /// How the lengthscales start.
@@ -37,7 +38,8 @@ pub enum LengthscaleInit {
     /// The given lengthscales (D).
     Given(DVector<f64>),
     /// The lengthscales a full GP learns on a seeded random subset of this many training points
-    /// (all of them if fewer), from half ranges, with the default optimiser settings (§5.2;
+    /// (all of them if fewer), from half ranges, with the default optimiser settings but a looser
+    /// stopping tolerance ([`crate::full_gp::START_TOLERANCE`]) (§5.2;
     /// SSGP's and FITC's default, [`DEFAULT_START`]).
     FullGpSubset(usize),
 }

@@ -41,8 +41,8 @@ mod train;
 pub use evidence::{Evaluation, FullGpEvidence};
 pub use params::{FullGpParams, ValidFullGpParams};
 pub use posterior::FittedFullGp;
-pub use start::lengthscales_from_subset;
 pub(crate) use start::start;
+pub use start::{lengthscales_from_subset, START_TOLERANCE};
 pub use train::LearnedHyperparameters;
 
 /// The full GP; start from [`FullGp::params`].
