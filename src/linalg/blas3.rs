@@ -6,7 +6,7 @@
 use super::gemm::gemm;
 use super::leaf::{self, RightOp, BLOCK};
 use super::views::{MatMut, MatRef};
-use super::{view, view_mut, Par};
+use super::{join, view, view_mut, Par};
 use nalgebra::DMatrix;
 
 /// `dst ← dst + alpha·VᵀV` for `v` k×n and `dst` n×n, the whole square (one gemm, 2·k·n² flops):
@@ -49,27 +49,23 @@ pub(crate) fn syrk_lower(
     }
     let h = split_point(k);
     let (p1, p2) = (phi.subcols(0, h), phi.subcols(h, k - h));
-    gemm(
-        dst.rb_mut().submatrix_mut(h, 0, k - h, h),
-        accumulate,
-        p2.transpose(),
-        p1,
-        alpha,
+    let (left, right) = dst.split_at_col_mut(h);
+    let (d11, d21) = left.split_at_row_mut(h);
+    let d22 = right.submatrix_mut(h, 0, k - h, k - h);
+    // Multiply-adds: the off-diagonal block n·h·(k − h), each diagonal block about n·h²/2.
+    let n = phi.nrows();
+    join(
         par,
-    );
-    syrk_lower(
-        dst.rb_mut().submatrix_mut(0, 0, h, h),
-        accumulate,
-        p1,
-        alpha,
-        par,
-    );
-    syrk_lower(
-        dst.submatrix_mut(h, h, k - h, k - h),
-        accumulate,
-        p2,
-        alpha,
-        par,
+        n * h * (k - h),
+        || gemm(d21, accumulate, p2.transpose(), p1, alpha, par),
+        || {
+            join(
+                par,
+                n * (k - h) * (k - h) / 2,
+                || syrk_lower(d11, accumulate, p1, alpha, par),
+                || syrk_lower(d22, accumulate, p2, alpha, par),
+            );
+        },
     );
 }
 
@@ -83,8 +79,15 @@ pub(crate) fn right_solve_cholesky(x: &mut DMatrix<f64>, l: &DMatrix<f64>, par: 
 }
 
 /// X ← X L⁻ᵀ (i.e. solves Z Lᵀ = X) by recursive halving: Z₁ = X₁L₁₁⁻ᵀ, then
-/// Z₂ = (X₂ − Z₁L₂₁ᵀ)L₂₂⁻ᵀ.
-pub(crate) fn solve_right_lower_transpose(mut x: MatMut<'_>, l: MatRef<'_>, par: Par) {
+/// Z₂ = (X₂ − Z₁L₂₁ᵀ)L₂₂⁻ᵀ; X's rows in halves at once where [`by_row_halves`] allows.
+pub(crate) fn solve_right_lower_transpose(x: MatMut<'_>, l: MatRef<'_>, par: Par) {
+    by_row_halves(x, l.nrows(), par, &|x, par| {
+        solve_right_lower_transpose_rows(x, l, par);
+    });
+}
+
+/// The recursion of [`solve_right_lower_transpose`] on all of X's rows.
+fn solve_right_lower_transpose_rows(mut x: MatMut<'_>, l: MatRef<'_>, par: Par) {
     let k = l.nrows();
     if k <= LEAF {
         leaf::right_triangular(x, l, RightOp::SolveTransposed);
@@ -92,7 +95,7 @@ pub(crate) fn solve_right_lower_transpose(mut x: MatMut<'_>, l: MatRef<'_>, par:
     }
     let h = triangle_split(k);
     let (mut left, mut right) = x.rb_mut().split_at_col_mut(h);
-    solve_right_lower_transpose(left.rb_mut(), l.submatrix(0, 0, h, h), par);
+    solve_right_lower_transpose_rows(left.rb_mut(), l.submatrix(0, 0, h, h), par);
     gemm(
         right.rb_mut(),
         true,
@@ -101,12 +104,20 @@ pub(crate) fn solve_right_lower_transpose(mut x: MatMut<'_>, l: MatRef<'_>, par:
         -1.0,
         par,
     );
-    solve_right_lower_transpose(right, l.submatrix(h, h, k - h, k - h), par);
+    solve_right_lower_transpose_rows(right, l.submatrix(h, h, k - h, k - h), par);
 }
 
 /// X ← X L⁻¹ (i.e. solves B L = X) by recursive halving, last block first:
-/// B₂ = X₂L₂₂⁻¹, then B₁ = (X₁ − B₂L₂₁)L₁₁⁻¹.
-pub(crate) fn solve_right_lower(mut x: MatMut<'_>, l: MatRef<'_>, par: Par) {
+/// B₂ = X₂L₂₂⁻¹, then B₁ = (X₁ − B₂L₂₁)L₁₁⁻¹; X's rows in halves at once where
+/// [`by_row_halves`] allows.
+pub(crate) fn solve_right_lower(x: MatMut<'_>, l: MatRef<'_>, par: Par) {
+    by_row_halves(x, l.nrows(), par, &|x, par| {
+        solve_right_lower_rows(x, l, par)
+    });
+}
+
+/// The recursion of [`solve_right_lower`] on all of X's rows.
+fn solve_right_lower_rows(mut x: MatMut<'_>, l: MatRef<'_>, par: Par) {
     let k = l.nrows();
     if k <= LEAF {
         leaf::right_triangular(x, l, RightOp::Solve);
@@ -114,7 +125,7 @@ pub(crate) fn solve_right_lower(mut x: MatMut<'_>, l: MatRef<'_>, par: Par) {
     }
     let h = triangle_split(k);
     let (mut left, mut right) = x.rb_mut().split_at_col_mut(h);
-    solve_right_lower(right.rb_mut(), l.submatrix(h, h, k - h, k - h), par);
+    solve_right_lower_rows(right.rb_mut(), l.submatrix(h, h, k - h, k - h), par);
     gemm(
         left.rb_mut(),
         true,
@@ -123,12 +134,20 @@ pub(crate) fn solve_right_lower(mut x: MatMut<'_>, l: MatRef<'_>, par: Par) {
         -1.0,
         par,
     );
-    solve_right_lower(left, l.submatrix(0, 0, h, h), par);
+    solve_right_lower_rows(left, l.submatrix(0, 0, h, h), par);
 }
 
 /// M ← M L for a lower-triangular L (k×k; only its lower triangle is read) and M n×k, in place,
-/// by recursive halving: M₁ ← M₁L₁₁ + M₂L₂₁, M₂ ← M₂L₂₂ (n·k² flops).
-pub(crate) fn multiply_right_lower(mut m: MatMut<'_>, l: MatRef<'_>, par: Par) {
+/// by recursive halving: M₁ ← M₁L₁₁ + M₂L₂₁, M₂ ← M₂L₂₂ (n·k² flops); M's rows in halves at
+/// once where [`by_row_halves`] allows.
+pub(crate) fn multiply_right_lower(m: MatMut<'_>, l: MatRef<'_>, par: Par) {
+    by_row_halves(m, l.nrows(), par, &|m, par| {
+        multiply_right_lower_rows(m, l, par);
+    });
+}
+
+/// The recursion of [`multiply_right_lower`] on all of M's rows.
+fn multiply_right_lower_rows(mut m: MatMut<'_>, l: MatRef<'_>, par: Par) {
     let k = l.nrows();
     if k <= LEAF {
         leaf::right_triangular(m, l, RightOp::Multiply);
@@ -136,7 +155,7 @@ pub(crate) fn multiply_right_lower(mut m: MatMut<'_>, l: MatRef<'_>, par: Par) {
     }
     let h = triangle_split(k);
     let (mut left, right) = m.rb_mut().split_at_col_mut(h);
-    multiply_right_lower(left.rb_mut(), l.submatrix(0, 0, h, h), par);
+    multiply_right_lower_rows(left.rb_mut(), l.submatrix(0, 0, h, h), par);
     gemm(
         left.rb_mut(),
         true,
@@ -145,7 +164,45 @@ pub(crate) fn multiply_right_lower(mut m: MatMut<'_>, l: MatRef<'_>, par: Par) {
         1.0,
         par,
     );
-    multiply_right_lower(right, l.submatrix(h, h, k - h, k - h), par);
+    multiply_right_lower_rows(right, l.submatrix(h, h, k - h, k - h), par);
+}
+
+/// From this many rows of X, a right-side triangular operation on several threads runs on the
+/// two halves of X's rows at once ([`by_row_halves`]).
+const HALVES_FROM_ROWS: usize = 256;
+
+/// Runs `op`, a right-side operation with a k×k triangle (X's rows are independent), under
+/// [`Par::Rayon`]`(t)` on the two halves of X's rows at once, each on t/2 threads, when X has
+/// at least [`HALVES_FROM_ROWS`] rows, each half at least [`super::gemm::PARALLEL_FROM`]
+/// multiply-adds (about rows·k²/4) and k is a multiple of [`LEAF`]; otherwise on all of X.
+/// The recursion's small gemms and leaves run on one thread, so on halves the second core
+/// shares them (the full GP's evidence at n = 1 024 on 2 threads took as long as on one before).
+///
+/// The same bits either way: the packed gemm computes each output entry from its row of the left
+/// factor in the same order whatever the number of rows or threads (measured to the bit on
+/// shapes from 64×512×8 to 2 000×1 000×512), the leaves treat every row alike, and with k a
+/// multiple of 8 every product in the recursion has n·k ≥ 64 multiply-adds per row, so on a
+/// half of more than 64 rows none falls to [`gemm`]'s plain loop for tiny products (at most
+/// 4 096 multiply-adds; its sums are not fused) where the whole would not.
+fn by_row_halves(x: MatMut<'_>, k: usize, par: Par, op: &(dyn Fn(MatMut<'_>, Par) + Sync)) {
+    let rows = x.nrows();
+    let half_work = rows / 2 * k * k / 2;
+    match par {
+        Par::Rayon(t)
+            if rows >= HALVES_FROM_ROWS
+                && k.is_multiple_of(LEAF)
+                && half_work >= super::gemm::PARALLEL_FROM =>
+        {
+            let (top, bottom) = x.split_at_row_mut((rows / 2).div_ceil(LEAF) * LEAF);
+            join(
+                par,
+                half_work,
+                || op(top, super::par(t / 2)),
+                || op(bottom, super::par(t - t / 2)),
+            );
+        }
+        _ => op(x, par),
+    }
 }
 
 /// X ← L⁻¹X for X k×r (a left-side solve, any r): the recursive right-side solve on Xᵀ.

@@ -7,7 +7,7 @@ use super::blas3::{
 };
 use super::leaf::{self, BLOCK};
 use super::views::{MatMut, MatRef};
-use super::{view, view_mut, Par};
+use super::{join, view, view_mut, Par};
 use crate::error::{Error, Result};
 use nalgebra::DMatrix;
 
@@ -237,28 +237,23 @@ pub(crate) fn invert_lower(l: &DMatrix<f64>, par: Par) -> DMatrix<f64> {
 /// writing only that of `dst`. Recursive: with L = [L₁₁ 0; L₂₁ L₂₂],
 /// L⁻¹ = [L₁₁⁻¹ 0; −(L₂₂⁻¹L₂₁)L₁₁⁻¹ L₂₂⁻¹], the off-diagonal block by a triangular solve and a
 /// triangular product (nothing else is inverted).
-fn invert_lower_into(mut dst: MatMut<'_>, l: MatRef<'_>, par: Par) {
+fn invert_lower_into(dst: MatMut<'_>, l: MatRef<'_>, par: Par) {
     let k = l.nrows();
     if k <= BLOCK {
         leaf::invert_lower(dst, l);
         return;
     }
     let h = split_point(k);
-    invert_lower_into(
-        dst.rb_mut().submatrix_mut(0, 0, h, h),
-        l.submatrix(0, 0, h, h),
+    let (left, right) = dst.split_at_col_mut(h);
+    let (mut x11, mut x21) = left.split_at_row_mut(h);
+    let x22 = right.submatrix_mut(h, 0, k - h, k - h);
+    // Multiply-adds: about (k − h)³/6 for the smaller triangle's inverse.
+    join(
         par,
+        (k - h).pow(3) / 6,
+        || invert_lower_into(x11.rb_mut(), l.submatrix(0, 0, h, h), par),
+        || invert_lower_into(x22, l.submatrix(h, h, k - h, k - h), par),
     );
-    invert_lower_into(
-        dst.rb_mut().submatrix_mut(h, h, k - h, k - h),
-        l.submatrix(h, h, k - h, k - h),
-        par,
-    );
-    let (left, _) = dst.split_at_col_mut(h);
-    let (x11, mut x21) = {
-        let (top, bottom) = left.transpose_mut().split_at_col_mut(h);
-        (top.transpose_mut(), bottom.transpose_mut())
-    };
     let l21 = l.submatrix(h, 0, k - h, h);
     for j in 0..h {
         for i in 0..k - h {
@@ -274,7 +269,7 @@ fn invert_lower_into(mut dst: MatMut<'_>, l: MatRef<'_>, par: Par) {
 /// The lower triangle of `dst` ← XᵀX for a lower-triangular X (LAPACK's `lauum`; k³/3 flops),
 /// reading only the lower triangle of `x` and writing only that of `dst`. Recursive: with
 /// X = [X₁₁ 0; X₂₁ X₂₂], XᵀX = [X₁₁ᵀX₁₁ + X₂₁ᵀX₂₁ ·; X₂₂ᵀX₂₁ X₂₂ᵀX₂₂].
-fn lower_gram_into(mut dst: MatMut<'_>, x: MatRef<'_>, par: Par) {
+fn lower_gram_into(dst: MatMut<'_>, x: MatRef<'_>, par: Par) {
     let k = x.nrows();
     if k <= BLOCK {
         leaf::lower_gram(dst, x);
@@ -286,17 +281,36 @@ fn lower_gram_into(mut dst: MatMut<'_>, x: MatRef<'_>, par: Par) {
         x.submatrix(h, 0, k - h, h),
         x.submatrix(h, h, k - h, k - h),
     );
-    lower_gram_into(dst.rb_mut().submatrix_mut(0, 0, h, h), x11, par);
-    syrk_lower(dst.rb_mut().submatrix_mut(0, 0, h, h), true, x21, 1.0, par);
-    lower_gram_into(dst.rb_mut().submatrix_mut(h, h, k - h, k - h), x22, par);
-    // dst₂₁ = X₂₂ᵀX₂₁, i.e. dst₂₁ᵀ = X₂₁ᵀX₂₂: X₂₁ᵀ times a lower triangle, in place.
-    let mut d21 = dst.submatrix_mut(h, 0, k - h, h);
-    for j in 0..h {
-        for i in 0..k - h {
-            d21.set(i, j, x21.at(i, j));
-        }
-    }
-    multiply_right_lower(d21.transpose_mut(), x22, par);
+    let (left, right) = dst.split_at_col_mut(h);
+    let (mut d11, mut d21) = left.split_at_row_mut(h);
+    let d22 = right.submatrix_mut(h, 0, k - h, k - h);
+    // Multiply-adds: (k − h)³/6 for the smaller of the three blocks, X₂₂ᵀX₂₂'s lower triangle.
+    let work = (k - h).pow(3) / 6;
+    join(
+        par,
+        work,
+        || {
+            lower_gram_into(d11.rb_mut(), x11, par);
+            syrk_lower(d11, true, x21, 1.0, par);
+        },
+        || {
+            join(
+                par,
+                work,
+                || lower_gram_into(d22, x22, par),
+                || {
+                    // dst₂₁ = X₂₂ᵀX₂₁, i.e. dst₂₁ᵀ = X₂₁ᵀX₂₂: X₂₁ᵀ times a lower triangle, in
+                    // place.
+                    for j in 0..h {
+                        for i in 0..k - h {
+                            d21.set(i, j, x21.at(i, j));
+                        }
+                    }
+                    multiply_right_lower(d21.transpose_mut(), x22, par);
+                },
+            );
+        },
+    );
 }
 
 /// The inverse of a symmetric positive definite A = L Lᵀ from its Cholesky factor (as LAPACK's
@@ -314,6 +328,7 @@ pub(crate) fn spd_inverse_lower(factor: &mut DMatrix<f64>, work: &mut DMatrix<f6
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::linalg::blas3::solve_right_lower;
     use crate::linalg::par;
     use approx::assert_relative_eq;
 
@@ -381,6 +396,49 @@ pub(crate) mod tests {
                 let mut x = b.transpose();
                 multiply_right_lower(view_mut(&mut x), view(&l_nan), par(2));
                 assert_relative_eq!(x, b.transpose() * &l, epsilon = 1e-10);
+            }
+        }
+    }
+
+    /// On two threads the recursive kernels split their work (independent blocks at once, a
+    /// right-side operation's rows in halves) and must give the same bits as on one: factor,
+    /// inverse and solves at sizes that halve down to triangles of 8 columns and at sizes that
+    /// do not, on X of 256 to 1 024 rows. (At k = 266 = 256 + 10 on 512 rows, the triangle of 10
+    /// columns at the bottom of the recursion has a product of 2 columns by 8: on halves of 256
+    /// rows it would fall to the plain loop for tiny products, whose sums are not fused, where
+    /// the whole does not — this test fails if such a k is halved.)
+    #[test]
+    fn recursive_kernels_give_the_same_bits_on_one_and_two_threads() {
+        let same = |a: &DMatrix<f64>, b: &DMatrix<f64>| {
+            a.iter()
+                .zip(b.iter())
+                .all(|(x, y)| x.to_bits() == y.to_bits())
+        };
+        for (k, rows) in [(12, 256), (266, 512), (300, 256), (520, 1024), (777, 1024)] {
+            let a = spd(k) + DMatrix::identity(k, k) * k as f64;
+            let x0 = DMatrix::from_fn(rows, k, |i, j| ((i * 5 + j * 3) as f64 * 0.11).sin());
+            let run = |threads: usize| {
+                let p = par(threads);
+                let mut l = a.clone();
+                cholesky_in_place_lower(&mut l, "test", p).unwrap();
+                let (mut inverse, mut work) = (l.clone(), DMatrix::zeros(k, k));
+                spd_inverse_lower(&mut inverse, &mut work, p);
+                let mut x = x0.clone();
+                solve_right_lower_transpose(view_mut(&mut x), view(&l), p);
+                let mut y = x0.clone();
+                solve_right_lower(view_mut(&mut y), view(&l), p);
+                let mut z = x0.clone();
+                multiply_right_lower(view_mut(&mut z), view(&l), p);
+                let mut w = x0.transpose();
+                solve_left_lower(view_mut(&mut w), view(&l), p);
+                [l, inverse, work, x, y, z, w]
+            };
+            let (one, two) = (run(1), run(2));
+            for (what, (a, b)) in ["L", "A⁻¹", "L⁻¹", "XL⁻ᵀ", "XL⁻¹", "XL", "L⁻¹Xᵀ"]
+                .iter()
+                .zip(one.iter().zip(two.iter()))
+            {
+                assert!(same(a, b), "k = {k}: {what} differs on two threads");
             }
         }
     }

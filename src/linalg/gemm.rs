@@ -21,7 +21,7 @@ const TINY: usize = 16 * 16 * 16;
 /// many small gemms, and each parallel one costs a synchronisation of the threads. The full GP's
 /// evidence + gradient at n = 2 000 on 2 threads took 0.21–0.23 s with faer's threshold (32·1024),
 /// 0.16–0.18 s with 128³, 0.18–0.19 s with 64³ or 256³ (three interleaved quick runs each).
-const PARALLEL_FROM: usize = 128 * 128 * 128;
+pub(crate) const PARALLEL_FROM: usize = 128 * 128 * 128;
 
 /// `dst ← [dst +] alpha · lhs · rhs` for `dst` m×n, `lhs` m×k, `rhs` k×n (2mnk flops); transposes
 /// are free: pass `.transpose()` views. With `accumulate` false, `dst` is not read (it may hold

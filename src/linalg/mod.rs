@@ -90,6 +90,31 @@ impl Par {
     }
 }
 
+/// Runs `a` and `b`, which write disjoint blocks: at once on rayon's pool under [`Par::Rayon`]
+/// when the smaller of them has at least `work` ≥ [`gemm::PARALLEL_FROM`] multiply-adds (each
+/// may run its own parallel gemms), one after the other otherwise. Neither's arithmetic depends
+/// on which, so the results are the same bits on any number of threads.
+pub(crate) fn join(par: Par, work: usize, a: impl FnOnce() + Send, b: impl FnOnce() + Send) {
+    match par {
+        Par::Rayon(_) if work >= gemm::PARALLEL_FROM => {
+            rayon::join(
+                || {
+                    clear_avx_upper();
+                    a();
+                },
+                || {
+                    clear_avx_upper();
+                    b();
+                },
+            );
+        }
+        _ => {
+            a();
+            b();
+        }
+    }
+}
+
 /// The parallelism for kernels from a thread count: 1 runs sequentially, 0 means "all of
 /// rayon's threads" (by default one per core).
 pub(crate) fn par(threads: usize) -> Par {

@@ -236,6 +236,12 @@ impl<'a> MatMut<'a> {
         )
     }
 
+    /// Rows `.. i` and `i ..` as two disjoint views.
+    pub fn split_at_row_mut(self, i: usize) -> (Self, Self) {
+        let (top, bottom) = self.transpose_mut().split_at_col_mut(i);
+        (top.transpose_mut(), bottom.transpose_mut())
+    }
+
     /// Entry (i, j).
     pub fn at(&self, i: usize, j: usize) -> f64 {
         self.rb().at(i, j)
