@@ -427,7 +427,7 @@ impl Covariance<'_> {
     /// is scratch for the squared exponential; for the other kernels it holds the squared
     /// distances r²_ij (entry (j, i) for i > j), from which [`Covariance::slope_of_squared_distance`]
     /// gives the gradient's weights. Under [`Par::Rayon`] the columns are filled on several
-    /// threads from [`PARALLEL_FILL_FROM`] rows, each entry as on one (the same bits).
+    /// threads from 256 rows, each entry as on one (the same bits).
     pub fn lower_scaled(&self, z: &DMatrix<f64>, k: &mut DMatrix<f64>, par: Par) {
         let n = z.nrows();
         linalg::syrk_lower(

@@ -49,9 +49,7 @@ pub(crate) fn syrk_lower(
     }
     let h = split_point(k);
     let (p1, p2) = (phi.subcols(0, h), phi.subcols(h, k - h));
-    let (left, right) = dst.split_at_col_mut(h);
-    let (d11, d21) = left.split_at_row_mut(h);
-    let d22 = right.submatrix_mut(h, 0, k - h, k - h);
+    let (d11, d21, d22) = dst.lower_blocks(h);
     // Multiply-adds: the off-diagonal block n·h·(k − h), each diagonal block about n·h²/2.
     let n = phi.nrows();
     join(

@@ -51,14 +51,8 @@ fn cholesky_recursive(mut a: MatMut<'_>, par: Par) -> std::result::Result<(), us
     }
     let h = split_point(k);
     cholesky_recursive(a.rb_mut().submatrix_mut(0, 0, h, h), par)?;
-    let (left, right) = a.split_at_col_mut(h);
-    let (l11, mut l21) = {
-        let l = left.submatrix_mut(0, 0, k, h);
-        let (top, bottom) = l.transpose_mut().split_at_col_mut(h);
-        (top.transpose_mut(), bottom.transpose_mut())
-    };
+    let (l11, mut l21, mut a22) = a.lower_blocks(h);
     solve_right_lower_transpose(l21.rb_mut(), l11.rb(), par);
-    let mut a22 = right.submatrix_mut(h, 0, k - h, k - h);
     syrk_lower(a22.rb_mut(), true, l21.rb().transpose(), -1.0, par);
     cholesky_recursive(a22, par).map_err(|p| p + h)
 }
@@ -244,9 +238,7 @@ fn invert_lower_into(dst: MatMut<'_>, l: MatRef<'_>, par: Par) {
         return;
     }
     let h = split_point(k);
-    let (left, right) = dst.split_at_col_mut(h);
-    let (mut x11, mut x21) = left.split_at_row_mut(h);
-    let x22 = right.submatrix_mut(h, 0, k - h, k - h);
+    let (mut x11, mut x21, x22) = dst.lower_blocks(h);
     // Multiply-adds: about (k − h)³/6 for the smaller triangle's inverse.
     join(
         par,
@@ -281,9 +273,7 @@ fn lower_gram_into(dst: MatMut<'_>, x: MatRef<'_>, par: Par) {
         x.submatrix(h, 0, k - h, h),
         x.submatrix(h, h, k - h, k - h),
     );
-    let (left, right) = dst.split_at_col_mut(h);
-    let (mut d11, mut d21) = left.split_at_row_mut(h);
-    let d22 = right.submatrix_mut(h, 0, k - h, k - h);
+    let (mut d11, mut d21, d22) = dst.lower_blocks(h);
     // Multiply-adds: (k − h)³/6 for the smaller of the three blocks, X₂₂ᵀX₂₂'s lower triangle.
     let work = (k - h).pow(3) / 6;
     join(

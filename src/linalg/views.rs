@@ -242,6 +242,15 @@ impl<'a> MatMut<'a> {
         (top.transpose_mut(), bottom.transpose_mut())
     }
 
+    /// The blocks of a square k×k view's lower block triangle split at h, as three disjoint
+    /// views: (A₁₁ h×h, A₂₁ (k − h)×h, A₂₂ (k − h)×(k − h)); A₁₂ is left out.
+    pub fn lower_blocks(self, h: usize) -> (Self, Self, Self) {
+        let k = self.nrows;
+        let (left, right) = self.split_at_col_mut(h);
+        let (a11, a21) = left.split_at_row_mut(h);
+        (a11, a21, right.submatrix_mut(h, 0, k - h, k - h))
+    }
+
     /// Entry (i, j).
     pub fn at(&self, i: usize, j: usize) -> f64 {
         self.rb().at(i, j)
