@@ -139,11 +139,14 @@ impl<'a> DistributedEvidence<'a> {
             0
         };
         let mut second = vec![0.0; grad_len + ranks + 1];
+        // σ0's and σn's entries, from the factor of the reduced sums (the same on every rank).
+        let mut variances = [0.0; 2];
         match &first {
             Ok(f) => {
                 if want_gradient {
-                    let d_omega = self.local.local_gradient(&mut ws, f);
+                    let (d_omega, v) = self.local.local_gradient_and_variances(&mut ws, f);
                     second[..grad_len].copy_from_slice(d_omega.as_slice());
+                    variances = v;
                 }
                 if rank == 0 {
                     second[grad_len + ranks] = f.value();
@@ -159,7 +162,7 @@ impl<'a> DistributedEvidence<'a> {
         let gradient = if want_gradient {
             let d_omega =
                 DMatrix::from_column_slice(m, self.local.input_dim(), &second[..grad_len]);
-            self.local.finalize_gradient(&first, &d_omega)
+            self.local.finalize_gradient(&first, &d_omega, variances)
         } else {
             DVector::zeros(0)
         };

@@ -49,6 +49,29 @@ impl Threads {
         }
     }
 
+    /// `a` and `b` at once where the runner allows (each may run parallel jobs of its own on
+    /// this runner), their results as a pair; one after the other on [`Threads::Sequential`].
+    /// Neither's arithmetic depends on which, so the results are the same bits either way.
+    pub fn join<A: Send, B: Send>(
+        &self,
+        a: impl FnOnce() -> A + Send,
+        b: impl FnOnce() -> B + Send,
+    ) -> (A, B) {
+        let a = || {
+            super::clear_avx_upper();
+            a()
+        };
+        let b = || {
+            super::clear_avx_upper();
+            b()
+        };
+        match self {
+            Self::Sequential => (a(), b()),
+            Self::Global => rayon::join(a, b),
+            Self::Pool(pool) => pool.install(|| rayon::join(a, b)),
+        }
+    }
+
     /// `job` on every item, in parallel where the runner allows, the results in the items'
     /// order (so sums taken over them in that order do not depend on the thread count). Each job
     /// starts with [`super::clear_avx_upper`] (rayon's workers also run the gemm kernels).

@@ -169,7 +169,7 @@ impl RowPlan {
     /// block's sums (`first` is true for a block's first chunk: the job then overwrites the
     /// sums instead of adding to them), the blocks in parallel on `threads`; the first `cached`
     /// chunks (in row order) also get their slot of the design-matrix cache — then `reduce` on
-    /// each block's sums in block order.
+    /// the blocks' sums, in block order.
     pub fn map_reduce(
         &self,
         ws: &mut Workspace,
@@ -177,7 +177,7 @@ impl RowPlan {
         threads: &Threads,
         job: impl Fn((usize, usize), &mut ChunkBuffers, &mut BlockSums, Option<&mut DMatrix<f64>>, bool)
             + Sync,
-        reduce: impl FnMut(&BlockSums),
+        reduce: impl FnOnce(&[BlockSums]),
     ) {
         let plan = self.chunks();
         let cached = cached.min(plan.iter().map(Vec::len).sum());
@@ -234,7 +234,7 @@ impl RowPlan {
                     .for_each(run)
             }),
         }
-        ws.sums.iter().for_each(reduce);
+        reduce(&ws.sums);
     }
 }
 
