@@ -620,16 +620,30 @@ impl<'a> SsgpEvidence<'a> {
     }
 }
 
+/// The fewest entries (of the blocks' lower triangles together) whose addition in [`add_lower`]
+/// runs on several threads: below, handing out the columns costs more than it saves (n = 10 000,
+/// D = 8, two threads: m = 10 and 25 took 1.7 and 5.0 ms per evaluation with every reduction
+/// parallel, 1.3 and 4.1 ms without; 12 blocks at m = 100 add 0.24 million entries in 0.12 ms
+/// on one thread).
+const PARALLEL_REDUCE_FROM: usize = 1 << 20;
+
 /// Adds the lower triangles (diagonal included) of the blocks' partial sums of A = ΦᵀΦ to that
 /// of `dst` (all k×k; only the lower triangle is read later, so half the additions suffice),
 /// each entry taking the blocks in block order: the bits of adding whole blocks one after the
-/// other. The columns run in parallel on `threads`: the 12 partial sums (2 MB each at m = 250)
-/// come from memory, and their reduction took 2.1 ms of an evaluation's 180 on one thread and
-/// 1.35 ms of 97 on two (2.0 ms one block after another on the calling thread).
+/// other. From [`PARALLEL_REDUCE_FROM`] entries the columns run in parallel on `threads`: the 12
+/// partial sums (2 MB each at m = 250) come from memory, and their reduction took 2.1 ms of an
+/// evaluation's 180 on one thread and 1.35 ms of 97 on two (2.0 ms one block after another on the
+/// calling thread).
 fn add_lower(dst: &mut DMatrix<f64>, blocks: &[BlockSums], threads: &linalg::Threads) {
     let k = dst.nrows();
+    let entries = blocks.len() * k * (k + 1) / 2;
+    let runner = if entries >= PARALLEL_REDUCE_FROM {
+        threads
+    } else {
+        &linalg::Threads::Sequential
+    };
     let columns: Vec<(usize, &mut [f64])> = dst.as_mut_slice().chunks_mut(k).enumerate().collect();
-    threads.map(columns, |(j, column)| {
+    runner.map(columns, |(j, column)| {
         for sums in blocks {
             for (out, v) in column[j..]
                 .iter_mut()
@@ -753,5 +767,37 @@ mod tests {
             assert_eq!(copy, phi, "({len}, {k})");
             assert_eq!(r.as_slice(), expected.as_slice(), "({len}, {k})");
         }
+    }
+
+    /// The blocks' partial sums of ΦᵀΦ added column by column, on one thread or (from
+    /// `PARALLEL_REDUCE_FROM` entries) on two, give the bits of adding whole blocks one after the
+    /// other from zeros, in the lower triangle, and leave the upper one untouched.
+    #[test]
+    fn the_partial_sums_add_up_in_block_order_on_any_threads() {
+        for (blocks, k) in [(3, 5), (12, 40), (12, 430)] {
+            let sums: Vec<BlockSums> = (0..blocks)
+                .map(|b| BlockSums {
+                    a: DMatrix::from_fn(k, k, |i, j| {
+                        ((i * 7 + j * 3 + b * 11) as f64 * 0.37).sin()
+                    }),
+                    ..BlockSums::default()
+                })
+                .collect();
+            let mut expected = DMatrix::from_element(k, k, 0.0);
+            for sums in &sums {
+                for j in 0..k {
+                    for i in j..k {
+                        expected[(i, j)] += sums.a[(i, j)];
+                    }
+                }
+            }
+            for threads in [1, 2] {
+                let mut a = DMatrix::from_element(k, k, 0.0);
+                add_lower(&mut a, &sums, &linalg::Threads::new(threads));
+                assert_eq!(a, expected, "{blocks} blocks, k = {k}, {threads} threads");
+            }
+        }
+        // The last case runs the parallel path.
+        const { assert!(12 * 430 * 431 / 2 >= PARALLEL_REDUCE_FROM) };
     }
 }
