@@ -49,6 +49,17 @@ impl Threads {
         }
     }
 
+    /// Runs `f` on one of the runner's threads (on the calling thread for
+    /// [`Threads::Sequential`]): the jobs it starts on this runner, and the recursive kernels'
+    /// parallel blocks, are then handed out from inside the pool (see [`super::on_pool`]).
+    pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        match self {
+            Self::Sequential => f(),
+            Self::Global => rayon::scope(|_| f()),
+            Self::Pool(pool) => pool.install(f),
+        }
+    }
+
     /// `a` and `b` at once where the runner allows (each may run parallel jobs of its own on
     /// this runner), their results as a pair; one after the other on [`Threads::Sequential`].
     /// Neither's arithmetic depends on which, so the results are the same bits either way.

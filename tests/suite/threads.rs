@@ -28,8 +28,9 @@ fn problem(n: usize) -> (Dataset, DMatrix<f64>) {
 
 /// The models with `threads` threads (`None`: the default, all of rayon's), and the size
 /// of their training set: 8000 rows for SSGP (with m = 100, six row blocks of two chunks each,
-/// summed in parallel; with fixed spectral points m = 50, two blocks), 600 for FITC, VFE trained
-/// by L-BFGS and the full GP (whose start, a full GP on a subset, SSGP shares).
+/// summed in parallel; with fixed spectral points m = 50, two blocks), 600 for SSGP in one block
+/// (m = 20, with its calibration check; its evaluations run on the pool), FITC, VFE trained by
+/// L-BFGS and the full GP (whose start, a full GP on a subset, SSGP shares).
 fn models(threads: Option<usize>) -> Vec<(&'static str, usize, Box<dyn Regressor>)> {
     let t = threads.unwrap_or(0);
     vec![
@@ -54,6 +55,18 @@ fn models(threads: Option<usize>) -> Vec<(&'static str, usize, Box<dyn Regressor
                     .seed(3)
                     .initial_draws(3)
                     .fixed_spectral_points(true)
+                    .lengthscale_init(LengthscaleInit::HalfRange)
+                    .max_evaluations(40)
+                    .threads(t),
+            ),
+        ),
+        (
+            "ssgp-one-block",
+            600,
+            Box::new(
+                Ssgp::params(20)
+                    .seed(3)
+                    .initial_draws(3)
                     .lengthscale_init(LengthscaleInit::HalfRange)
                     .max_evaluations(40)
                     .threads(t),
