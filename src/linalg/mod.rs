@@ -137,6 +137,20 @@ pub(crate) fn par(threads: usize) -> Par {
     }
 }
 
+/// Makes `m` an r×c matrix of zeros if its shape differs (else leaves it as it is: the callers
+/// overwrite it), in its own buffer where r·c fits in the buffer's capacity. A work buffer that
+/// row chunks of 833 and 834 rows take turns in is then allocated once, not at every turn: in
+/// SSGP's evidence (n = 10 000, 12 blocks) each turn allocated afresh, 113 page faults per
+/// evaluation at m = 100 on two threads, 513 with the evaluation on the pool.
+pub(crate) fn resize(m: &mut DMatrix<f64>, r: usize, c: usize) {
+    if m.shape() != (r, c) {
+        let mut data: Vec<f64> = std::mem::replace(m, DMatrix::zeros(0, 0)).data.into();
+        data.clear();
+        data.resize(r * c, 0.0);
+        *m = DMatrix::from_vec(r, c, data);
+    }
+}
+
 /// A `rows`×`cols` matrix of zeros, allocated fallibly: for the n×n buffers of the full GP, where
 /// too many points must be an error, not an aborted process.
 ///
@@ -225,6 +239,27 @@ mod tests {
 
     fn filled(r: usize, c: usize, salt: usize) -> DMatrix<f64> {
         DMatrix::from_fn(r, c, |i, j| ((i * 3 + j * 7 + salt) as f64).sin())
+    }
+
+    /// A buffer resized to a shape that fits its allocation keeps it (a chunk of 833 rows after
+    /// one of 834) and holds zeros; one of the same shape is left as it is; a larger shape
+    /// grows it.
+    #[test]
+    fn resize_keeps_the_allocation_where_the_new_shape_fits() {
+        let mut m = filled(834, 20, 1);
+        let ptr = m.as_ptr();
+        resize(&mut m, 833, 20);
+        assert_eq!(m.shape(), (833, 20));
+        assert_eq!(m.as_ptr(), ptr);
+        assert!(m.iter().all(|&v| v == 0.0));
+        m[(5, 3)] = 2.5;
+        resize(&mut m, 833, 20);
+        assert_eq!(m[(5, 3)], 2.5);
+        resize(&mut m, 834, 20);
+        assert_eq!(m.as_ptr(), ptr);
+        resize(&mut m, 2000, 30);
+        assert_eq!(m.shape(), (2000, 30));
+        assert!(m.iter().all(|&v| v == 0.0));
     }
 
     #[test]

@@ -80,13 +80,6 @@ pub(crate) struct BlockSums {
     pub d_omega: DMatrix<f64>,
 }
 
-/// Resizes `m` to r×c if its shape differs (its contents are then overwritten by the caller).
-pub(crate) fn resize(m: &mut DMatrix<f64>, r: usize, c: usize) {
-    if m.shape() != (r, c) {
-        *m = DMatrix::zeros(r, c);
-    }
-}
-
 /// `n` rows cut into `parts` contiguous ranges (start, len) of equal size (±1), the longer first.
 fn split(start: usize, n: usize, parts: usize) -> Vec<(usize, usize)> {
     let parts = parts.clamp(1, n.max(1));
@@ -190,7 +183,7 @@ impl RowPlan {
         // evidence's jobs allocated afresh in others (the million example, 10⁶ rows, m = 100, a
         // 512 MiB cache: a peak of 1.07 GB in the check, 0.74 GB with the slots allocated here).
         for (slot, &(_, len)) in ws.phi_chunks.iter_mut().zip(plan.iter().flatten()) {
-            resize(slot, len, self.columns);
+            linalg::resize(slot, len, self.columns);
         }
         ws.sums.resize_with(plan.len(), BlockSums::default);
         let sets = self.buffer_sets(threads);

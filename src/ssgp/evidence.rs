@@ -32,7 +32,7 @@
 //! the final −log p(y|θ) by 20–40% (m = 100: −7893 → −10532 on average) and the test NMSE from
 //! 0.0139 to 0.0088; results are flat for scales between about 3√m and 15√m.
 
-use super::chunks::{resize, BlockSums, ChunkBuffers, RowPlan, Workspace};
+use super::chunks::{BlockSums, ChunkBuffers, RowPlan, Workspace};
 use super::features::{centre_rows, design_matrix_into, scaled_frequencies};
 use super::posterior::WeightPosterior;
 use super::{SsgpHyperparameters, ValidSsgpParams};
@@ -356,8 +356,8 @@ impl<'a> SsgpEvidence<'a> {
                 let phi = cached.unwrap_or(own);
                 let rows = linalg::rows_view(self.x, start, len);
                 design_matrix_into(rows, &self.centre, omega, phi, centred, Par::Seq);
-                resize(a, k, k);
-                resize(b, k, 1);
+                linalg::resize(a, k, k);
+                linalg::resize(b, k, 1);
                 linalg::syrk_lower(view_mut(a), !first, view(phi), 1.0, Par::Seq);
                 linalg::gemm(
                     view_mut(b),
@@ -499,8 +499,8 @@ impl<'a> SsgpEvidence<'a> {
                     }
                 };
                 // r = (y − Φα)/σn² = K⁻¹y on these rows, while Φ is copied for the solves.
-                resize(solved, len, k);
-                resize(r, len, 1);
+                linalg::resize(solved, len, k);
+                linalg::resize(r, len, 1);
                 copy_and_residual(
                     phi,
                     &self.y.as_slice()[start..start + len],
@@ -525,7 +525,7 @@ impl<'a> SsgpEvidence<'a> {
                     chain_through_trig(gc, gs, c, s, r.as_slice(), alpha[j], alpha[m + j]);
                 }
                 let g = MatRef::from_column_major_slice(&solved.as_slice()[..len * m], len, m);
-                resize(d_omega, m, d);
+                linalg::resize(d_omega, m, d);
                 linalg::gemm(
                     view_mut(d_omega),
                     !first,
@@ -744,15 +744,12 @@ impl Objective for SsgpEvidence<'_> {
             let gradient = self.gradient(&mut ws, &first);
             Ok((first.value, gradient))
         };
-        // With one block of rows, the passes' jobs and the inverse beside the second are handed
-        // to the threads from inside the pool (`Threads::install`): two threads, n = 100, m = 50:
-        // 0.29 → 0.22 ms; n = 2 000, m = 25: 0.83 → 0.78 ms. With 12 blocks the same took 3 %
-        // longer at n = 10 000, m = 100 (0.0185 → 0.0191 s; not explained) and no less at m = 250.
-        if self.plan.blocks == 1 {
-            self.threads.install(evaluate)
-        } else {
-            evaluate()
-        }
+        // On one of the evaluation's threads, the passes' jobs and the inverse beside the second
+        // are handed out from inside the pool (`Threads::install`): two threads, n = 100, m = 50:
+        // 0.29 → 0.22 ms; n = 10 000, m = 100: 18.0 → 17.4 ms (9 interleaved rounds, once the work
+        // buffers kept their allocation across chunks of 833 and 834 rows: before, on the pool's
+        // threads, they were allocated afresh at every turn and the move cost 3 %).
+        self.threads.install(evaluate)
     }
 }
 

@@ -47,9 +47,7 @@ pub(crate) fn design_matrix_into(
 ) {
     let len = x.nrows();
     let m = omega.nrows();
-    if phi.shape() != (len, 2 * m) {
-        *phi = DMatrix::zeros(len, 2 * m);
-    }
+    linalg::resize(phi, len, 2 * m);
     centre_rows(x, centre, centred);
     {
         let buf = phi.as_mut_slice();
@@ -83,9 +81,7 @@ pub(crate) fn design_matrix_into(
 /// Writes the rows `x` (len×D) minus `centre` (D) into `out` (len×D, resized if needed).
 pub(crate) fn centre_rows(x: MatRef<'_>, centre: &DVector<f64>, out: &mut DMatrix<f64>) {
     let (len, dim) = (x.nrows(), x.ncols());
-    if out.shape() != (len, dim) {
-        *out = DMatrix::zeros(len, dim);
-    }
+    linalg::resize(out, len, dim);
     for d in 0..dim {
         let c = centre[d];
         for (i, o) in out.column_mut(d).iter_mut().enumerate() {
