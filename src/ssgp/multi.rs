@@ -349,9 +349,7 @@ impl<'a> MultiSsgpEvidence<'a> {
                 -1.0,
                 self.par,
             );
-            if g.shape() != (len, m) {
-                g = DMatrix::zeros(len, m);
-            }
+            linalg::resize(&mut g, len, m);
             chain_through_features(&phi, m, |i, c| (big_g[(i, c)], big_g[(i, m + c)]), &mut g);
             linalg::gemm(
                 view_mut(&mut d_omega),

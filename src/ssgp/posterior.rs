@@ -537,9 +537,7 @@ impl<'a> OutputView<'a> {
         move |x: &DMatrix<f64>, start: usize, len: usize, out: ChunkGradients<'_>| {
             self.design_and_means(x, (start, len), &mut phi, &mut centred, out.mean);
             // ∂μ: g_ir = α_{m+r} cos θ_ir − α_r sin θ_ir, then gΩ.
-            if g.shape() != (len, m) {
-                g = DMatrix::zeros(len, m);
-            }
+            linalg::resize(&mut g, len, m);
             let a = self.alpha;
             chain_through_features(&phi, m, |_, r| (a[r], a[m + r]), &mut g);
             linalg::gemm(
@@ -553,9 +551,7 @@ impl<'a> OutputView<'a> {
             // u_i = A⁻¹φ_i for each row, U = Φ*A⁻¹ = (Φ*L⁻ᵀ)L⁻¹ (len×2m): L⁻¹Φ*ᵀ on the
             // transposed view as in `predict` (the latent variances σn²‖L⁻¹φ‖² from it), then
             // the right-side solve with L (a left-side L⁻ᵀ on a row-major right-hand side is slower).
-            if u.shape() != phi.shape() {
-                u = DMatrix::zeros(len, k);
-            }
+            linalg::resize(&mut u, len, k);
             u.copy_from(&phi);
             linalg::solve_lower(view(self.l), view_mut(&mut u).transpose_mut(), par);
             for (i, v) in out.latent.iter_mut().enumerate() {
