@@ -115,15 +115,12 @@ pub(crate) fn join(par: Par, work: usize, a: impl FnOnce() + Send, b: impl FnOnc
     }
 }
 
-/// Runs `f` on a thread of rayon's pool under [`Par::Rayon`] (on the calling thread otherwise):
-/// the parallel blocks and gemms of the recursive kernels it calls are then handed to the other
-/// threads from inside the pool, a push on a queue each, instead of each being injected from
-/// outside while the caller sleeps until it ends. Where each piece runs changes no bit; the move
-/// itself is one hand-off, worth it only where `f` runs parallel pieces.
+/// Runs `f` on a thread of rayon's pool under [`Par::Rayon`] (on the calling thread otherwise),
+/// as [`Threads::install`] on the global pool: for the kernels' callers that hold a [`Par`].
 pub(crate) fn on_pool<R: Send>(par: Par, f: impl FnOnce() -> R + Send) -> R {
     match par {
         Par::Seq => f(),
-        Par::Rayon(_) => rayon::scope(|_| f()),
+        Par::Rayon(_) => Threads::Global.install(f),
     }
 }
 

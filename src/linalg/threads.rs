@@ -51,7 +51,10 @@ impl Threads {
 
     /// Runs `f` on one of the runner's threads (on the calling thread for
     /// [`Threads::Sequential`]): the jobs it starts on this runner, and the recursive kernels'
-    /// parallel blocks, are then handed out from inside the pool (see [`super::on_pool`]).
+    /// parallel blocks and gemms, are then handed to the other threads from inside the pool, a
+    /// push on a queue each, instead of each being injected from outside while the caller sleeps
+    /// until it ends. Where each piece runs changes no bit; the move itself is one hand-off,
+    /// worth it only where `f` runs parallel pieces.
     pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
         match self {
             Self::Sequential => f(),
@@ -61,7 +64,8 @@ impl Threads {
     }
 
     /// `a` and `b` at once where the runner allows (each may run parallel jobs of its own on
-    /// this runner), their results as a pair; one after the other on [`Threads::Sequential`].
+    /// this runner; from outside the pool, through [`Threads::install`]), their results as a
+    /// pair; one after the other on [`Threads::Sequential`].
     /// Neither's arithmetic depends on which, so the results are the same bits either way.
     pub fn join<A: Send, B: Send>(
         &self,
@@ -78,8 +82,7 @@ impl Threads {
         };
         match self {
             Self::Sequential => (a(), b()),
-            Self::Global => rayon::join(a, b),
-            Self::Pool(pool) => pool.install(|| rayon::join(a, b)),
+            _ => self.install(|| rayon::join(a, b)),
         }
     }
 
