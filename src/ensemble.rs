@@ -88,14 +88,29 @@ impl From<crate::schema::CombineRepr> for Combine {
 /// # Ok::<(), ssgp::Error>(())
 /// ```
 pub struct Ensemble {
-    members: Vec<Box<dyn Regressor>>,
+    members: Members,
     combine: Combine,
+}
+
+/// The configurations of an [`Ensemble`]: given, or restarts of one made when it is fitted.
+enum Members {
+    Given(Vec<Box<dyn Regressor>>),
+    /// `count` restarts `make(0)`, `make(1)`, … of `bytes` each: the count comes from the
+    /// caller, so they are made only once their memory is known to be there.
+    Restarts {
+        count: usize,
+        bytes: usize,
+        make: Box<dyn Fn(usize) -> Box<dyn Regressor> + Send + Sync>,
+    },
 }
 
 impl Ensemble {
     /// An ensemble of the given configurations.
     pub fn new(members: Vec<Box<dyn Regressor>>, combine: Combine) -> Self {
-        Self { members, combine }
+        Self {
+            members: Members::Given(members),
+            combine,
+        }
     }
 
     /// `restarts` copies of any seeded configuration (every builder of the crate, or a
@@ -121,29 +136,57 @@ impl Ensemble {
         restarts: usize,
         combine: Combine,
     ) -> Self {
-        let members = (0..restarts)
-            .map(|i| Box::new(params.restart(i, restarts)) as Box<dyn Regressor>)
-            .collect();
-        Self { members, combine }
+        // The same configuration and seed, owned: its restart i is the given one's.
+        let base = params.reseeded(params.current_seed());
+        Self {
+            members: Members::Restarts {
+                count: restarts,
+                bytes: std::mem::size_of::<P>(),
+                make: Box::new(move |i| Box::new(base.restart(i, restarts)) as Box<dyn Regressor>),
+            },
+            combine,
+        }
+    }
+
+    /// `f` on the configurations to fit: the given ones, or the restarts made now.
+    ///
+    /// # Errors
+    /// [`Error::Allocation`] if the restarts (their configurations and the fitted models'
+    /// handles) cannot be allocated; `f`'s errors.
+    fn with_configurations<R>(
+        &self,
+        f: impl FnOnce(&[Box<dyn Regressor>]) -> Result<R>,
+    ) -> Result<R> {
+        match &self.members {
+            Members::Given(members) => f(members),
+            Members::Restarts { count, bytes, make } => {
+                let handles = 2 * std::mem::size_of::<Box<dyn Regressor>>();
+                crate::linalg::check_allocation(
+                    count.saturating_mul(bytes.saturating_add(handles)),
+                    "the ensemble's restarts (their configurations and fitted models' handles); use fewer restarts",
+                )?;
+                let made: Vec<Box<dyn Regressor>> = (0..*count).map(make).collect();
+                f(&made)
+            }
+        }
     }
 
     /// Fits every member (in parallel) and combines them.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for an empty ensemble; the first member's error if any fit fails.
+    /// [`Error::InvalidParameter`] for an empty ensemble; [`Error::Allocation`] for more restarts
+    /// than memory holds; the first member's error if any fit fails.
     pub fn fit<T: TrainingData + ?Sized>(&self, data: &T) -> Result<FittedEnsemble> {
         let data = &*data.to_dataset()?;
-        if self.members.is_empty() {
-            return Err(Error::InvalidParameter {
-                name: "members",
-                reason: "an ensemble needs at least one model".into(),
-            });
-        }
-        let fitted: Vec<Box<dyn FittedRegressor>> = self
-            .members
-            .par_iter()
-            .map(|m| m.fit_boxed(data))
-            .collect::<Result<_>>()?;
+        let fitted: Vec<Box<dyn FittedRegressor>> = self.with_configurations(|members| {
+            if members.is_empty() {
+                return Err(Error::InvalidParameter {
+                    name: "members",
+                    reason: "an ensemble needs at least one model".into(),
+                });
+            }
+            members.par_iter().map(|m| m.fit_boxed(data)).collect()
+        })?;
         let best = fitted
             .iter()
             .enumerate()

@@ -12,7 +12,8 @@
 //! - `training`: a short fit (m = 25, half-range start, 5 draws, 60 evaluations) gives the same
 //!   model and LOO diagnostic on every rank, close to the single-process fit's;
 //! - `disagreement`: when the last rank cannot read its file, or its data have another D, every
-//!   rank returns an error (none waits forever in a collective);
+//!   rank returns an error (none waits forever in a collective); with m = 2·10⁶ the fit and the
+//!   evidence are an allocation error on every rank (before, an abort);
 //! - `settings`: ranks given a different m, number of draws, fixed spectral points, noise floor,
 //!   seed, budget or kernel all return `Error::Distributed` naming the setting (before, a
 //!   different m aborted the job with `MPI_ERR_TRUNCATE` and a different noise floor returned
@@ -284,14 +285,41 @@ fn disagreement(cluster: &Cluster) -> Result<(), String> {
         .check()
         .map_err(|e| e.to_string())?;
     match params.fit_distributed(&local, cluster) {
-        Ok(_) => Err("a fit on data of two different D succeeded".into()),
-        Err(e) => {
-            if cluster.is_root() {
-                println!("  {} ranks, one with another D: {e}", cluster.size());
+        Ok(_) => return Err("a fit on data of two different D succeeded".into()),
+        Err(e) if cluster.is_root() => {
+            println!("  {} ranks, one with another D: {e}", cluster.size())
+        }
+        Err(_) => {}
+    }
+    // m = 2·10⁶ (a 4·10⁶×4·10⁶ factor): an allocation error on every rank, never an abort.
+    let local =
+        load_csv_share(train_csv(), &CsvOptions::new(), cluster).map_err(|e| e.to_string())?;
+    let huge = Ssgp::params(2_000_000)
+        .initial_draws(2)
+        .max_evaluations(5)
+        .lengthscale_init(LengthscaleInit::HalfRange)
+        .check()
+        .map_err(|e| e.to_string())?;
+    let outcomes = [
+        ("fit", huge.fit_distributed(&local, cluster).map(drop)),
+        (
+            "evidence",
+            huge.distributed_evidence(&local, cluster).map(drop),
+        ),
+    ];
+    for (what, outcome) in outcomes {
+        match outcome {
+            Err(ssgp::Error::Allocation { .. }) if cluster.is_root() => {
+                println!(
+                    "  {} ranks, m = 2·10⁶, the {what}: an allocation error",
+                    cluster.size()
+                )
             }
-            Ok(())
+            Err(ssgp::Error::Allocation { .. }) => {}
+            other => return Err(format!("m = 2·10⁶, the {what}: {:?}", other.err())),
         }
     }
+    Ok(())
 }
 
 /// Rank 1 differs from rank 0 in one setting at a time: every rank returns `Error::Distributed`

@@ -56,7 +56,9 @@ impl ValidSsgpParams {
     /// # Errors
     /// [`Error::Distributed`] if the ranks' data disagree on D or their model-changing settings
     /// differ; [`Error::DimensionMismatch`] for
-    /// fixed frequencies without D columns (on every rank: the settings are the same).
+    /// fixed frequencies without D columns (on every rank: the settings are the same);
+    /// [`Error::Allocation`] on a rank that cannot allocate an evaluation's buffers for this m
+    /// ([`Error::Distributed`] on the others).
     pub fn distributed_evidence<'a>(
         &self,
         local: &'a Dataset,
@@ -64,6 +66,7 @@ impl ValidSsgpParams {
     ) -> Result<DistributedEvidence<'a>> {
         check_same_settings(self, cluster)?;
         let stats = GlobalStatistics::all_reduce(local, cluster)?;
+        cluster.agree(self.check_buffers(local))?;
         self.resolved_for(stats.y_variance)
             .distributed_evidence_at(local, cluster, stats)
     }
@@ -157,6 +160,7 @@ impl ValidSsgpParams {
     ) -> Result<DistributedFit> {
         let columns = stats.varying_columns()?;
         let used = cluster.agree(columns.select_data(local))?;
+        cluster.agree(self.check_buffers(&used))?;
         let start = self.distributed_start(&stats, &columns, &used, cluster)?;
         let centre = stats.used_means(&columns);
         let d = used.dim();

@@ -20,7 +20,8 @@ trained_methods! {
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`] if given pseudo-inputs do not have D columns;
-    /// [`Error::InvalidParameter`] if m > n and none are given.
+    /// [`Error::InvalidParameter`] if m > n and none are given; [`Error::Allocation`] if an
+    /// evaluation's buffers for this m cannot be allocated.
     fit:
     /// Learns θ on `data` by minimising −log p(y|θ) (targets centred by their mean) from the
     /// start values of [`crate::init`] (ℓ by the lengthscale strategy, σ0² = var(y),
@@ -35,7 +36,9 @@ trained_methods! {
     /// [`Error::DimensionMismatch`] if the given pseudo-inputs or lengthscales do not have D
     /// columns (used entries); [`Error::ConstantInput`] if every input column is constant,
     /// [`Error::ConstantTargets`]; [`Error::NotPositiveDefinite`] if the initial θ cannot be
-    /// factored; [`Error::TrainingFailed`] if training failed (unless best effort was asked for).
+    /// factored; [`Error::TrainingFailed`] if training failed (unless best effort was asked for);
+    /// [`Error::Allocation`] if the n×m kernel matrices and m×m factors of an evaluation cannot
+    /// be allocated (checked before anything else is computed).
     condition:
     /// A fitted model at given parameters, without training: conditions on `data` (targets
     /// centred by their mean) at θ in the **full** layout (`[log ℓ, log σ0, p_noise,
@@ -46,5 +49,6 @@ trained_methods! {
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`] for a θ of the wrong length, [`Error::NonFinite`] for a NaN or
-    /// infinity in θ, [`Error::NotPositiveDefinite`] if θ cannot be factored.
+    /// infinity in θ, [`Error::NotPositiveDefinite`] if θ cannot be factored;
+    /// [`Error::Allocation`] if the buffers for this m cannot be allocated.
 }

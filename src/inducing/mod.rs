@@ -155,6 +155,46 @@ fn blocks(n: usize, m: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// The bytes an evaluation with gradient holds at its peak beyond the data, for n points in D
+/// dimensions, m inducing inputs, the kernel `family` and `threads` threads (0: rayon's pool):
+/// 8·[(2 + g)·n·m ($K_{fu}$, $V^⊤$ and, for kernels other than the squared exponential, g = 1,
+/// their slopes $G_{fu}$) + (blocks + 8)·m² ($K_{uu}$, $G_{uu}$, $L_u$, $L_A$, the m×m distances
+/// between the inducing inputs, the gradient's sums M and their temporaries, and each block's
+/// sums) + threads·[`CHUNK`]·m (the running blocks' work matrices) + 4n + 2mD];
+/// `usize::MAX` when that overflows.
+pub(crate) fn working_bytes(
+    (n, dim): (usize, usize),
+    m: usize,
+    family: Kernel,
+    threads: usize,
+) -> usize {
+    let tall = if family == Kernel::SquaredExponential {
+        2
+    } else {
+        3
+    };
+    let blocks = blocks(n, m).len();
+    let columns = n.saturating_mul(m).saturating_mul(tall);
+    let squares = m.saturating_mul(m).saturating_mul(blocks.saturating_add(8));
+    let running = if threads == 0 {
+        rayon::current_num_threads()
+    } else {
+        threads
+    };
+    let work = running
+        .clamp(1, blocks.max(1))
+        .saturating_mul(CHUNK)
+        .saturating_mul(m);
+    let small = n
+        .saturating_mul(4)
+        .saturating_add(m.saturating_mul(dim).saturating_mul(2));
+    columns
+        .saturating_add(squares)
+        .saturating_add(work)
+        .saturating_add(small)
+        .saturating_mul(8)
+}
+
 /// The chunks (start, len) of a block (start, len), in order: as few as hold at most [`CHUNK`]
 /// points each, of equal size (±1, the longer first).
 fn chunks((start, len): (usize, usize)) -> impl Iterator<Item = (usize, usize)> {

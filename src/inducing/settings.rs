@@ -4,7 +4,8 @@
 //! [`trained_methods`]).
 
 use super::{
-    centred_rows, greedy_inputs, kmeans, weights, Approximation, Fitted, InducingObjective,
+    centred_rows, greedy_inputs, kmeans, weights, working_bytes, Approximation, Fitted,
+    InducingObjective,
 };
 use crate::data::{Dataset, InputColumns};
 use crate::error::{Error, Result};
@@ -53,6 +54,8 @@ pub(crate) struct Kind {
     pub columns: &'static str,
     /// θ while training ("FITC parameter vector").
     pub theta: &'static str,
+    /// An evaluation's buffers in an allocation error.
+    pub buffers: &'static str,
     /// The words of loading its saved form.
     #[cfg(feature = "serde")]
     pub saved: super::SavedWords,
@@ -109,6 +112,11 @@ macro_rules! kind {
             rows: concat!($inputs, " (rows, m)"),
             columns: concat!($inputs, " (columns, D)"),
             theta: concat!($model, " parameter vector"),
+            buffers: concat!(
+                $model,
+                "'s buffers (n×m kernel matrices and m×m factors); use fewer ",
+                $inputs
+            ),
             #[cfg(feature = "serde")]
             saved: $crate::inducing::SavedWords {
                 m: concat!("num_", $field),
@@ -249,6 +257,18 @@ impl Settings {
         }
     }
 
+    /// [`Error::Allocation`] unless an evaluation's buffers on `data` ([`working_bytes`]) can be
+    /// allocated: m comes from the caller, so a large one is an error, never an abort.
+    fn check_buffers(&self, data: &Dataset, training: &TrainingSettings) -> Result<()> {
+        let bytes = working_bytes(
+            (data.len(), data.dim()),
+            self.m,
+            training.kernel,
+            training.threads,
+        );
+        crate::linalg::check_allocation(bytes, self.kind.buffers)
+    }
+
     /// The objective on `data` with `training`'s kernel, noise floor and threads, the inducing
     /// inputs held at `fixed` (m×D, in the inputs' own coordinates) when they are not learned.
     fn objective(
@@ -274,6 +294,7 @@ impl Settings {
         training: &TrainingSettings,
     ) -> Result<InducingObjective> {
         check_input_spreads(data, &InputColumns::all(data.dim()), self.kind.model)?;
+        self.check_buffers(data, training)?;
         let fixed = if self.fixed {
             let all = InputColumns::all(data.dim());
             Some(self.initial_inputs(data, &all, training, None)?)
@@ -293,6 +314,7 @@ impl Settings {
         training: &TrainingSettings,
     ) -> Result<(Fitted, f64)> {
         check_input_spreads(data, &columns, self.kind.model)?;
+        self.check_buffers(data, training)?;
         let start = crate::full_gp::start(data, training)?;
         let inducing = self.initial_inputs(data, &columns, training, Some(&start))?;
         let free = !self.fixed;
@@ -326,6 +348,7 @@ impl Settings {
         summary: Option<TrainingSummary>,
         columns: InputColumns,
     ) -> Result<(Fitted, f64)> {
+        self.check_buffers(data, training)?;
         let evidence = self.objective(data, training, None);
         let (decoded, f) = evidence.factors(&theta)?;
         let mut summary = summary.unwrap_or_else(|| TrainingSummary::untrained(f.neg_log_evidence));

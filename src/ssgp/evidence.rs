@@ -181,7 +181,8 @@ impl<'a> SsgpEvidence<'a> {
     /// (Φ, ΦA⁻¹, centred inputs and r in each set of chunk buffers, one per thread up to the
     /// blocks) + 4mD (W, Ω, ∂/∂Ω and the draws)] plus the design-matrix cache (at most
     /// `cache_bytes` and n·k·8); `usize::MAX` when that overflows.
-    /// Training checks it can be allocated before it starts ([`linalg::check_allocation`]).
+    /// Every evidence the settings build is checked to fit in memory first
+    /// ([`linalg::check_allocation`]), so that a large m is an error, never an abort.
     pub(crate) fn working_bytes(&self) -> usize {
         let k = 2 * self.m;
         let (d, blocks) = (self.x.ncols(), self.plan.blocks);

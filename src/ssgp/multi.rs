@@ -124,6 +124,13 @@ impl<'a> MultiSsgpEvidence<'a> {
         self.y.ncols()
     }
 
+    /// The bytes one evaluation with gradient holds at its peak beyond the data
+    /// ([`multi_working_bytes`]).
+    pub(crate) fn working_bytes(&self) -> usize {
+        let (n, d) = self.x.shape();
+        multi_working_bytes((n, d, self.outputs()), self.m, self.chunk_rows)
+    }
+
     /// The inputs' centre c (D).
     pub(crate) fn centre(&self) -> &DVector<f64> {
         &self.centre
@@ -306,13 +313,7 @@ impl<'a> MultiSsgpEvidence<'a> {
 
     /// Pass 2: ∇θ (see the [module docs](self)).
     fn gradient(&self, first: &MultiPass) -> DVector<f64> {
-        let (m, k, p, n, d) = (
-            self.m,
-            2 * self.m,
-            self.outputs(),
-            self.x.nrows(),
-            self.x.ncols(),
-        );
+        let (m, p, n, d) = (self.m, self.outputs(), self.x.nrows(), self.x.ncols());
         let h = &first.hyper;
         let sn2 = h.noise_variances();
         let mut d_omega = DMatrix::zeros(m, d);
@@ -369,7 +370,6 @@ impl<'a> MultiSsgpEvidence<'a> {
         let d_sn2 = DVector::from_fn(p, |j, _| {
             -first.q[j] / (2.0 * sn2[j] * sn2[j]) + n as f64 / (2.0 * sn2[j])
         });
-        let _ = k;
         let mut grad = DVector::zeros(self.num_params());
         for dd in 0..d {
             grad[dd] = -first.omega.column(dd).dot(&d_omega.column(dd));
@@ -389,6 +389,39 @@ impl<'a> MultiSsgpEvidence<'a> {
         grad[d + p] = first.ratio_derivative * d_ratio;
         grad
     }
+}
+
+/// [`Error::Allocation`] unless `bytes` of an evaluation's buffers can be allocated (m comes from
+/// the caller: a large one is an error, never an abort).
+fn check_multi_buffers(bytes: usize) -> Result<()> {
+    linalg::check_allocation(
+        bytes,
+        "the multi-output SSGP's buffers (2m×2m factors and row chunks of the design matrix); use fewer spectral points m",
+    )
+}
+
+/// The bytes an evaluation with gradient of the multi-output evidence holds at its peak beyond
+/// the data, for n×D inputs and P outputs, k = 2m and chunks of c = min(`chunk_rows`, n) rows:
+/// 8·[2k² (A's factor, L⁻¹ for tr A⁻¹) + 4kP (B, v, α and its copy) + c·(2k + m + D + P) (the
+/// chunk's Φ, ΦA⁻¹, the chain rule's g, centred inputs and R) + 4mD (W, Ω, ∂/∂Ω and the draws)];
+/// `usize::MAX` when that overflows.
+fn multi_working_bytes((n, d, p): (usize, usize, usize), m: usize, chunk_rows: usize) -> usize {
+    let k = m.saturating_mul(2);
+    let chunk = chunk_rows.clamp(1, n.max(1));
+    let square = k.saturating_mul(k).saturating_mul(2);
+    let outputs = k.saturating_mul(p).saturating_mul(4);
+    let rows = chunk.saturating_mul(
+        k.saturating_mul(2)
+            .saturating_add(m)
+            .saturating_add(d)
+            .saturating_add(p),
+    );
+    let frequencies = m.saturating_mul(d).saturating_mul(4);
+    square
+        .saturating_add(outputs)
+        .saturating_add(rows)
+        .saturating_add(frequencies)
+        .saturating_mul(8)
 }
 
 impl Objective for MultiSsgpEvidence<'_> {
@@ -439,7 +472,8 @@ impl ValidSsgpParams {
     /// at `w` when the spectral points are fixed.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for fixed spectral points without `w`.
+    /// [`Error::InvalidParameter`] for fixed spectral points without `w`; [`Error::Allocation`]
+    /// if an evaluation's buffers for this m cannot be allocated.
     pub fn multi_evidence<'a>(
         &self,
         x: &'a DMatrix<f64>,
@@ -456,7 +490,9 @@ impl ValidSsgpParams {
                 })
             }
         };
-        Ok(MultiSsgpEvidence::new(x, y, self, fixed))
+        let evidence = MultiSsgpEvidence::new(x, y, self, fixed);
+        check_multi_buffers(evidence.working_bytes())?;
+        Ok(evidence)
     }
 
     /// Trains SSGP on the P outputs of `data` (see [`super::multi`](self) for the model): inputs
@@ -471,7 +507,8 @@ impl ValidSsgpParams {
     /// output whose spread is beyond f64's range or SSGP's ([`super::TARGET_SPREAD`]);
     /// [`Error::NotPositiveDefinite`]
     /// if A cannot be factored at the start; [`Error::TrainingFailed`] if training failed (unless
-    /// best effort was asked for).
+    /// best effort was asked for); [`Error::Allocation`] if the buffers for this m cannot be
+    /// allocated.
     pub fn fit_multi(&self, data: &MultiDataset) -> Result<FittedMultiSsgp> {
         if self.noise_bound != super::NoiseBound::None {
             return Err(Error::InvalidParameter {
@@ -500,6 +537,11 @@ impl ValidSsgpParams {
         let first = data.output(0)?;
         let columns = InputColumns::varying(&first)?;
         let x = columns.select(data.x())?.into_owned();
+        check_multi_buffers(multi_working_bytes(
+            (x.nrows(), x.ncols(), data.outputs()),
+            self.m,
+            self.chunk_rows,
+        ))?;
         let start =
             crate::full_gp::start(&Dataset::new(x.clone(), first.y().clone())?, &self.training)?;
         let n = data.len() as f64;

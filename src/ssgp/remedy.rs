@@ -476,6 +476,7 @@ impl ValidSsgpParams {
         let mut fixed = self.clone();
         fixed.fixed_spectral_points = true;
         fixed.noise_bound = NoiseBound::None;
+        fixed.check_buffers(data)?;
         let w = match &self.initial_unit_frequencies {
             Some(w) => w.clone(),
             None => self.density().sample_unit_frequencies(

@@ -72,9 +72,11 @@ impl ValidSsgpParams {
     /// points W is the given one, or the first draw of the seed.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`] if given initial frequencies do not have D columns.
+    /// [`Error::DimensionMismatch`] if given initial frequencies do not have D columns;
+    /// [`Error::Allocation`] if an evaluation's buffers for this m cannot be allocated.
     pub fn evidence<'a>(&self, data: &'a Dataset) -> Result<SsgpEvidence<'a>> {
         let this = &self.resolved_for(data.y_variance());
+        this.check_buffers(data)?;
         let fixed = match (this.fixed_spectral_points, &this.initial_unit_frequencies) {
             (false, _) => None,
             (true, Some(w)) => Some(w.clone()),
@@ -107,7 +109,28 @@ impl ValidSsgpParams {
             }
             _ => None,
         };
-        Ok(SsgpEvidence::new(data, self, fixed))
+        let evidence = SsgpEvidence::new(data, self, fixed);
+        let m_by_d = self
+            .m
+            .checked_mul(data.dim())
+            .and_then(|e| e.checked_mul(8));
+        linalg::check_allocation(
+            m_by_d.unwrap_or(usize::MAX),
+            "SSGP's spectral points (m×D); use fewer spectral points m",
+        )?;
+        linalg::check_allocation(
+            evidence.working_bytes(),
+            "SSGP's training buffers (2m×2m factors and n-row chunks of the design matrix); use fewer spectral points m",
+        )?;
+        Ok(evidence)
+    }
+
+    /// [`Error::Allocation`] unless the spectral points (m×D) and one evaluation's buffers on
+    /// `data` ([`SsgpEvidence::working_bytes`]) can be allocated: m comes from the caller, so
+    /// this is checked before anything of its size is drawn or trained
+    /// ([`ValidSsgpParams::evidence_with`] checks every evidence it builds the same way).
+    pub(crate) fn check_buffers(&self, data: &Dataset) -> Result<()> {
+        self.evidence_with(data, None).map(drop)
     }
 
     /// Trains SSGP on `data` (§4.2): targets centred; the start values of [`crate::init`]
@@ -135,6 +158,7 @@ impl ValidSsgpParams {
         let columns = InputColumns::varying(data)?;
         let used = columns.select_data(data)?;
         let this = self.resolved_for(used.y_variance());
+        this.check_buffers(&used)?;
         let start = crate::full_gp::start(&used, &this.training)?;
         this.fit_calibrated(&used, start, &columns, self.training.noise_floor)
     }
@@ -178,15 +202,7 @@ impl ValidSsgpParams {
             bounded.training.noise_floor = self.training.noise_floor.max(fraction * estimate);
             return bounded.fit_from_checkpoints(data, start, columns, checkpoints);
         }
-        let m_by_d = self
-            .m
-            .checked_mul(data.dim())
-            .and_then(|e| e.checked_mul(8));
-        linalg::check_allocation(m_by_d.unwrap_or(usize::MAX), "SSGP's spectral points (m×D)")?;
-        linalg::check_allocation(
-            self.evidence_with(data, None)?.working_bytes(),
-            "SSGP's training buffers (2m×2m factors and n-row chunks of the design matrix)",
-        )?;
+        self.check_buffers(data)?;
         let w0 =
             self.start_unit_frequencies(data.dim(), self.training.optim.observer.as_ref(), |w| {
                 let evidence = self.evidence_with(data, Some(w))?;
@@ -216,7 +232,8 @@ impl ValidSsgpParams {
     /// training: a warm start, or values from elsewhere. The evidence is evaluated at them.
     ///
     /// # Errors
-    /// As [`SsgpEvidence::pack`]; [`Error::NotPositiveDefinite`] if A cannot be factored.
+    /// As [`SsgpEvidence::pack`]; [`Error::NotPositiveDefinite`] if A cannot be factored;
+    /// [`Error::Allocation`] if the buffers for this m cannot be allocated.
     pub fn condition(&self, data: &Dataset, hyper: &SsgpHyperparameters) -> Result<FittedSsgp> {
         let this = self.resolved_for(data.y_variance());
         let evidence = this.evidence_with(data, Some(&hyper.unit_frequencies))?;

@@ -23,7 +23,8 @@ trained_methods! {
     /// [`Error::DimensionMismatch`] if given inducing inputs do not have D columns;
     /// [`Error::InvalidParameter`] if m > n and none are given; for fixed inducing inputs
     /// started by [`crate::vfe::InducingStart::Greedy`], the errors of the start's
-    /// hyperparameters (as [`crate::full_gp::lengthscales_from_subset`] by default).
+    /// hyperparameters (as [`crate::full_gp::lengthscales_from_subset`] by default);
+    /// [`Error::Allocation`] if an evaluation's buffers for this m cannot be allocated.
     fit:
     /// Learns θ on `data` by minimising −F(θ) (targets centred by their mean) from the start
     /// values of [`crate::init`] (ℓ by the lengthscale strategy, σ0² = var(y), σn² = σ0²/4,
@@ -39,7 +40,9 @@ trained_methods! {
     /// [`Error::DimensionMismatch`] if the given inducing inputs or lengthscales do not have D
     /// columns (used entries); [`Error::ConstantInput`] if every input column is constant,
     /// [`Error::ConstantTargets`]; [`Error::NotPositiveDefinite`] if the initial θ cannot be
-    /// factored; [`Error::TrainingFailed`] if training failed (unless best effort was asked for).
+    /// factored; [`Error::TrainingFailed`] if training failed (unless best effort was asked for);
+    /// [`Error::Allocation`] if the n×m kernel matrices and m×m factors of an evaluation cannot
+    /// be allocated (checked before anything else is computed).
     condition:
     /// A fitted model at given parameters, without training: conditions on `data` (targets
     /// centred by their mean) at θ in the **full** layout (`[log ℓ, log σ0, p_noise,
@@ -50,5 +53,6 @@ trained_methods! {
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`] for a θ of the wrong length, [`Error::NonFinite`] for a NaN or
-    /// infinity in θ, [`Error::NotPositiveDefinite`] if θ cannot be factored.
+    /// infinity in θ, [`Error::NotPositiveDefinite`] if θ cannot be factored;
+    /// [`Error::Allocation`] if the buffers for this m cannot be allocated.
 }

@@ -414,3 +414,70 @@ fn inducing_models_name_input_columns_beyond_f64_and_fit_them_standardised() {
     let p = fitted.predict(tiny.x()).unwrap();
     assert!(nmse(tiny.y(), &p, tiny.y_mean()).unwrap() < 0.1);
 }
+
+/// Sizes from the caller that memory cannot hold are [`Error::Allocation`] before any work,
+/// never an abort: 2·10⁶ spectral points or inducing inputs (2m×2m or m×m factors of 32–128 TB)
+/// when training, conditioning or building the evidence, in every model that takes an m, and
+/// more restarts than memory holds.
+#[test]
+fn sizes_beyond_memory_are_allocation_errors_in_every_model() {
+    use ssgp::data::MultiDataset;
+    use ssgp::hyperparameters::Hyperparameters;
+    use ssgp::params::ParamGuard;
+    use ssgp::ssgp::{MultiSsgpHyperparameters, SsgpHyperparameters};
+    let data = sinc_data(200, false, 0.1, &mut StdRng::seed_from_u64(3)).unwrap();
+    let m = 2_000_000;
+    let column = DMatrix::from_fn(m, 1, |i, _| i as f64 / m as f64);
+    let hyper = Hyperparameters {
+        lengthscales: DVector::from_element(1, 1.0),
+        signal_variance: 1.0,
+        noise_variance: 0.01,
+    };
+    let allocation = |what: &str, result: Result<(), Error>| {
+        assert!(
+            matches!(result, Err(Error::Allocation { .. })),
+            "{what}: {result:?}"
+        );
+    };
+    let ssgp = Ssgp::params(m).seed(1);
+    allocation("SSGP fit", ssgp.fit(&data).map(drop));
+    let valid = ssgp.clone().check().unwrap();
+    allocation("SSGP evidence", valid.evidence(&data).map(drop));
+    let point = SsgpHyperparameters {
+        hyper: hyper.clone(),
+        unit_frequencies: column.clone(),
+    };
+    allocation("SSGP condition", valid.condition(&data, &point).map(drop));
+    let outputs = DMatrix::from_fn(200, 2, |i, p| data.y()[i] * (p + 1) as f64);
+    let multi = MultiDataset::new(data.x().clone(), outputs).unwrap();
+    allocation("multi-output fit", ssgp.fit_multi(&multi).map(drop));
+    let shared = MultiSsgpHyperparameters {
+        lengthscales: hyper.lengthscales.clone(),
+        signal_variances: DVector::from_element(2, 1.0),
+        noise_ratio: 0.01,
+        unit_frequencies: column.clone(),
+    };
+    allocation(
+        "multi-output condition",
+        valid.condition_multi(&multi, &shared).map(drop),
+    );
+
+    let fitc = Fitc::params(m).pseudo_inputs(column.clone());
+    allocation("FITC fit", fitc.fit(&data).map(drop));
+    let theta = DVector::from_fn(3 + m, |i, _| if i < 3 { 0.0 } else { column[i - 3] });
+    let valid_fitc = fitc.check().unwrap();
+    allocation("FITC evidence", valid_fitc.evidence(&data).map(drop));
+    allocation(
+        "FITC condition",
+        valid_fitc.condition(&data, &theta).map(drop),
+    );
+    let vfe = Vfe::params(m).inducing_inputs(column);
+    allocation("VFE fit", vfe.fit(&data).map(drop));
+    allocation(
+        "VFE condition",
+        vfe.check().unwrap().condition(&data, &theta).map(drop),
+    );
+
+    let restarts = Ensemble::restarts(&Ssgp::params(5).seed(1), usize::MAX / 2, Combine::Best);
+    allocation("restarts", restarts.fit(&data).map(drop));
+}
