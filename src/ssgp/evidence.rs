@@ -177,7 +177,9 @@ impl<'a> SsgpEvidence<'a> {
     }
 
     /// The bytes one evaluation with gradient holds at its peak beyond the data, k = 2m:
-    /// 8·[(blocks + 3)·k² (A, each block's ΦᵀΦ, L⁻¹ for tr A⁻¹) + sets·chunk·(2k + D + 1)
+    /// 8·[(blocks + 3)·k² (A, L⁻¹ for tr A⁻¹ and the blocks' sums of ΦᵀΦ: a bound, since only
+    /// the blocks running or waiting for their turn hold sums — one on one thread, about one
+    /// more than the threads on several) + sets·chunk·(2k + D + 1)
     /// (Φ, ΦA⁻¹, centred inputs and r in each set of chunk buffers, one per thread up to the
     /// blocks) + 4mD (W, Ω, ∂/∂Ω and the draws)] plus the design-matrix cache (at most
     /// `cache_bytes` and n·k·8); `usize::MAX` when that overflows.
@@ -343,9 +345,7 @@ impl<'a> SsgpEvidence<'a> {
     pub(crate) fn local_sums(&self, point: &EvaluationPoint, ws: &mut Workspace) -> DataSums {
         let k = 2 * self.m;
         let omega = &point.omega;
-        let mut a = DMatrix::zeros(k, k);
-        let mut b = DMatrix::zeros(k, 1);
-        self.plan.map_reduce(
+        let (a, b) = self.plan.map_reduce(
             ws,
             point.cached,
             &self.threads,
@@ -369,9 +369,10 @@ impl<'a> SsgpEvidence<'a> {
                     Par::Seq,
                 );
             },
-            |blocks| {
-                add_lower(&mut a, blocks, &self.threads);
-                blocks.iter().for_each(|sums| b += &sums.b);
+            (DMatrix::zeros(k, k), DMatrix::zeros(k, 1)),
+            |(a, b), sums| {
+                add_lower(a, &sums.a);
+                *b += &sums.b;
             },
         );
         DataSums {
@@ -475,7 +476,6 @@ impl<'a> SsgpEvidence<'a> {
         let cache = *cache;
         let k = 2 * m;
         let sn2 = h.noise_variance;
-        let mut d_omega = DMatrix::zeros(m, d);
         self.plan.map_reduce(
             ws,
             cache,
@@ -536,9 +536,9 @@ impl<'a> SsgpEvidence<'a> {
                     Par::Seq,
                 );
             },
-            |blocks| blocks.iter().for_each(|sums| d_omega += &sums.d_omega),
-        );
-        d_omega
+            DMatrix::zeros(m, d),
+            |d_omega, sums| *d_omega += &sums.d_omega,
+        )
     }
 
     /// ∇θ from ∂/∂Ω (m×D, summed over all rows), the first pass and the entries of σ0 and σn
@@ -621,39 +621,20 @@ impl<'a> SsgpEvidence<'a> {
     }
 }
 
-/// The fewest entries (of the blocks' lower triangles together) whose addition in [`add_lower`]
-/// runs on several threads: below, handing out the columns costs more than it saves (n = 10 000,
-/// D = 8, two threads: m = 10 and 25 took 1.7 and 5.0 ms per evaluation with every reduction
-/// parallel, 1.3 and 4.1 ms without; 12 blocks at m = 100 add 0.24 million entries in 0.12 ms
-/// on one thread).
-const PARALLEL_REDUCE_FROM: usize = 1 << 20;
-
-/// Adds the lower triangles (diagonal included) of the blocks' partial sums of A = ΦᵀΦ to that
-/// of `dst` (all k×k; only the lower triangle is read later, so half the additions suffice),
-/// each entry taking the blocks in block order: the bits of adding whole blocks one after the
-/// other. From [`PARALLEL_REDUCE_FROM`] entries the columns run in parallel on `threads`: the 12
-/// partial sums (2 MB each at m = 250) come from memory, and their reduction took 2.1 ms of an
-/// evaluation's 180 on one thread and 1.35 ms of 97 on two (2.0 ms one block after another on the
-/// calling thread).
-fn add_lower(dst: &mut DMatrix<f64>, blocks: &[BlockSums], threads: &linalg::Threads) {
+/// Adds the lower triangle (diagonal included) of a block's partial sum of A = ΦᵀΦ to that of
+/// `dst` (both k×k; only the lower triangle is read later, so half the additions suffice).
+fn add_lower(dst: &mut DMatrix<f64>, block: &DMatrix<f64>) {
     let k = dst.nrows();
-    let entries = blocks.len() * k * (k + 1) / 2;
-    let runner = if entries >= PARALLEL_REDUCE_FROM {
-        threads
-    } else {
-        &linalg::Threads::Sequential
-    };
-    let columns: Vec<(usize, &mut [f64])> = dst.as_mut_slice().chunks_mut(k).enumerate().collect();
-    runner.map(columns, |(j, column)| {
-        for sums in blocks {
-            for (out, v) in column[j..]
-                .iter_mut()
-                .zip(&sums.a.as_slice()[j * k + j..(j + 1) * k])
-            {
-                *out += v;
-            }
+    for (j, (out, v)) in dst
+        .as_mut_slice()
+        .chunks_mut(k)
+        .zip(block.as_slice().chunks(k))
+        .enumerate()
+    {
+        for (o, v) in out[j..].iter_mut().zip(&v[j..]) {
+            *o += v;
         }
-    });
+    }
 }
 
 /// The column means of `x` (D).
@@ -778,35 +759,19 @@ mod tests {
         }
     }
 
-    /// The blocks' partial sums of ΦᵀΦ added column by column, on one thread or (from
-    /// `PARALLEL_REDUCE_FROM` entries) on two, give the bits of adding whole blocks one after the
-    /// other from zeros, in the lower triangle, and leave the upper one untouched.
+    /// A block's partial sum of ΦᵀΦ is added to the lower triangle, diagonal included, and the
+    /// upper one is left untouched.
     #[test]
-    fn the_partial_sums_add_up_in_block_order_on_any_threads() {
-        for (blocks, k) in [(3, 5), (12, 40), (12, 430)] {
-            let sums: Vec<BlockSums> = (0..blocks)
-                .map(|b| BlockSums {
-                    a: DMatrix::from_fn(k, k, |i, j| {
-                        ((i * 7 + j * 3 + b * 11) as f64 * 0.37).sin()
-                    }),
-                    ..BlockSums::default()
-                })
-                .collect();
-            let mut expected = DMatrix::from_element(k, k, 0.0);
-            for sums in &sums {
-                for j in 0..k {
-                    for i in j..k {
-                        expected[(i, j)] += sums.a[(i, j)];
-                    }
-                }
-            }
-            for threads in [1, 2] {
-                let mut a = DMatrix::from_element(k, k, 0.0);
-                add_lower(&mut a, &sums, &linalg::Threads::new(threads));
-                assert_eq!(a, expected, "{blocks} blocks, k = {k}, {threads} threads");
-            }
+    fn a_partial_sum_is_added_to_the_lower_triangle_only() {
+        for k in [1, 5, 40] {
+            let block = DMatrix::from_fn(k, k, |i, j| ((i * 7 + j * 3) as f64 * 0.37).sin());
+            let start = DMatrix::from_fn(k, k, |i, j| (i + 2 * j) as f64);
+            let mut a = start.clone();
+            add_lower(&mut a, &block);
+            let expected = DMatrix::from_fn(k, k, |i, j| {
+                start[(i, j)] + if i >= j { block[(i, j)] } else { 0.0 }
+            });
+            assert_eq!(a, expected, "k = {k}");
         }
-        // The last case runs the parallel path.
-        const { assert!(12 * 430 * 431 / 2 >= PARALLEL_REDUCE_FROM) };
     }
 }
