@@ -6,9 +6,8 @@
 //! own sums; the blocks are handed out in order to the threads, and their sums are folded into
 //! the total in block order, each as soon as it and every block before it are done (while the
 //! sums of a block the thread has just finished are still in its cache), the set of sums then
-//! going back to a pool for the next block. The
-//! chunks' work buffers are not the block's either: each job takes a free set from a pool of one
-//! per thread, so the blocks a thread runs one after another reuse buffers still in cache. The
+//! going back to a pool for the next block. The chunks' work buffers come from a pool too, so
+//! the blocks run one after another reuse buffers still in cache. The
 //! plan depends on the data's size and the settings only, and every sum is taken in the same
 //! order whatever runs it: a fit gives the same bits on 1, 2 or 12 threads (threads change the
 //! speed only). Block counts of 12, 6, 4, 3 or 2 keep 2 (and most other numbers of) threads
@@ -18,7 +17,7 @@ use crate::linalg;
 use crate::linalg::Threads;
 use nalgebra::DMatrix;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::{Mutex, MutexGuard};
 
 /// Default number of rows per chunk of the design matrix.
 pub const DEFAULT_CHUNK_ROWS: usize = 4096;
@@ -54,12 +53,12 @@ pub(crate) struct Workspace {
     /// turn hold sets, not every block (one set on one thread instead of 12 of (2m)² entries —
     /// 0.86 GB at m = 1 500).
     pub sums: Mutex<Vec<BlockSums>>,
-    /// The chunks' work buffers, one set per job that can run at once (the threads, at most
-    /// the blocks). With a set of its own per block, one thread went through 6–12 sets of the
-    /// chunk's size (Kin-40k's 10 000 rows: 2.7 MB each at m = 100, 5 MB at m = 375), none of
-    /// them in cache when its block came; sharing one set measured 1.5–3 % faster per
-    /// evaluation at m = 100–375 on one thread.
-    pub buffers: Vec<Mutex<ChunkBuffers>>,
+    /// The sets of chunk work buffers not in use: a block's job takes one and gives it back, so
+    /// there are as many as jobs run at once (the threads, at most the blocks). With a set of its
+    /// own per block, one thread went through 6–12 sets of the chunk's size (Kin-40k's 10 000
+    /// rows: 2.7 MB each at m = 100, 5 MB at m = 375), none of them in cache when its block came;
+    /// sharing one set measured 1.5–3 % faster per evaluation at m = 100–375 on one thread.
+    pub buffers: Mutex<Vec<ChunkBuffers>>,
 }
 
 /// One chunk's work buffers, reused by the chunks and blocks a thread runs and across
@@ -108,6 +107,12 @@ type BlockTask<'a> = ((usize, &'a Vec<(usize, usize)>), &'a mut [DMatrix<f64>]);
 /// buffers and sums here overwrites or only reads them.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A set from the pool of free ones (the one given back last, the likeliest in cache), or a
+/// fresh one.
+fn take<T: Default>(pool: &Mutex<Vec<T>>) -> T {
+    lock(pool).pop().unwrap_or_default()
 }
 
 /// Which blocks are folded, and the finished ones waiting for their turn.
@@ -171,20 +176,6 @@ impl<A> InOrder<A> {
     }
 }
 
-/// Runs `f` on the first set of `pool` no other job holds (on a fresh set should all be held,
-/// which the pool's size rules out: one set per thread). A set a panicking job left poisoned is
-/// used all the same: every use overwrites it.
-fn with_free_buffers(pool: &[Mutex<ChunkBuffers>], f: impl FnOnce(&mut ChunkBuffers)) {
-    for slot in pool {
-        match slot.try_lock() {
-            Ok(mut set) => return f(&mut set),
-            Err(TryLockError::Poisoned(p)) => return f(&mut p.into_inner()),
-            Err(TryLockError::WouldBlock) => {}
-        }
-    }
-    f(&mut ChunkBuffers::default());
-}
-
 impl RowPlan {
     /// The plan for n rows whose design matrix has `columns` columns (2m): as many blocks (12, 6,
     /// 4, 3, 2 or 1) as keep each block's work (rows × columns²) at least 4·10⁷ flops.
@@ -221,9 +212,9 @@ impl RowPlan {
             .unwrap_or(0)
     }
 
-    /// The number of chunk buffer sets a [`RowPlan::map_reduce`] on `threads` keeps: one per
-    /// job that can run at once.
-    pub fn buffer_sets(&self, threads: &Threads) -> usize {
+    /// The jobs a [`RowPlan::map_reduce`] on `threads` runs at once (the threads, at most the
+    /// blocks), each holding a set of chunk buffers.
+    pub fn workers(&self, threads: &Threads) -> usize {
         threads.count().clamp(1, self.blocks.max(1))
     }
 
@@ -265,30 +256,26 @@ impl RowPlan {
         for (slot, &(_, len)) in ws.phi_chunks.iter_mut().zip(plan.iter().flatten()) {
             linalg::resize(slot, len, self.columns);
         }
-        let sets = self.buffer_sets(threads);
-        ws.buffers.truncate(sets);
-        ws.buffers.resize_with(sets, Mutex::default);
         // Hand each block the cache slots of its own chunks.
         let mut slots = ws.phi_chunks.as_mut_slice();
         let mut per_block = Vec::with_capacity(plan.len());
         for chunks in &plan {
-            let take = chunks.len().min(slots.len());
-            let (mine, rest) = slots.split_at_mut(take);
+            let cached_here = chunks.len().min(slots.len());
+            let (mine, rest) = slots.split_at_mut(cached_here);
             per_block.push(mine);
             slots = rest;
         }
-        let (pool, sets_of_sums) = (ws.buffers.as_slice(), &ws.sums);
+        let (free_buffers, free_sums) = (&ws.buffers, &ws.sums);
         let in_order = InOrder::new(total, plan.len());
         let run = |((b, chunks), slots): BlockTask<'_>| {
             linalg::clear_avx_upper();
-            let mut sums = lock(sets_of_sums).pop().unwrap_or_default();
-            with_free_buffers(pool, |buffers| {
-                let mut slots = slots.iter_mut();
-                for (i, &chunk) in chunks.iter().enumerate() {
-                    job(chunk, buffers, &mut sums, slots.next(), i == 0);
-                }
-            });
-            in_order.finish((b, sums), &fold, sets_of_sums);
+            let (mut buffers, mut sums) = (take(free_buffers), take(free_sums));
+            let mut slots = slots.iter_mut();
+            for (i, &chunk) in chunks.iter().enumerate() {
+                job(chunk, &mut buffers, &mut sums, slots.next(), i == 0);
+            }
+            lock(free_buffers).push(buffers);
+            in_order.finish((b, sums), &fold, free_sums);
         };
         // The blocks are handed out in order, one at a time, to as many workers as run at once:
         // they finish about in order, so each is folded while still in its thread's cache, and
@@ -307,7 +294,7 @@ impl RowPlan {
                 }
             }
         };
-        let workers = self.buffer_sets(threads);
+        let workers = self.workers(threads);
         if workers <= 1 {
             worker();
         } else {
@@ -330,25 +317,6 @@ impl RowPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_job_gets_a_set_of_buffers_no_other_job_holds() {
-        let pool: Vec<Mutex<ChunkBuffers>> = (0..2).map(|_| Mutex::default()).collect();
-        let held = pool[0].lock().unwrap();
-        with_free_buffers(&pool, |set| set.r = DMatrix::zeros(3, 1));
-        drop(held);
-        assert_eq!(pool[0].lock().unwrap().r.nrows(), 0);
-        assert_eq!(
-            pool[1].lock().unwrap().r.nrows(),
-            3,
-            "the free set was used"
-        );
-        // Every set held: the job runs on a fresh set and the pool is left alone.
-        let (first, second) = (pool[0].lock().unwrap(), pool[1].lock().unwrap());
-        let mut fresh = false;
-        with_free_buffers(&pool, |set| fresh = set.r.nrows() == 0);
-        assert!(fresh && second.r.nrows() == 3 && first.r.nrows() == 0);
-    }
 
     /// The blocks are folded in block order whichever finishes first: here the later blocks
     /// finish first on several threads (each block's job sleeps longer the earlier it is), and
@@ -379,12 +347,19 @@ mod tests {
                 |seen: &mut Vec<f64>, sums| seen.push(sums.b[(0, 0)]),
             );
             assert_eq!(folded, starts, "{threads} threads");
-            // Sets of sums kept for the next pass: those that were in use at once.
-            let kept = lock(&ws.sums).len();
+            // Sets kept for the next pass: those that were in use at once.
+            let (sums, buffers) = (lock(&ws.sums).len(), lock(&ws.buffers).len());
             if threads == 1 {
-                assert_eq!(kept, 1, "one thread needs one set of sums");
+                assert_eq!((sums, buffers), (1, 1), "one thread needs one set of each");
             } else {
-                assert!((1..=12).contains(&kept), "{threads} threads: {kept} sets");
+                assert!(
+                    (1..=12).contains(&sums),
+                    "{threads} threads: {sums} sets of sums"
+                );
+                assert!(
+                    (1..=threads).contains(&buffers),
+                    "{threads} threads: {buffers} sets of buffers"
+                );
             }
         }
     }

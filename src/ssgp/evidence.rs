@@ -192,7 +192,7 @@ impl<'a> SsgpEvidence<'a> {
         let square = k.saturating_mul(k).saturating_mul(blocks.saturating_add(3));
         let per_block = chunk
             .saturating_mul(k.saturating_mul(2).saturating_add(d).saturating_add(1))
-            .saturating_mul(self.plan.buffer_sets(&self.threads));
+            .saturating_mul(self.plan.workers(&self.threads));
         let frequencies = self.m.saturating_mul(d).saturating_mul(4);
         let cache = self
             .cache_bytes
