@@ -193,11 +193,8 @@ pub(crate) fn gradients_in_chunks(
     while start < n {
         let len = chunk_rows.max(1).min(n - start);
         for part in [&mut part_mean, &mut part_variance] {
-            if part.shape() != (len, d) {
-                *part = DMatrix::zeros(len, d);
-            } else {
-                part.fill(0.0);
-            }
+            linalg::resize(part, len, d);
+            part.fill(0.0);
         }
         chunk(
             &xu,

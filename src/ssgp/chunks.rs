@@ -16,7 +16,6 @@
 use crate::linalg;
 use crate::linalg::Threads;
 use nalgebra::DMatrix;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 /// Default number of rows per chunk of the design matrix.
@@ -280,18 +279,11 @@ impl RowPlan {
         // The blocks are handed out in order, one at a time, to as many workers as run at once:
         // they finish about in order, so each is folded while still in its thread's cache, and
         // few wait for their turn holding a set of sums.
-        let tasks: Vec<Mutex<Option<BlockTask<'_>>>> = plan
-            .iter()
-            .enumerate()
-            .zip(per_block)
-            .map(|task| Mutex::new(Some(task)))
-            .collect();
-        let next = AtomicUsize::new(0);
+        let tasks = Mutex::new(plan.iter().enumerate().zip(per_block));
+        let next_task = || lock(&tasks).next();
         let worker = || {
-            while let Some(task) = tasks.get(next.fetch_add(1, Ordering::Relaxed)) {
-                if let Some(task) = lock(task).take() {
-                    run(task);
-                }
+            while let Some(task) = next_task() {
+                run(task);
             }
         };
         let workers = self.workers(threads);
