@@ -7,7 +7,7 @@
 //!
 //! With `--suite messy`, the same on `ssgp::data::messy_suite` (18 tables shaped like a small real
 //! one, clean and messy). `cargo run --release --example calibration [-- --m 50] [--first K]
-//! [--variant V] [--suite S]`; see
+//! [--seed S] [--variant V] [--suite S]`; see
 //! `--help`.
 
 #[path = "cli/mod.rs"]
@@ -28,11 +28,12 @@ Usage: calibration [OPTIONS]
 Options:
   --m M          spectral points (default 50)
   --first K      the first K problems only (default all)
+  --seed S       the SSGP seed (default 1)
   --suite S      calibration (the 36 generated small and wide problems, default) or messy
                  (ssgp::data::messy_suite: 18 tables of 315 rows and 9 inputs, clean and with
                  raw scales, replicated inputs, coarse and constant columns, Student-t noise,
                  60 rows)
-  --variant V    the SSGP settings: default (Ssgp::params(m).seed(1), the calibration check),
+  --variant V    the SSGP settings: default (Ssgp::params(m).seed(S), the calibration check),
                  off (the learned fit alone, CalibrationGuard::Off), features (the random-feature
                  fit, CalibrationGuard::RandomFeatures), bound (off, with
                  NoiseBound::FixedSpectralPoints { fraction: 1 }) or fixed (off, with fixed
@@ -42,12 +43,14 @@ Options:
 fn run() -> Result<(), Box<dyn Error>> {
     use lexopt::prelude::*;
     let (mut m, mut first, mut variant) = (50, usize::MAX, "default".to_string());
+    let mut seed = 1;
     let mut suite = "calibration".to_string();
     let mut parser = lexopt::Parser::from_env();
     while let Some(arg) = parser.next()? {
         match arg {
             Long("m") => m = parser.value()?.parse()?,
             Long("first") => first = parser.value()?.parse()?,
+            Long("seed") => seed = parser.value()?.parse()?,
             Long("variant") => variant = parser.value()?.string()?,
             Long("suite") => suite = parser.value()?.string()?,
             Short('h') | Long("help") => {
@@ -58,17 +61,17 @@ fn run() -> Result<(), Box<dyn Error>> {
         }
     }
     let builder = match variant.as_str() {
-        "default" => Ssgp::params(m).seed(1),
-        "off" => Ssgp::params(m).seed(1).calibration(CalibrationGuard::Off),
+        "default" => Ssgp::params(m).seed(seed),
+        "off" => Ssgp::params(m).seed(seed).calibration(CalibrationGuard::Off),
         "features" => Ssgp::params(m)
-            .seed(1)
+            .seed(seed)
             .calibration(CalibrationGuard::RandomFeatures),
         "bound" => Ssgp::params(m)
-            .seed(1)
+            .seed(seed)
             .calibration(CalibrationGuard::Off)
             .noise_bound(NoiseBound::FixedSpectralPoints { fraction: 1.0 }),
         "fixed" => Ssgp::params(m)
-            .seed(1)
+            .seed(seed)
             .calibration(CalibrationGuard::Off)
             .fixed_spectral_points(true),
         _ => {
