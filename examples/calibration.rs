@@ -62,7 +62,9 @@ fn run() -> Result<(), Box<dyn Error>> {
     }
     let builder = match variant.as_str() {
         "default" => Ssgp::params(m).seed(seed),
-        "off" => Ssgp::params(m).seed(seed).calibration(CalibrationGuard::Off),
+        "off" => Ssgp::params(m)
+            .seed(seed)
+            .calibration(CalibrationGuard::Off),
         "features" => Ssgp::params(m)
             .seed(seed)
             .calibration(CalibrationGuard::RandomFeatures),

@@ -34,7 +34,7 @@ pub(crate) use blas3::{
 };
 pub(crate) use factor::{
     cholesky_in_place_lower, cholesky_solve_in_place, factorize_with_jitter, invert_lower,
-    solve_lower, solve_lower_transpose, spd_inverse_lower,
+    invert_lower_in, solve_lower, solve_lower_transpose, spd_inverse_lower,
 };
 pub use factor::{log_det_from_cholesky, Jitter};
 pub(crate) use gemm::gemm;

@@ -58,6 +58,10 @@ pub(crate) struct Workspace {
     /// rows: 2.7 MB each at m = 100, 5 MB at m = 375), none of them in cache when its block came;
     /// sharing one set measured 1.5–3 % faster per evaluation at m = 100–375 on one thread.
     pub buffers: Mutex<Vec<ChunkBuffers>>,
+    /// The last evaluation's factor L (2m×2m), handed back for the next one's total of ΦᵀΦ
+    /// (which becomes its factor in place); empty until then. A fresh 2m×2m total at every
+    /// evaluation was fresh pages to fault in (m = 250: 2 MB, about 500 page faults).
+    pub factor: DMatrix<f64>,
 }
 
 /// One chunk's work buffers, reused by the chunks and blocks a thread runs and across
