@@ -234,7 +234,7 @@ pub(crate) fn invert_lower_in(inv: &mut DMatrix<f64>, l: &DMatrix<f64>, par: Par
     let k = l.nrows();
     super::resize(inv, k, k);
     for (j, column) in inv.as_mut_slice().chunks_mut(k.max(1)).enumerate() {
-        column[..j.min(k)].fill(0.0);
+        column[..j].fill(0.0);
     }
     invert_lower_into(view_mut(inv), view(l), par);
 }
