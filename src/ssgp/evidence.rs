@@ -632,7 +632,7 @@ impl<'a> SsgpEvidence<'a> {
 
 /// Adds the lower triangle (diagonal included) of a block's partial sum of A = ΦᵀΦ to that of
 /// `dst` (both k×k; only the lower triangle is read later, so half the additions suffice).
-fn add_lower(dst: &mut DMatrix<f64>, block: &DMatrix<f64>) {
+pub(super) fn add_lower(dst: &mut DMatrix<f64>, block: &DMatrix<f64>) {
     let k = dst.nrows();
     for (j, (out, v)) in dst
         .as_mut_slice()

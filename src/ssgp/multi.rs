@@ -20,19 +20,21 @@
 //! its gradient are the sums of the P single-output ones at θ_p = [log ℓ, log σ0p, log σnp, W]
 //! (mapped by the chain rule for σ0p and p_ρ; tested).
 
+use super::chunks::{BlockSums, ChunkBuffers, RowPlan, Workspace};
+use super::evidence::add_lower;
 use super::features::{centre_rows, design_matrix_into, scaled_frequencies};
 use super::multi_posterior::FittedMultiSsgp;
-use super::posterior::chain_through_features;
 use super::{SsgpParams, ValidSsgpParams};
 use crate::data::{Dataset, InputColumns, MultiDataset};
 use crate::error::{Error, Result};
 use crate::hyperparameters::NoiseParam;
-use crate::linalg::Par;
 use crate::linalg::{self, view, view_mut};
+use crate::linalg::{MatRef, Par};
 use crate::optim::Objective;
 use crate::params::ParamGuard;
 use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
+use std::sync::{Mutex, MutexGuard};
 
 /// The multi-output SSGP's hyperparameters in natural units.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,6 +84,8 @@ pub(crate) struct MultiPass {
     q: DVector<f64>,
     /// dρ/dp_ρ.
     ratio_derivative: f64,
+    /// How many leading chunks of Φ pass 1 kept in the workspace.
+    cached: usize,
 }
 
 /// The multi-output evidence θ ↦ (−log p(Y|θ), ∇θ) on a data set (see the [module docs](self)).
@@ -93,8 +97,14 @@ pub struct MultiSsgpEvidence<'a> {
     m: usize,
     fixed: Option<DMatrix<f64>>,
     noise: NoiseParam,
-    chunk_rows: usize,
     par: Par,
+    plan: RowPlan,
+    threads: linalg::Threads,
+    cache_bytes: usize,
+    /// Buffers kept between evaluations, as [`super::SsgpEvidence`]'s.
+    workspace: Mutex<Workspace>,
+    /// L⁻¹'s buffer (tr A⁻¹ beside the gradient pass), kept between evaluations.
+    inverse: Mutex<DMatrix<f64>>,
 }
 
 impl<'a> MultiSsgpEvidence<'a> {
@@ -115,8 +125,12 @@ impl<'a> MultiSsgpEvidence<'a> {
             m: params.m,
             fixed,
             noise: params.training.ratio_noise(),
-            chunk_rows: params.chunk_rows,
             par: linalg::par(params.training.threads),
+            plan: RowPlan::for_work(x.nrows(), 2 * params.m, params.chunk_rows),
+            threads: linalg::Threads::new(params.training.threads),
+            cache_bytes: params.cache_bytes,
+            workspace: Mutex::new(Workspace::default()),
+            inverse: Mutex::new(DMatrix::zeros(0, 0)),
         }
     }
 
@@ -127,8 +141,13 @@ impl<'a> MultiSsgpEvidence<'a> {
     /// The bytes one evaluation with gradient holds at its peak beyond the data
     /// ([`multi_working_bytes`]).
     pub(crate) fn working_bytes(&self) -> usize {
-        let (n, d) = self.x.shape();
-        multi_working_bytes((n, d, self.outputs()), self.m, self.chunk_rows)
+        multi_working_bytes(
+            &self.plan,
+            self.x.ncols(),
+            self.outputs(),
+            self.m,
+            (&self.threads, self.cache_bytes),
+        )
     }
 
     /// The inputs' centre c (D).
@@ -225,52 +244,74 @@ impl<'a> MultiSsgpEvidence<'a> {
         Ok((h, ratio_derivative))
     }
 
-    /// The design matrix of rows `start .. start + len` into `phi` (len×2m), their centred inputs
-    /// into `centred`.
-    fn rows(
-        &self,
-        omega: &DMatrix<f64>,
-        (start, len): (usize, usize),
-        phi: &mut DMatrix<f64>,
-        centred: &mut DMatrix<f64>,
-    ) {
-        design_matrix_into(
-            linalg::rows_view(self.x, start, len),
-            &self.centre,
-            omega,
-            phi,
-            centred,
-            Par::Seq,
-        );
+    /// The buffers kept between evaluations.
+    fn workspace(&self) -> MutexGuard<'_, Workspace> {
+        self.workspace.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The chunks of rows: (start, len).
-    fn chunks(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
-        let n = self.x.nrows();
-        let step = self.chunk_rows.max(1);
-        (0..n).step_by(step).map(move |s| (s, step.min(n - s)))
-    }
-
-    /// Pass 1: A = ΦᵀΦ + λI = LLᵀ, B = ΦᵀY, v, α and the value.
+    /// Pass 1 alone (no gradient to follow): see [`MultiSsgpEvidence::first_pass_in`].
     pub(crate) fn first_pass(&self, theta: &DVector<f64>) -> Result<MultiPass> {
+        let mut ws = self.workspace();
+        self.first_pass_in(theta, &mut ws, false)
+    }
+
+    /// Pass 1: A = ΦᵀΦ + λI = LLᵀ, B = ΦᵀY, v, α and the value. The sums over the rows are
+    /// taken as one output's ([`super::SsgpEvidence`]): the row plan's blocks of chunks
+    /// ([`super::chunks`]), folded in block order (the same bits on any number of threads), the
+    /// last evaluation's factor reused as the total of ΦᵀΦ; with `want_gradient`, the leading
+    /// chunks of Φ the cache budget allows are kept for the gradient pass.
+    fn first_pass_in(
+        &self,
+        theta: &DVector<f64>,
+        ws: &mut Workspace,
+        want_gradient: bool,
+    ) -> Result<MultiPass> {
         let (hyper, ratio_derivative) = self.unpack(theta)?;
         let (m, k, p, n) = (self.m, 2 * self.m, self.outputs(), self.x.nrows());
         let omega = scaled_frequencies(&hyper.unit_frequencies, &hyper.lengthscales);
-        let mut a = DMatrix::zeros(k, k);
-        let mut b = DMatrix::zeros(k, p);
-        let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
-        for (start, len) in self.chunks() {
-            self.rows(&omega, (start, len), &mut phi, &mut centred);
-            linalg::syrk_lower(view_mut(&mut a), true, view(&phi), 1.0, self.par);
-            linalg::gemm(
-                view_mut(&mut b),
-                true,
-                view(&phi).transpose(),
-                view(&self.y).subrows(start, len),
-                1.0,
-                self.par,
-            );
-        }
+        let cached = if want_gradient {
+            let chunk_bytes = self
+                .plan
+                .largest_chunk()
+                .saturating_mul(k)
+                .saturating_mul(8);
+            self.cache_bytes / chunk_bytes.max(1)
+        } else {
+            0
+        };
+        let mut total = std::mem::replace(&mut ws.factor, DMatrix::zeros(0, 0));
+        linalg::resize(&mut total, k, k);
+        total.fill(0.0);
+        let (mut a, b) = self.plan.map_reduce(
+            ws,
+            cached,
+            &self.threads,
+            |(start, len), buffers, sums, cached, first| {
+                let ChunkBuffers {
+                    phi: own, centred, ..
+                } = buffers;
+                let BlockSums { a, b, .. } = sums;
+                let phi = cached.unwrap_or(own);
+                let rows = linalg::rows_view(self.x, start, len);
+                design_matrix_into(rows, &self.centre, &omega, phi, centred, Par::Seq);
+                linalg::resize(a, k, k);
+                linalg::resize(b, k, p);
+                linalg::syrk_lower(view_mut(a), !first, view(phi), 1.0, Par::Seq);
+                linalg::gemm(
+                    view_mut(b),
+                    !first,
+                    view(phi).transpose(),
+                    view(&self.y).subrows(start, len),
+                    1.0,
+                    Par::Seq,
+                );
+            },
+            (total, DMatrix::zeros(k, p)),
+            |(a, b), sums| {
+                add_lower(a, &sums.a);
+                *b += &sums.b;
+            },
+        );
         let lambda = m as f64 * hyper.noise_ratio;
         for i in 0..k {
             a[(i, i)] += lambda;
@@ -308,61 +349,101 @@ impl<'a> MultiSsgpEvidence<'a> {
             omega,
             q,
             ratio_derivative,
+            cached,
         })
     }
 
+    /// ∂/∂Ω = gᵀX (m×D) over the rows, a fold over the same blocks of chunks as pass 1 (Φ from
+    /// its cache, or recomputed), and tr A⁻¹ = ‖L⁻¹‖²_F beside it on the evidence's threads:
+    /// G = PΦA⁻¹ − RAᵀ with R = (Y − ΦA)/σn² column by column (A = α here), chained through
+    /// cos/sin into g over G's cosine block.
+    fn local_gradient_and_trace(
+        &self,
+        ws: &mut Workspace,
+        first: &MultiPass,
+    ) -> (DMatrix<f64>, f64) {
+        let (m, k, p, d) = (self.m, 2 * self.m, self.outputs(), self.x.ncols());
+        let sn2 = first.hyper.noise_variances();
+        let pass = || {
+            self.plan.map_reduce(
+                ws,
+                first.cached,
+                &self.threads,
+                |(start, len), buffers, sums, cached, first_chunk| {
+                    let ChunkBuffers {
+                        phi: own,
+                        centred,
+                        solved,
+                        r,
+                    } = buffers;
+                    let rows = linalg::rows_view(self.x, start, len);
+                    let phi: &DMatrix<f64> = match cached {
+                        Some(phi) => {
+                            centre_rows(rows, &self.centre, centred);
+                            &*phi
+                        }
+                        None => {
+                            let omega = &first.omega;
+                            design_matrix_into(rows, &self.centre, omega, own, centred, Par::Seq);
+                            own
+                        }
+                    };
+                    linalg::resize(solved, len, k);
+                    solved.copy_from(phi);
+                    linalg::right_solve_cholesky(solved, &first.l, Par::Seq);
+                    *solved *= p as f64;
+                    linalg::resize(r, len, p);
+                    r.copy_from(&self.y.rows(start, len));
+                    linalg::gemm(
+                        view_mut(r),
+                        true,
+                        view(phi),
+                        view(&first.alpha),
+                        -1.0,
+                        Par::Seq,
+                    );
+                    for j in 0..p {
+                        r.column_mut(j).scale_mut(1.0 / sn2[j]);
+                    }
+                    linalg::gemm(
+                        view_mut(solved),
+                        true,
+                        view(r),
+                        view(&first.alpha).transpose(),
+                        -1.0,
+                        Par::Seq,
+                    );
+                    chain_over_cosine_block(solved, phi, m);
+                    let g = MatRef::from_column_major_slice(&solved.as_slice()[..len * m], len, m);
+                    linalg::resize(&mut sums.d_omega, m, d);
+                    linalg::gemm(
+                        view_mut(&mut sums.d_omega),
+                        !first_chunk,
+                        g.transpose(),
+                        view(centred),
+                        1.0,
+                        Par::Seq,
+                    );
+                },
+                DMatrix::zeros(m, d),
+                |d_omega, sums| *d_omega += &sums.d_omega,
+            )
+        };
+        let trace = || {
+            let mut l_inv = self.inverse.lock().unwrap_or_else(|p| p.into_inner());
+            linalg::invert_lower_in(&mut l_inv, &first.l, self.par);
+            l_inv.norm_squared()
+        };
+        self.threads.join(pass, trace)
+    }
+
     /// Pass 2: ∇θ (see the [module docs](self)).
-    fn gradient(&self, first: &MultiPass) -> DVector<f64> {
+    fn gradient(&self, ws: &mut Workspace, first: &MultiPass) -> DVector<f64> {
         let (m, p, n, d) = (self.m, self.outputs(), self.x.nrows(), self.x.ncols());
         let h = &first.hyper;
         let sn2 = h.noise_variances();
-        let mut d_omega = DMatrix::zeros(m, d);
-        let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
-        let mut g = DMatrix::zeros(0, 0);
-        for (start, len) in self.chunks() {
-            self.rows(&first.omega, (start, len), &mut phi, &mut centred);
-            centre_rows(
-                linalg::rows_view(self.x, start, len),
-                &self.centre,
-                &mut centred,
-            );
-            // G = PΦA⁻¹ − RAᵀ with R = (Y − ΦA)/σn² column by column (A = α here).
-            let mut big_g = phi.clone();
-            linalg::right_solve_cholesky(&mut big_g, &first.l, self.par);
-            big_g *= p as f64;
-            let mut r = self.y.rows(start, len).into_owned();
-            linalg::gemm(
-                view_mut(&mut r),
-                true,
-                view(&phi),
-                view(&first.alpha),
-                -1.0,
-                self.par,
-            );
-            for j in 0..p {
-                r.column_mut(j).scale_mut(1.0 / sn2[j]);
-            }
-            linalg::gemm(
-                view_mut(&mut big_g),
-                true,
-                view(&r),
-                view(&first.alpha).transpose(),
-                -1.0,
-                self.par,
-            );
-            linalg::resize(&mut g, len, m);
-            chain_through_features(&phi, m, |i, c| (big_g[(i, c)], big_g[(i, m + c)]), &mut g);
-            linalg::gemm(
-                view_mut(&mut d_omega),
-                true,
-                view(&g).transpose(),
-                view(&centred),
-                1.0,
-                self.par,
-            );
-        }
+        let (d_omega, trace_a_inv) = self.local_gradient_and_trace(ws, first);
         let lambda = m as f64 * h.noise_ratio;
-        let trace_a_inv = linalg::invert_lower(&first.l, self.par).norm_squared();
         let d_lambda = (0..p)
             .map(|j| first.alpha.column(j).norm_squared() / (2.0 * sn2[j]))
             .sum::<f64>()
@@ -401,27 +482,54 @@ fn check_multi_buffers(bytes: usize) -> Result<()> {
 }
 
 /// The bytes an evaluation with gradient of the multi-output evidence holds at its peak beyond
-/// the data, for n×D inputs and P outputs, k = 2m and chunks of c = min(`chunk_rows`, n) rows:
-/// 8·[2k² (A's factor, L⁻¹ for tr A⁻¹) + 4kP (B, v, α and its copy) + c·(2k + m + D + P) (the
-/// chunk's Φ, ΦA⁻¹, the chain rule's g, centred inputs and R) + 4mD (W, Ω, ∂/∂Ω and the draws)];
+/// the data, for D inputs, P outputs and k = 2m, on `plan`'s rows with `threads` and a cache of
+/// at most `cache_bytes`: one output's ([`super::SsgpEvidence`]'s working bytes) with B, v, α
+/// and its copy (4kP) and each set of chunk buffers' R (chunk×P) —
+/// 8·[(blocks + 3)·k² + 4kP + sets·chunk·(2k + D + P) + 4mD] plus the design-matrix cache;
 /// `usize::MAX` when that overflows.
-fn multi_working_bytes((n, d, p): (usize, usize, usize), m: usize, chunk_rows: usize) -> usize {
+fn multi_working_bytes(
+    plan: &RowPlan,
+    d: usize,
+    p: usize,
+    m: usize,
+    (threads, cache_bytes): (&linalg::Threads, usize),
+) -> usize {
     let k = m.saturating_mul(2);
-    let chunk = chunk_rows.clamp(1, n.max(1));
-    let square = k.saturating_mul(k).saturating_mul(2);
+    let square = k
+        .saturating_mul(k)
+        .saturating_mul(plan.blocks.saturating_add(3));
     let outputs = k.saturating_mul(p).saturating_mul(4);
-    let rows = chunk.saturating_mul(
-        k.saturating_mul(2)
-            .saturating_add(m)
-            .saturating_add(d)
-            .saturating_add(p),
-    );
+    let per_set = plan
+        .largest_chunk()
+        .saturating_mul(k.saturating_mul(2).saturating_add(d).saturating_add(p))
+        .saturating_mul(plan.workers(threads));
     let frequencies = m.saturating_mul(d).saturating_mul(4);
+    let cache = cache_bytes.min(plan.n.saturating_mul(k).saturating_mul(8));
     square
         .saturating_add(outputs)
-        .saturating_add(rows)
+        .saturating_add(per_set)
         .saturating_add(frequencies)
         .saturating_mul(8)
+        .saturating_add(cache)
+}
+
+/// The chain rule through cos/sin over the P outputs' G (len×2m, `g`): overwrites its cosine
+/// block with g_ir = G^sin_ir cos θ_ir − G^cos_ir sin θ_ir from Φ's (len×2m), entry by entry
+/// (each reads only its own pair of G).
+fn chain_over_cosine_block(g: &mut DMatrix<f64>, phi: &DMatrix<f64>, m: usize) {
+    let len = phi.nrows();
+    let (g_cos, g_sin) = g.as_mut_slice().split_at_mut(len * m);
+    let (cos, sin) = phi.as_slice().split_at(len * m);
+    for (((gc, gs), c), s) in g_cos
+        .chunks_mut(len)
+        .zip(g_sin.chunks(len))
+        .zip(cos.chunks(len))
+        .zip(sin.chunks(len))
+    {
+        for (((gc, gs), c), s) in gc.iter_mut().zip(gs).zip(c).zip(s) {
+            *gc = gs * c - *gc * s;
+        }
+    }
 }
 
 impl Objective for MultiSsgpEvidence<'_> {
@@ -450,9 +558,15 @@ impl Objective for MultiSsgpEvidence<'_> {
     }
 
     fn value_and_gradient(&self, theta: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
-        let first = self.first_pass(theta)?;
-        let gradient = self.gradient(&first);
-        Ok((first.value, gradient))
+        // As one output's: on one of the evaluation's threads, the last factor handed back.
+        let evaluate = || {
+            let mut ws = self.workspace();
+            let first = self.first_pass_in(theta, &mut ws, true)?;
+            let gradient = self.gradient(&mut ws, &first);
+            ws.factor = first.l;
+            Ok((first.value, gradient))
+        };
+        self.threads.install(evaluate)
     }
 }
 
@@ -537,11 +651,7 @@ impl ValidSsgpParams {
         let first = data.output(0)?;
         let columns = InputColumns::varying(&first)?;
         let x = columns.select(data.x())?.into_owned();
-        check_multi_buffers(multi_working_bytes(
-            (x.nrows(), x.ncols(), data.outputs()),
-            self.m,
-            self.chunk_rows,
-        ))?;
+        check_multi_buffers(MultiSsgpEvidence::new(&x, data.y(), self, None).working_bytes())?;
         let start =
             crate::full_gp::start(&Dataset::new(x.clone(), first.y().clone())?, &self.training)?;
         let n = data.len() as f64;
@@ -607,5 +717,77 @@ impl ValidSsgpParams {
                 InputColumns::all(data.dim()),
             ),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::ParamGuard;
+    use rand::SeedableRng;
+    use rand_distr::{Distribution, StandardNormal};
+
+    /// On the row plan's blocks of chunks (n = 3 000, m = 100: three blocks of chunks of at most
+    /// 400 rows, part of Φ cached) the evidence and its gradient have the same bits on 1, 2 and 3
+    /// threads, with the whole of Φ cached or none of it, and over the buffers kept from other
+    /// evaluations (θ visited in another order) as on a fresh evidence.
+    #[test]
+    fn the_same_bits_on_any_threads_cache_and_kept_buffers() {
+        let (n, d, m, p) = (3000, 3, 100, 2);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let x: DMatrix<f64> = DMatrix::from_fn(n, d, |_, _| StandardNormal.sample(&mut rng));
+        let y = DMatrix::from_fn(n, p, |i, j| {
+            (x[(i, j)] * (j + 1) as f64).sin() + 0.1 * x[(i, 2)]
+        });
+        let thetas: Vec<DVector<f64>> = (0..3)
+            .map(|s| {
+                let mut theta = DVector::zeros(d + p + 1 + m * d);
+                for (j, v) in theta.iter_mut().enumerate().skip(d + p + 1) {
+                    *v = StandardNormal.sample(&mut rng);
+                    if j % 7 == 0 {
+                        *v *= 2.0;
+                    }
+                }
+                theta[d] = 0.1 * s as f64;
+                theta[d + 1] = -0.2;
+                theta[d + p] = -1.0 - 0.4 * s as f64;
+                theta
+            })
+            .collect();
+        let chunk_bytes = 400 * 2 * m * 8;
+        let settings = |threads: usize, cache_chunks: usize| {
+            crate::Ssgp::params(m)
+                .threads(threads)
+                .chunk_rows(400)
+                .cache_bytes(cache_chunks * chunk_bytes)
+                .check()
+                .unwrap()
+        };
+        let reference = settings(1, 4);
+        let first = reference.multi_evidence(&x, &y, None).unwrap();
+        assert!(first.plan.blocks >= 3 && first.plan.chunks().iter().all(|c| c.len() >= 2));
+        let expected: Vec<(f64, DVector<f64>)> = thetas
+            .iter()
+            .map(|t| {
+                reference
+                    .multi_evidence(&x, &y, None)
+                    .unwrap()
+                    .value_and_gradient(t)
+                    .unwrap()
+            })
+            .collect();
+        for (threads, cache_chunks) in [(1, 4), (2, 4), (3, 4), (2, 0), (1, 100)] {
+            let kept = settings(threads, cache_chunks)
+                .multi_evidence(&x, &y, None)
+                .unwrap();
+            for i in [2, 0, 1, 0] {
+                let (value, gradient) = kept.value_and_gradient(&thetas[i]).unwrap();
+                let what = format!("θ {i}, {threads} threads, {cache_chunks} chunks cached");
+                assert_eq!(value.to_bits(), expected[i].0.to_bits(), "{what}");
+                assert_eq!(gradient, expected[i].1, "{what}");
+                let alone = kept.first_pass(&thetas[i]).unwrap().value;
+                assert_eq!(alone.to_bits(), value.to_bits(), "{what}");
+            }
+        }
     }
 }
