@@ -21,7 +21,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
 use ssgp::data::MultiDataset;
-use ssgp::metrics::{mnlp, nmse};
+use ssgp::metrics::{calibration, mnlp, nmse};
 use ssgp::ssgp::{FittedMultiSsgp, Ssgp};
 use ssgp::Predictive;
 use std::error::Error;
@@ -282,17 +282,32 @@ fn run() -> Result<(), Box<dyn Error>> {
         let ybar = batch.y_means()[p];
         let (nmse_online, mnlp_online) = (nmse(&y, &pred, ybar)?, mnlp(&y, &pred)?);
         let nmse_frozen = nmse(&y, frozen_pred, ybar)?;
+        let online = calibration(&y, &pred)?;
+        // The model's own record of the whole stream, each sample predicted before it was added.
+        let record = model.prequential(p)?.ok_or("the stream added no samples")?;
         if o.json {
             println!(
                 "{{\"output\": {p}, \"m\": {m}, \"threads\": 1, \"nmse\": {nmse_online}, \"mnlp\": \
-                 {mnlp_online}, \"nmse_frozen\": {nmse_frozen}, \"updates_per_second\": \
-                 {updates_per_second}, \"jacobian_rel_err\": {jacobian_rel_err}}}"
+                 {mnlp_online}, \"coverage\": {}, \"mean_z2\": {}, \"prequential_mean_z2\": {}, \
+                 \"nmse_frozen\": {nmse_frozen}, \"updates_per_second\": \
+                 {updates_per_second}, \"jacobian_rel_err\": {jacobian_rel_err}}}",
+                online.within_95, online.mean_squared_z, record.mean_z2
             );
         } else {
             println!(
                 "τ{}: NMSE {nmse_online:.4} (frozen batch model {nmse_frozen:.4}), MNLP \
-                 {mnlp_online:.3}",
-                p + 1
+                 {mnlp_online:.3}, 95 % coverage {:.3}, mean z² {:.2}; the model's own \
+                 one-step-ahead record: mean z² {:.2} over {} samples{}",
+                p + 1,
+                online.within_95,
+                online.mean_squared_z,
+                record.mean_z2,
+                record.rows,
+                if record.overconfident() {
+                    " (overconfident)"
+                } else {
+                    ""
+                }
             );
         }
     }

@@ -10,10 +10,14 @@ use nalgebra::DMatrix;
 /// k² multiply-adds. The strict upper triangle is not read or written. An update never loses
 /// positive definiteness: every new diagonal entry is at least the old one.
 ///
+/// Returns det(A + xxᵀ)/det(A) = Π_j c_j² = 1 + xᵀA⁻¹x (the matrix determinant lemma), one
+/// multiplication per column: the leverage of x under the factor before the update, for free.
+///
 /// `l` must have a positive diagonal and `x.len()` must be k (checked by the callers).
-pub(crate) fn rank_one_update(l: &mut DMatrix<f64>, x: &mut [f64]) {
+pub(crate) fn rank_one_update(l: &mut DMatrix<f64>, x: &mut [f64]) -> f64 {
     let k = l.nrows();
     let data = l.as_mut_slice();
+    let mut ratio = 1.0;
     for j in 0..k {
         let col = &mut data[j * k..(j + 1) * k];
         let (ljj, xj) = (col[j], x[j]);
@@ -23,6 +27,7 @@ pub(crate) fn rank_one_update(l: &mut DMatrix<f64>, x: &mut [f64]) {
         let r = (ljj * ljj + xj * xj).sqrt();
         let (c_inv, s) = (ljj / r, xj / ljj);
         let c = r / ljj;
+        ratio *= c * c;
         col[j] = r;
         for (lij, xi) in col[j + 1..].iter_mut().zip(x[j + 1..].iter_mut()) {
             let new = (*lij + s * *xi) * c_inv;
@@ -30,6 +35,7 @@ pub(crate) fn rank_one_update(l: &mut DMatrix<f64>, x: &mut [f64]) {
             *lij = new;
         }
     }
+    ratio
 }
 
 /// Scales the lower triangle (diagonal included) of `l` (k×k) by `factor`: the factor of
@@ -60,9 +66,11 @@ mod tests {
                 .map(|i| ((i + 3 * t) as f64 * 0.7).cos() * if i == 2 { 0.0 } else { 1.0 })
                 .collect();
             let xv = nalgebra::DVector::from_column_slice(&x);
+            let leverage = (a.clone().cholesky().unwrap().inverse() * &xv).dot(&xv);
             a += &xv * xv.transpose();
             let mut work = x.clone();
-            rank_one_update(&mut l, &mut work);
+            let ratio = rank_one_update(&mut l, &mut work);
+            assert_relative_eq!(ratio, 1.0 + leverage, max_relative = 1e-12);
             let fresh = a.clone().cholesky().unwrap().l();
             assert_relative_eq!(l.lower_triangle(), fresh, epsilon = 1e-12);
         }

@@ -3,7 +3,7 @@
 //! outputs at once, and each output as a stand-alone [`FittedSsgp`] (samples, persistence).
 
 use super::multi::{MultiPass, MultiSsgpHyperparameters};
-use super::online::{absorb, new_sample_features, solve_weights};
+use super::online::{absorb_and_score, new_sample_features, solve_weights, Prequential};
 use super::posterior::{FittedSsgp, OutputView, WeightPosterior};
 use super::{features, SsgpHyperparameters, ValidSsgpParams};
 use crate::data::InputColumns;
@@ -14,7 +14,7 @@ use crate::linalg;
 use crate::model::FitRecord;
 use crate::prediction_loop::{gradients_in_chunks, predict_in_chunks, Rows};
 use crate::predictive::{Predictive, PredictiveGradients};
-use crate::termination::TrainingSummary;
+use crate::termination::{HeldOutCalibration, TrainingSummary};
 use nalgebra::{DMatrix, DVector};
 
 /// A trained SSGP with P outputs on shared spectral points ([`super::multi`]): the posterior of
@@ -41,6 +41,9 @@ pub struct FittedMultiSsgp {
     chunk_rows: usize,
     threads: usize,
     updates: usize,
+    /// Per output, how the samples [`Self::update`] added were predicted before they were
+    /// added ([`Self::prequential`]).
+    prequential: Vec<Prequential>,
 }
 
 impl FittedMultiSsgp {
@@ -55,6 +58,7 @@ impl FittedMultiSsgp {
             InputColumns,
         ),
     ) -> Self {
+        let outputs = pass.alpha.ncols();
         Self {
             hyper: pass.hyper,
             l: pass.l,
@@ -72,6 +76,7 @@ impl FittedMultiSsgp {
             chunk_rows: params.chunk_rows,
             threads: params.training.threads,
             updates: 0,
+            prequential: vec![Prequential::default(); outputs],
         }
     }
 
@@ -283,6 +288,7 @@ impl FittedMultiSsgp {
                 self.rhs.column(p).as_slice(),
             )),
             updates: self.updates,
+            prequential: self.prequential[p].clone(),
         })
     }
 
@@ -316,7 +322,14 @@ impl FittedMultiSsgp {
         };
         let means = &self.y_means;
         let yc = DMatrix::from_fn(y.nrows(), y.ncols(), |i, p| y[(i, p)] - means[p]);
-        absorb(&mut self.l, &mut self.rhs, &phi, &yc, forgetting);
+        let noise = self.noise_variances();
+        absorb_and_score(
+            (&mut self.l, &mut self.rhs),
+            (&self.alpha, &noise),
+            (&phi, &yc),
+            forgetting,
+            &mut self.prequential,
+        );
         self.alpha = solve_weights(&self.l, &self.rhs);
         self.updates += phi.nrows();
         crate::data::check_finite("weights after the update", &self.alpha)
@@ -325,5 +338,16 @@ impl FittedMultiSsgp {
     /// The number of samples added by [`Self::update`] since the fit.
     pub fn num_updates(&self) -> usize {
         self.updates
+    }
+
+    /// Output p's [`FittedSsgp::prequential`]: how the samples [`Self::update`] added were
+    /// predicted before the call that added them (mean z², NMSE against the fit's ȳ_p); `None`
+    /// before any update.
+    ///
+    /// # Errors
+    /// As [`Self::output`] for p ≥ P.
+    pub fn prequential(&self, p: usize) -> Result<Option<HeldOutCalibration>> {
+        self.check_output(p)?;
+        Ok(self.prequential[p].calibration())
     }
 }

@@ -21,21 +21,95 @@ use crate::data::InputColumns;
 use crate::error::{Error, Result};
 use crate::linalg::Par;
 use crate::linalg::{self, view, view_mut};
+use crate::termination::HeldOutCalibration;
 use nalgebra::{DMatrix, DVector};
+
+/// What the samples added online say of the predictions the model made for them before they
+/// were added (prequential: a stream's next samples are a test set the model has not seen), for
+/// one output: their count, Σzᵢ² with zᵢ = (yᵢ − μᵢ)/√vᵢ, Σ(yᵢ − μᵢ)² and Σ(yᵢ − ȳ)², ȳ the fit's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Prequential {
+    rows: usize,
+    sum_z2: f64,
+    sum_squared_error: f64,
+    sum_squared_deviation: f64,
+}
+
+impl Prequential {
+    /// The mean z² and NMSE of the predictions so far; `None` before any sample.
+    pub(crate) fn calibration(&self) -> Option<HeldOutCalibration> {
+        (self.rows > 0).then(|| HeldOutCalibration {
+            rows: self.rows,
+            mean_z2: self.sum_z2 / self.rows as f64,
+            nmse: self.sum_squared_error / self.sum_squared_deviation,
+        })
+    }
+}
+
+/// ‖L⁻¹φᵢ‖² = φᵢᵀA⁻¹φᵢ for each row of `phi` (n×2m) under the factor `l` (2m×2m): one
+/// triangular solve with n right-hand sides, n(2m)²/2 multiply-adds.
+pub(crate) fn leverages(l: &DMatrix<f64>, phi: &DMatrix<f64>) -> Vec<f64> {
+    let mut v = phi.transpose();
+    linalg::solve_lower(view(l), view_mut(&mut v), Par::Seq);
+    v.column_iter().map(|c| c.norm_squared()).collect()
+}
+
+/// Scores, for each output p, the predictive N(φᵢᵀα_p, σnp²(1 + hᵢ)) of a model with weights
+/// `alpha` (2m×P), noise variances `noise` (P) and leverages hᵢ = φᵢᵀA⁻¹φᵢ (`leverages`, one per
+/// row of `phi`, n×2m) against the centred targets `y` (n×P), adding each sample to `scores[p]`:
+/// what `predict` of that model gives at those samples.
+pub(crate) fn score(
+    (alpha, noise): (&DMatrix<f64>, &DVector<f64>),
+    phi: &DMatrix<f64>,
+    (y, leverages): (&DMatrix<f64>, &[f64]),
+    scores: &mut [Prequential],
+) {
+    let mean = phi * alpha;
+    for (i, h) in leverages.iter().enumerate() {
+        for (p, score) in scores.iter_mut().enumerate() {
+            let error = y[(i, p)] - mean[(i, p)];
+            score.rows += 1;
+            score.sum_z2 += error * error / (noise[p] * (1.0 + h));
+            score.sum_squared_error += error * error;
+            score.sum_squared_deviation += y[(i, p)] * y[(i, p)];
+        }
+    }
+}
+
+/// Absorbs the samples (features `phi` n×2m, centred targets `y` n×P) into the factor `l` and
+/// the right-hand sides `rhs` ([`absorb`]) and scores the model before the call — `l`, weights
+/// `alpha`, noise variances `noise` — at them into `scores` ([`score`]): a call of one sample
+/// takes its leverage from the rank-one update itself ([`linalg::rank_one_update`]), a call of
+/// several from one triangular solve before it.
+pub(crate) fn absorb_and_score(
+    (l, rhs): (&mut DMatrix<f64>, &mut DMatrix<f64>),
+    (alpha, noise): (&DMatrix<f64>, &DVector<f64>),
+    (phi, y): (&DMatrix<f64>, &DMatrix<f64>),
+    forgetting: f64,
+    scores: &mut [Prequential],
+) {
+    let before = (phi.nrows() > 1).then(|| leverages(l, phi));
+    let first = absorb(l, rhs, phi, y, forgetting);
+    let leverages = before.unwrap_or_else(|| vec![first]);
+    score((alpha, noise), phi, (y, &leverages), scores);
+}
 
 /// Absorbs the rows of `phi` (len×2m design matrix) with centred targets `y` (len×P) into the
 /// factor `l` (2m×2m) and the right-hand sides `rhs` (2m×P), one sample at a time: with γ =
 /// `forgetting`, L ← √γL and B ← γB (skipped for γ = 1), then the rank-one update of L by φ_i and
-/// B += φ_i y_iᵀ. O(m² + mP) per sample.
+/// B += φ_i y_iᵀ. O(m² + mP) per sample. Returns the first sample's leverage φ₀ᵀA⁻¹φ₀ under the
+/// factor before the call, from its rank-one update: γ(det ratio − 1), the update being of γA
+/// (0 for no samples).
 pub(crate) fn absorb(
     l: &mut DMatrix<f64>,
     rhs: &mut DMatrix<f64>,
     phi: &DMatrix<f64>,
     y: &DMatrix<f64>,
     forgetting: f64,
-) {
+) -> f64 {
     let mut work = vec![0.0; phi.ncols()];
     let root = forgetting.sqrt();
+    let mut first = 0.0;
     for i in 0..phi.nrows() {
         if forgetting != 1.0 {
             linalg::scale_lower(l, root);
@@ -50,8 +124,12 @@ pub(crate) fn absorb(
                 *b += v * yp;
             }
         }
-        linalg::rank_one_update(l, &mut work);
+        let ratio = linalg::rank_one_update(l, &mut work);
+        if i == 0 {
+            first = forgetting * (ratio - 1.0);
+        }
     }
+    first
 }
 
 /// α = A⁻¹B = L⁻ᵀL⁻¹B (2m×P) by two triangular solves.
@@ -149,7 +227,14 @@ impl FittedSsgp {
             None => recover_rhs(&post.l, &alpha),
         };
         let yc = y.add_scalar(-self.record.y_mean);
-        absorb(&mut self.posterior.l, &mut rhs, &phi, &yc, forgetting);
+        let noise = DVector::from_element(1, self.noise_variance());
+        absorb_and_score(
+            (&mut self.posterior.l, &mut rhs),
+            (&alpha, &noise),
+            (&phi, &yc),
+            forgetting,
+            std::slice::from_mut(&mut self.prequential),
+        );
         let alpha = solve_weights(&self.posterior.l, &rhs);
         self.posterior.alpha.copy_from_slice(alpha.as_slice());
         self.rhs = Some(rhs);
@@ -161,5 +246,35 @@ impl FittedSsgp {
     /// model that was not updated; a loaded model counts from its load).
     pub fn num_updates(&self) -> usize {
         self.updates
+    }
+
+    /// How the model predicted the samples [`Self::update`] added, each predicted before the
+    /// call that added it (prequential: the stream's next samples are the test set a model
+    /// learning online has not seen): their number, mean z² (1 for calibrated error bars;
+    /// [`HeldOutCalibration::overconfident`] beyond chance) and NMSE against the fit's ȳ.
+    /// `None` before any update; counted, as [`Self::num_updates`], from the fit or the load.
+    /// A call of one sample takes its leverage from the update itself (no extra cost); a call of
+    /// several costs one more triangular solve with them as right-hand sides.
+    ///
+    /// # Example
+    /// ```
+    /// use nalgebra::{DMatrix, DVector};
+    /// use ssgp::{Dataset, Ssgp};
+    /// let x = DMatrix::from_fn(60, 1, |i, _| i as f64 / 10.0);
+    /// let y = x.column(0).map(f64::sin);
+    /// let mut model = Ssgp::params(10).seed(1).max_evaluations(50).fit(&Dataset::new(x, y)?)?;
+    /// assert!(model.prequential().is_none());
+    /// for i in 0..20 {
+    ///     let xi = DMatrix::from_element(1, 1, 6.0 + i as f64 / 10.0);
+    ///     let yi = DVector::from_element(1, xi[(0, 0)].sin());
+    ///     model.update(&xi, &yi)?;
+    /// }
+    /// let online = model.prequential().expect("20 samples were added");
+    /// assert_eq!(online.rows, 20);
+    /// println!("one step ahead: mean z² {:.2}, NMSE {:.4}", online.mean_z2, online.nmse);
+    /// # Ok::<(), ssgp::Error>(())
+    /// ```
+    pub fn prequential(&self) -> Option<HeldOutCalibration> {
+        self.prequential.calibration()
     }
 }

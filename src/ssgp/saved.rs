@@ -134,6 +134,7 @@ impl FittedSsgp {
             ),
             rhs: None,
             updates: 0,
+            prequential: Default::default(),
         };
         Ok((model, bounds))
     }

@@ -285,6 +285,7 @@ impl ValidSsgpParams {
             record,
             rhs: None,
             updates: 0,
+            prequential: Default::default(),
         }
     }
 }

@@ -295,3 +295,97 @@ fn full_gp_updates_equal_conditioning_from_scratch() {
         assert_eq!(loaded.len(), 50);
     }
 }
+
+/// Running sums of one output's predictions against the targets, as `prequential` reports them.
+#[derive(Default)]
+struct Scored {
+    rows: usize,
+    z2: f64,
+    squared_error: f64,
+    squared_deviation: f64,
+}
+
+impl Scored {
+    fn add(&mut self, prediction: &ssgp::Predictive, y: &[f64], y_mean: f64) {
+        for (i, &yi) in y.iter().enumerate() {
+            let e = yi - prediction.mean[i];
+            self.rows += 1;
+            self.z2 += e * e / prediction.y_variance[i];
+            self.squared_error += e * e;
+            self.squared_deviation += (yi - y_mean).powi(2);
+        }
+    }
+
+    fn check(&self, online: Option<ssgp::termination::HeldOutCalibration>, what: &str) {
+        let online = online.unwrap_or_else(|| panic!("{what}: no prequential record"));
+        assert_eq!(online.rows, self.rows, "{what}");
+        let mean_z2 = self.z2 / self.rows as f64;
+        assert_relative_eq!(online.mean_z2, mean_z2, max_relative = 1e-10);
+        let nmse = self.squared_error / self.squared_deviation;
+        assert_relative_eq!(online.nmse, nmse, max_relative = 1e-10);
+    }
+}
+
+/// The prequential record is `predict` of the model before each call at the call's samples,
+/// scored against them (calls of one and of several samples, with and without forgetting), for
+/// one output and for each of several, and survives `output(p)`.
+#[test]
+fn prequential_record_is_each_calls_predictions_before_it() {
+    let mut rng = StdRng::seed_from_u64(29);
+    let (xb, yb) = samples(40, 2, 0.0, &mut rng);
+    let batch = Dataset::new(xb.clone(), yb.clone()).unwrap();
+    let mut model = ssgp_model(&batch, 12, &mut rng);
+    assert!(model.prequential().is_none());
+    let (xs, ys) = samples(30, 2, 1.5, &mut rng);
+    let mut scored = Scored::default();
+    let mut start = 0;
+    for (len, forgetting) in [
+        (1, 1.0),
+        (1, 1.0),
+        (5, 0.95),
+        (1, 0.9),
+        (10, 1.0),
+        (12, 0.99),
+    ] {
+        let x = xs.rows(start, len).into_owned();
+        let y = ys.rows(start, len).into_owned();
+        scored.add(&model.predict(&x).unwrap(), y.as_slice(), model.y_mean());
+        model.update_forgetting(&x, &y, forgetting).unwrap();
+        start += len;
+    }
+    scored.check(model.prequential(), "one output");
+
+    let outputs = 3;
+    let y2 = DMatrix::from_fn(xb.nrows(), outputs, |i, p| {
+        yb[i] * (p + 1) as f64 + p as f64
+    });
+    let multi_batch = ssgp::data::MultiDataset::new(xb, y2).unwrap();
+    let mut multi = Ssgp::params(12)
+        .seed(2)
+        .threads(1)
+        .max_evaluations(30)
+        .fit_multi(&multi_batch)
+        .unwrap();
+    assert!(multi.prequential(0).unwrap().is_none());
+    assert!(multi.prequential(outputs).is_err());
+    let ys2 = DMatrix::from_fn(xs.nrows(), outputs, |i, p| {
+        ys[i] * (p + 1) as f64 + p as f64
+    });
+    let mut scored: Vec<Scored> = (0..outputs).map(|_| Scored::default()).collect();
+    let mut start = 0;
+    for (len, forgetting) in [(1, 1.0), (7, 0.9), (1, 1.0), (21, 1.0)] {
+        let x = xs.rows(start, len).into_owned();
+        let y = ys2.rows(start, len).into_owned();
+        for (p, prediction) in multi.predict(&x).unwrap().iter().enumerate() {
+            let column = y.column(p).into_owned();
+            scored[p].add(prediction, column.as_slice(), multi.y_means()[p]);
+        }
+        multi.update_forgetting(&x, &y, forgetting).unwrap();
+        start += len;
+    }
+    for (p, s) in scored.iter().enumerate() {
+        s.check(multi.prequential(p).unwrap(), &format!("output {p}"));
+        let alone = multi.output(p).unwrap().prequential();
+        assert_eq!(alone, multi.prequential(p).unwrap(), "output {p} alone");
+    }
+}
