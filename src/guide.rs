@@ -346,10 +346,10 @@
 //! its factor (O(n²) per sample; it keeps the data). Both keep the batch's target offset ȳ, so
 //! they equal conditioning on all the data at θ with that offset. With drifting data, SSGP's
 //! `update_forgetting(x, y, γ)` discounts older samples (and the prior) by γ per sample; re-learn
-//! θ when the stream has left the batch's range far behind. SSGP tells you when: every `update`
-//! records how the model predicted the samples it adds before adding them
-//! ([`FittedSsgp::prequential`](crate::FittedSsgp::prequential), mean z² and NMSE of the
-//! stream's one-step-ahead predictions); a mean z² above 1 beyond chance (`overconfident()`)
+//! θ when the stream has left the batch's range far behind. The model tells you when: every
+//! `update` records how it predicted the samples it adds before adding them
+//! ([`FittedSsgp::prequential`](crate::FittedSsgp::prequential), and the full GP's: mean z² and
+//! NMSE of the stream's one-step-ahead predictions); a mean z² above 1 beyond chance (`overconfident()`)
 //! means the error bars have grown too narrow for the stream — with θ fixed, a finite-rank
 //! posterior keeps tightening while its error does not (the robot arm example: z² 4.9 over
 //! 20 000 samples).

@@ -404,6 +404,40 @@ impl HeldOutCalibration {
     }
 }
 
+/// A model's running record of how it predicted the samples its online updates added, each
+/// before the call that added it (prequential: a stream's next samples are a test set the model
+/// has not seen): their count, Σzᵢ² with zᵢ = (yᵢ − μᵢ)/√vᵢ, Σ(yᵢ − μᵢ)² and Σ(yᵢ − ȳ)², ȳ the
+/// fit's target offset. One per output; counted from the fit or the load, not saved.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Prequential {
+    rows: usize,
+    sum_z2: f64,
+    sum_squared_error: f64,
+    sum_squared_deviation: f64,
+}
+
+impl Prequential {
+    /// Adds a sample: its target `y` and predictive mean `mean`, both less ȳ, and the predictive
+    /// variance `variance` of y.
+    pub(crate) fn add(&mut self, y: f64, mean: f64, variance: f64) {
+        let error = y - mean;
+        self.rows += 1;
+        self.sum_z2 += error * error / variance;
+        self.sum_squared_error += error * error;
+        self.sum_squared_deviation += y * y;
+    }
+
+    /// The mean z² and NMSE so far, as a [`HeldOutCalibration`] of that many rows; `None` before
+    /// any sample.
+    pub(crate) fn calibration(&self) -> Option<HeldOutCalibration> {
+        (self.rows > 0).then(|| HeldOutCalibration {
+            rows: self.rows,
+            mean_z2: self.sum_z2 / self.rows as f64,
+            nmse: self.sum_squared_error / self.sum_squared_deviation,
+        })
+    }
+}
+
 impl fmt::Display for HeldOutCalibration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

@@ -25,6 +25,9 @@ impl FittedFullGp {
     /// the larger factor cannot be allocated; [`crate::error::Error::NotPositiveDefinite`] if the
     /// new block cannot be factorised (e.g. a sample repeated with σn² + δ ≈ 0). The model is
     /// unchanged on an error.
+    ///
+    /// The call's samples are first scored by the model before it ([`Self::prequential`]): their
+    /// predictive means K_nfᵀα and variances, the diagonal of CCᵀ less δ, come with the update.
     pub fn update(&mut self, x: &DMatrix<f64>, y: &DVector<f64>) -> Result<()> {
         let ym = DMatrix::from_column_slice(y.len(), 1, y.as_slice());
         let xu = crate::data::check_new_samples(&self.record.columns, x, &ym, 1)?;
@@ -35,8 +38,9 @@ impl FittedFullGp {
         let h = &self.hyperparameters;
         let zt = kernel::shift_and_scale(&xu, &self.input_means, &h.lengthscales);
         let cov = self.covariance();
-        // Bᵀ = L⁻¹K_fn (n×k).
+        // Bᵀ = L⁻¹K_fn (n×k), and the predictive means K_nf α (less ȳ) before the solve.
         let mut bt = cov.cross_scaled(&self.z, &zt, self.par());
+        let means = bt.tr_mul(&self.alpha);
         linalg::solve_lower(view(&self.factor), view_mut(&mut bt), self.par());
         // C Cᵀ = K_nn + (σn² + δ)I − BBᵀ.
         let mut c = DMatrix::zeros(k, k);
@@ -52,6 +56,8 @@ impl FittedFullGp {
             -1.0,
             self.par(),
         );
+        // The predictive variances of the new targets: σ0² − ‖L⁻¹k_i‖² + σn², as `predict`.
+        let variances: Vec<f64> = (0..k).map(|i| c[(i, i)] - self.jitter).collect();
         linalg::cholesky_in_place_lower(&mut c, "the new block of K + σn²I", self.par())?;
         let total = n + k;
         let mut factor = linalg::try_zeros(total, total, "the n×n Cholesky factor of K + σn²I")?;
@@ -74,11 +80,38 @@ impl FittedFullGp {
         let data = Dataset::new(x_all, y_all)?;
         let mut z = self.z.clone().insert_rows(n, k, 0.0);
         z.rows_mut(n, k).copy_from(&zt);
+        for (i, (&mean, &variance)) in means.iter().zip(&variances).enumerate() {
+            self.prequential
+                .add(y[i] - self.record.y_mean, mean, variance);
+        }
         self.factor = Arc::new(factor);
         self.z = z;
         self.data = Arc::new(data);
         self.recentre_targets(self.record.y_mean);
         Ok(())
+    }
+
+    /// How the model predicted the samples [`Self::update`] added, each scored by the model
+    /// before the call that added it: count, mean z² (1 for calibrated error bars) and NMSE
+    /// against the fit's ȳ, as SSGP's [`crate::FittedSsgp::prequential`]; `None` before any
+    /// update. Counted from the fit or the load (not saved).
+    ///
+    /// # Example
+    /// ```
+    /// use nalgebra::{DMatrix, DVector};
+    /// use ssgp::{Dataset, FullGp};
+    /// let x = DMatrix::from_fn(40, 1, |i, _| i as f64 / 8.0);
+    /// let y = x.column(0).map(|v| v.sin());
+    /// let mut model = FullGp::params().max_evaluations(50).fit(&Dataset::new(x, y)?)?;
+    /// let xs = DMatrix::from_fn(10, 1, |i, _| 5.0 + i as f64 / 8.0);
+    /// let ys = xs.column(0).map(|v| v.sin());
+    /// model.update(&xs, &ys)?;
+    /// let online = model.prequential().expect("10 samples were added");
+    /// assert_eq!(online.rows, 10);
+    /// # Ok::<(), ssgp::Error>(())
+    /// ```
+    pub fn prequential(&self) -> Option<crate::termination::HeldOutCalibration> {
+        self.prequential.calibration()
     }
 
     /// Sets the target offset ȳ to `y_mean` and recomputes α = (K + σn²I)⁻¹(y − ȳ) and

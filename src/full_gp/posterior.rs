@@ -46,6 +46,9 @@ pub struct FittedFullGp {
     /// θ, ȳ, −log p(y|θ), the training summary, the noise floor, the thread count and the
     /// used input columns.
     pub(crate) record: FitRecord,
+    /// How the samples [`FittedFullGp::update`] added were predicted before the call that added
+    /// them ([`FittedFullGp::prequential`]).
+    pub(crate) prequential: crate::termination::Prequential,
 }
 
 impl FittedFullGp {

@@ -192,6 +192,7 @@ impl ValidFullGpParams {
                 training.unwrap_or_else(|| TrainingSummary::untrained(neg_log_evidence)),
                 columns,
             ),
+            prequential: Default::default(),
         })
     }
 }

@@ -3,7 +3,7 @@
 //! outputs at once, and each output as a stand-alone [`FittedSsgp`] (samples, persistence).
 
 use super::multi::{MultiPass, MultiSsgpHyperparameters};
-use super::online::{absorb_and_score, new_sample_features, solve_weights, Prequential};
+use super::online::{absorb_and_score, new_sample_features, solve_weights};
 use super::posterior::{FittedSsgp, OutputView, WeightPosterior};
 use super::{features, SsgpHyperparameters, ValidSsgpParams};
 use crate::data::InputColumns;
@@ -14,7 +14,7 @@ use crate::linalg;
 use crate::model::FitRecord;
 use crate::prediction_loop::{gradients_in_chunks, predict_in_chunks, Rows};
 use crate::predictive::{Predictive, PredictiveGradients};
-use crate::termination::{HeldOutCalibration, TrainingSummary};
+use crate::termination::{HeldOutCalibration, Prequential, TrainingSummary};
 use nalgebra::{DMatrix, DVector};
 
 /// A trained SSGP with P outputs on shared spectral points ([`super::multi`]): the posterior of

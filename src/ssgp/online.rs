@@ -21,30 +21,8 @@ use crate::data::InputColumns;
 use crate::error::{Error, Result};
 use crate::linalg::Par;
 use crate::linalg::{self, view, view_mut};
-use crate::termination::HeldOutCalibration;
+use crate::termination::{HeldOutCalibration, Prequential};
 use nalgebra::{DMatrix, DVector};
-
-/// What the samples added online say of the predictions the model made for them before they
-/// were added (prequential: a stream's next samples are a test set the model has not seen), for
-/// one output: their count, Σzᵢ² with zᵢ = (yᵢ − μᵢ)/√vᵢ, Σ(yᵢ − μᵢ)² and Σ(yᵢ − ȳ)², ȳ the fit's.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Prequential {
-    rows: usize,
-    sum_z2: f64,
-    sum_squared_error: f64,
-    sum_squared_deviation: f64,
-}
-
-impl Prequential {
-    /// The mean z² and NMSE of the predictions so far; `None` before any sample.
-    pub(crate) fn calibration(&self) -> Option<HeldOutCalibration> {
-        (self.rows > 0).then(|| HeldOutCalibration {
-            rows: self.rows,
-            mean_z2: self.sum_z2 / self.rows as f64,
-            nmse: self.sum_squared_error / self.sum_squared_deviation,
-        })
-    }
-}
 
 /// ‖L⁻¹φᵢ‖² = φᵢᵀA⁻¹φᵢ for each row of `phi` (n×2m) under the factor `l` (2m×2m): one
 /// triangular solve with n right-hand sides, n(2m)²/2 multiply-adds.
@@ -67,11 +45,7 @@ pub(crate) fn score(
     let mean = phi * alpha;
     for (i, h) in leverages.iter().enumerate() {
         for (p, score) in scores.iter_mut().enumerate() {
-            let error = y[(i, p)] - mean[(i, p)];
-            score.rows += 1;
-            score.sum_z2 += error * error / (noise[p] * (1.0 + h));
-            score.sum_squared_error += error * error;
-            score.sum_squared_deviation += y[(i, p)] * y[(i, p)];
+            score.add(y[(i, p)], mean[(i, p)], noise[p] * (1.0 + h));
         }
     }
 }

@@ -65,7 +65,7 @@ pub struct FittedSsgp {
     /// Samples added by [`FittedSsgp::update`].
     pub(crate) updates: usize,
     /// How those samples were predicted before they were added ([`FittedSsgp::prequential`]).
-    pub(crate) prequential: super::online::Prequential,
+    pub(crate) prequential: crate::termination::Prequential,
     pub(crate) fixed: bool,
     pub(crate) chunk_rows: usize,
     /// θ, ȳ, −log p(y|θ), the training summary, the noise floor, the thread count and the

@@ -389,3 +389,31 @@ fn prequential_record_is_each_calls_predictions_before_it() {
         assert_eq!(alone, multi.prequential(p).unwrap(), "output {p} alone");
     }
 }
+
+/// The full GP's prequential record is `predict` before each call at the call's samples, scored
+/// against them (calls of one and of several samples).
+#[test]
+fn full_gp_prequential_record_is_each_calls_predictions_before_it() {
+    let mut rng = StdRng::seed_from_u64(31);
+    let (xb, yb) = samples(30, 2, 0.0, &mut rng);
+    let batch = Dataset::new(xb, yb).unwrap();
+    let theta = DVector::from_vec(vec![0.2, 0.4, 0.3, -1.2]);
+    let mut model = FullGp::params()
+        .threads(1)
+        .check()
+        .unwrap()
+        .condition(&batch, &theta)
+        .unwrap();
+    assert!(model.prequential().is_none());
+    let (xs, ys) = samples(20, 2, 1.0, &mut rng);
+    let mut scored = Scored::default();
+    let mut start = 0;
+    for len in [1, 4, 1, 6, 8] {
+        let x = xs.rows(start, len).into_owned();
+        let y = ys.rows(start, len).into_owned();
+        scored.add(&model.predict(&x).unwrap(), y.as_slice(), batch.y_mean());
+        model.update(&x, &y).unwrap();
+        start += len;
+    }
+    scored.check(model.prequential(), "full GP");
+}
