@@ -7,8 +7,11 @@
 //! The arm (rigid-body equations, τ = M(q)q̈ + C(q, q̇)q̇ + g(q) + F q̇) has links of 0.5 m, masses
 //! 2 and 1 kg at mid-link, rod inertias and viscous friction; the targets carry Gaussian sensor
 //! noise of 1 % of each torque's standard deviation. Reported on the second half of the stream,
-//! on one thread: NMSE and MNLP of the updated model and the NMSE of the frozen batch model,
-//! updates per second (the updates alone, without the predictions), and the relative error
+//! on one thread: NMSE, MNLP, 95 % coverage and mean z² of the updated model, the same with its
+//! variances widened by `online_variance_factor` (each prediction by the factor of the samples
+//! before it), the model's own one-step-ahead record (`prequential`, the whole stream), the NMSE
+//! of the frozen batch model, updates per second (the updates alone, without the predictions),
+//! and the relative error
 //! ‖J − M(q)‖_F/‖M(q)‖_F of the predicted torques' Jacobian J = ∂τ̂/∂q̈ (from `predict_gradients`)
 //! against the arm's inertia matrix at a few states of the stream's end.
 //!
@@ -241,12 +244,15 @@ fn run() -> Result<(), Box<dyn Error>> {
     let (xs, ys) = samples(&arm, &path, (t_drift, dt, o.stream), noise, &mut rng)?;
     let half = o.stream / 2;
     let (mut mean, mut var) = (DMatrix::zeros(o.stream, 2), DMatrix::zeros(o.stream, 2));
+    // The variances widened by what the stream's latest one-step-ahead predictions say.
+    let mut widened = DMatrix::zeros(o.stream, 2);
     let mut update_seconds = 0.0;
     for i in 0..o.stream {
         let xi = xs.rows(i, 1).into_owned();
         for (p, pred) in model.predict(&xi)?.into_iter().enumerate() {
             mean[(i, p)] = pred.mean[0];
             var[(i, p)] = pred.y_variance[0];
+            widened[(i, p)] = pred.y_variance[0] * model.online_variance_factor(p)?;
         }
         let yi = ys.rows(i, 1).into_owned();
         let t = Instant::now();
@@ -283,24 +289,41 @@ fn run() -> Result<(), Box<dyn Error>> {
         let (nmse_online, mnlp_online) = (nmse(&y, &pred, ybar)?, mnlp(&y, &pred)?);
         let nmse_frozen = nmse(&y, frozen_pred, ybar)?;
         let online = calibration(&y, &pred)?;
+        let wide = Predictive {
+            y_variance: widened
+                .view((half, p), (o.stream - half, 1))
+                .column(0)
+                .into_owned(),
+            ..pred.clone()
+        };
+        let (widened_mnlp, widened) = (mnlp(&y, &wide)?, calibration(&y, &wide)?);
         // The model's own record of the whole stream, each sample predicted before it was added.
         let record = model.prequential(p)?.ok_or("the stream added no samples")?;
         if o.json {
             println!(
                 "{{\"output\": {p}, \"m\": {m}, \"threads\": 1, \"nmse\": {nmse_online}, \"mnlp\": \
-                 {mnlp_online}, \"coverage\": {}, \"mean_z2\": {}, \"prequential_mean_z2\": {}, \
-                 \"nmse_frozen\": {nmse_frozen}, \"updates_per_second\": \
-                 {updates_per_second}, \"jacobian_rel_err\": {jacobian_rel_err}}}",
-                online.within_95, online.mean_squared_z, record.mean_z2
+                 {mnlp_online}, \"coverage\": {}, \"mean_z2\": {}, \"widened_mnlp\": \
+                 {widened_mnlp}, \"widened_coverage\": {}, \"widened_mean_z2\": {}, \
+                 \"prequential_mean_z2\": {}, \"nmse_frozen\": {nmse_frozen}, \
+                 \"updates_per_second\": {updates_per_second}, \"jacobian_rel_err\": \
+                 {jacobian_rel_err}}}",
+                online.within_95,
+                online.mean_squared_z,
+                widened.within_95,
+                widened.mean_squared_z,
+                record.mean_z2
             );
         } else {
             println!(
-                "τ{}: NMSE {nmse_online:.4} (frozen batch model {nmse_frozen:.4}), MNLP \
-                 {mnlp_online:.3}, 95 % coverage {:.3}, mean z² {:.2}; the model's own \
-                 one-step-ahead record: mean z² {:.2} over {} samples{}",
+                "τ{}: NMSE {nmse_online:.4} (frozen batch model {nmse_frozen:.4}); MNLP \
+                 {mnlp_online:.3}, 95 % coverage {:.3}, mean z² {:.2}; widened by \
+                 online_variance_factor: MNLP {widened_mnlp:.3}, coverage {:.3}, mean z² {:.2}; \
+                 the model's own one-step-ahead record: mean z² {:.2} over {} samples{}",
                 p + 1,
                 online.within_95,
                 online.mean_squared_z,
+                widened.within_95,
+                widened.mean_squared_z,
                 record.mean_z2,
                 record.rows,
                 if record.overconfident() {

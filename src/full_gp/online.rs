@@ -114,6 +114,12 @@ impl FittedFullGp {
         self.prequential.calibration()
     }
 
+    /// As SSGP's [`crate::FittedSsgp::online_variance_factor`]: the recent one-step-ahead mean
+    /// z² of the stream where it is above 1 (1 before any update); `predict` does not apply it.
+    pub fn online_variance_factor(&self) -> f64 {
+        self.prequential.variance_factor()
+    }
+
     /// Sets the target offset ȳ to `y_mean` and recomputes α = (K + σn²I)⁻¹(y − ȳ) and
     /// −log p(y|θ) from the factor (O(n²)): after an update, and when loading an updated model.
     pub(crate) fn recentre_targets(&mut self, y_mean: f64) {

@@ -350,4 +350,14 @@ impl FittedMultiSsgp {
         self.check_output(p)?;
         Ok(self.prequential[p].calibration())
     }
+
+    /// Output p's [`FittedSsgp::online_variance_factor`]: the recent one-step-ahead mean z² of
+    /// the stream where it is above 1 (1 before any update); `predict` does not apply it.
+    ///
+    /// # Errors
+    /// As [`Self::output`] for p ≥ P.
+    pub fn online_variance_factor(&self, p: usize) -> Result<f64> {
+        self.check_output(p)?;
+        Ok(self.prequential[p].variance_factor())
+    }
 }

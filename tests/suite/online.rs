@@ -303,6 +303,8 @@ struct Scored {
     z2: f64,
     squared_error: f64,
     squared_deviation: f64,
+    recent_z2: f64,
+    recent_weight: f64,
 }
 
 impl Scored {
@@ -313,7 +315,14 @@ impl Scored {
             self.z2 += e * e / prediction.y_variance[i];
             self.squared_error += e * e;
             self.squared_deviation += (yi - y_mean).powi(2);
+            self.recent_z2 = 0.99 * self.recent_z2 + e * e / prediction.y_variance[i];
+            self.recent_weight = 0.99 * self.recent_weight + 1.0;
         }
+    }
+
+    /// The recent mean z² (each sample weighted 0.99 per later one) where above 1.
+    fn factor(&self) -> f64 {
+        (self.recent_z2 / self.recent_weight).max(1.0)
     }
 
     fn check(&self, online: Option<ssgp::termination::HeldOutCalibration>, what: &str) {
@@ -354,6 +363,12 @@ fn prequential_record_is_each_calls_predictions_before_it() {
         start += len;
     }
     scored.check(model.prequential(), "one output");
+    assert!(scored.factor() > 1.0, "the shifted stream widens");
+    assert_relative_eq!(
+        model.online_variance_factor(),
+        scored.factor(),
+        max_relative = 1e-10
+    );
 
     let outputs = 3;
     let y2 = DMatrix::from_fn(xb.nrows(), outputs, |i, p| {
@@ -385,9 +400,17 @@ fn prequential_record_is_each_calls_predictions_before_it() {
     }
     for (p, s) in scored.iter().enumerate() {
         s.check(multi.prequential(p).unwrap(), &format!("output {p}"));
-        let alone = multi.output(p).unwrap().prequential();
-        assert_eq!(alone, multi.prequential(p).unwrap(), "output {p} alone");
+        let alone = multi.output(p).unwrap();
+        assert_eq!(
+            alone.prequential(),
+            multi.prequential(p).unwrap(),
+            "output {p} alone"
+        );
+        let factor = multi.online_variance_factor(p).unwrap();
+        assert_relative_eq!(factor, s.factor(), max_relative = 1e-10);
+        assert_eq!(alone.online_variance_factor(), factor, "output {p} alone");
     }
+    assert!(multi.online_variance_factor(outputs).is_err());
 }
 
 /// The full GP's prequential record is `predict` before each call at the call's samples, scored
@@ -405,6 +428,7 @@ fn full_gp_prequential_record_is_each_calls_predictions_before_it() {
         .condition(&batch, &theta)
         .unwrap();
     assert!(model.prequential().is_none());
+    assert_eq!(model.online_variance_factor(), 1.0);
     let (xs, ys) = samples(20, 2, 1.0, &mut rng);
     let mut scored = Scored::default();
     let mut start = 0;
@@ -416,4 +440,9 @@ fn full_gp_prequential_record_is_each_calls_predictions_before_it() {
         start += len;
     }
     scored.check(model.prequential(), "full GP");
+    assert_relative_eq!(
+        model.online_variance_factor(),
+        scored.factor(),
+        max_relative = 1e-10
+    );
 }
