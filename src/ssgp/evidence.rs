@@ -291,10 +291,6 @@ impl<'a> SsgpEvidence<'a> {
         Ok((first.value(), first.into_posterior()))
     }
 
-    fn y_rows(&self, start: usize, len: usize) -> MatRef<'_> {
-        MatRef::from_column_major_slice(&self.y.as_slice()[start..start + len], len, 1)
-    }
-
     /// The buffers kept between evaluations.
     pub(crate) fn workspace(&self) -> MutexGuard<'_, Workspace> {
         self.workspace.lock().unwrap_or_else(|p| p.into_inner())
@@ -347,42 +343,13 @@ impl<'a> SsgpEvidence<'a> {
     /// This evidence's share of the sums of eq. 8 (a fold over row chunks): ΦᵀΦ (lower
     /// triangle), b = Φᵀy (2m), yᵀy and n over its rows, at a cost of n(2m)² + 4nmD flops.
     pub(crate) fn local_sums(&self, point: &EvaluationPoint, ws: &mut Workspace) -> DataSums {
-        let k = 2 * self.m;
-        let omega = &point.omega;
-        // The total of ΦᵀΦ in the buffer of the last evaluation's factor, if it was handed back.
-        let mut total = std::mem::replace(&mut ws.factor, DMatrix::zeros(0, 0));
-        linalg::resize(&mut total, k, k);
-        total.fill(0.0);
-        let (a, b) = self.plan.map_reduce(
-            ws,
-            point.cached,
-            &self.threads,
-            |(start, len), buffers, sums, cached, first| {
-                let ChunkBuffers {
-                    phi: own, centred, ..
-                } = buffers;
-                let BlockSums { a, b, .. } = sums;
-                let phi = cached.unwrap_or(own);
-                let rows = linalg::rows_view(self.x, start, len);
-                design_matrix_into(rows, &self.centre, omega, phi, centred, Par::Seq);
-                linalg::resize(a, k, k);
-                linalg::resize(b, k, 1);
-                linalg::syrk_lower(view_mut(a), !first, view(phi), 1.0, Par::Seq);
-                linalg::gemm(
-                    view_mut(b),
-                    !first,
-                    view(phi).transpose(),
-                    self.y_rows(start, len),
-                    1.0,
-                    Par::Seq,
-                );
-            },
-            (total, DMatrix::zeros(k, 1)),
-            |(a, b), sums| {
-                add_lower(a, &sums.a);
-                *b += &sums.b;
-            },
-        );
+        let design = Design {
+            x: self.x,
+            centre: &self.centre,
+            omega: &point.omega,
+        };
+        let y = MatRef::from_column_major_slice(self.y.as_slice(), self.y.len(), 1);
+        let (a, b) = design_sums(&self.plan, (ws, point.cached, &self.threads), &design, y);
         DataSums {
             a,
             b,
@@ -484,6 +451,11 @@ impl<'a> SsgpEvidence<'a> {
         let cache = *cache;
         let k = 2 * m;
         let sn2 = h.noise_variance;
+        let design = Design {
+            x: self.x,
+            centre: &self.centre,
+            omega,
+        };
         self.plan.map_reduce(
             ws,
             cache,
@@ -496,17 +468,7 @@ impl<'a> SsgpEvidence<'a> {
                     r,
                 } = buffers;
                 let d_omega = &mut sums.d_omega;
-                let rows = linalg::rows_view(self.x, start, len);
-                let phi: &DMatrix<f64> = match cached {
-                    Some(p) => {
-                        centre_rows(rows, &self.centre, centred);
-                        &*p
-                    }
-                    None => {
-                        design_matrix_into(rows, &self.centre, omega, own, centred, Par::Seq);
-                        own
-                    }
-                };
+                let phi = chunk_design(&design, (start, len), cached, own, centred);
                 // r = (y − Φα)/σn² = K⁻¹y on these rows, while Φ is copied for the solves.
                 linalg::resize(solved, len, k);
                 linalg::resize(r, len, 1);
@@ -630,9 +592,86 @@ impl<'a> SsgpEvidence<'a> {
     }
 }
 
+/// What the design matrix of an evidence's rows is made of: the inputs `x` (n×D), their centre
+/// (D) and the scaled frequencies Ω (m×D).
+pub(super) struct Design<'a> {
+    pub x: &'a DMatrix<f64>,
+    pub centre: &'a DVector<f64>,
+    pub omega: &'a DMatrix<f64>,
+}
+
+/// The sums of a first pass over `plan`'s rows, a fold over their chunks
+/// ([`RowPlan::map_reduce`] with the workspace `ws`, its first `cached` chunks of Φ kept there,
+/// on `threads`): the lower triangle of ΦᵀΦ (2m×2m, in the buffer of the last evaluation's
+/// factor when it was handed back) and ΦᵀY (2m×P) for the centred targets `y` (n×P), at a cost
+/// of n(2m)² + 4nmP + 4nmD flops. One output's evidence and the multi-output one take theirs so.
+pub(super) fn design_sums(
+    plan: &RowPlan,
+    (ws, cached, threads): (&mut Workspace, usize, &linalg::Threads),
+    design: &Design<'_>,
+    y: MatRef<'_>,
+) -> (DMatrix<f64>, DMatrix<f64>) {
+    let (k, p) = (2 * design.omega.nrows(), y.ncols());
+    let mut total = std::mem::replace(&mut ws.factor, DMatrix::zeros(0, 0));
+    linalg::resize(&mut total, k, k);
+    total.fill(0.0);
+    plan.map_reduce(
+        ws,
+        cached,
+        threads,
+        |(start, len), buffers, sums, cached, first| {
+            let ChunkBuffers {
+                phi: own, centred, ..
+            } = buffers;
+            let BlockSums { a, b, .. } = sums;
+            let phi = cached.unwrap_or(own);
+            let rows = linalg::rows_view(design.x, start, len);
+            design_matrix_into(rows, design.centre, design.omega, phi, centred, Par::Seq);
+            linalg::resize(a, k, k);
+            linalg::resize(b, k, p);
+            linalg::syrk_lower(view_mut(a), !first, view(phi), 1.0, Par::Seq);
+            linalg::gemm(
+                view_mut(b),
+                !first,
+                view(phi).transpose(),
+                y.subrows(start, len),
+                1.0,
+                Par::Seq,
+            );
+        },
+        (total, DMatrix::zeros(k, p)),
+        |(a, b), sums| {
+            add_lower(a, &sums.a);
+            *b += &sums.b;
+        },
+    )
+}
+
+/// Chunk (start, len)'s Φ in a gradient pass: its `cached` slot, the centred inputs written into
+/// `centred`, or else computed into `own` (with them).
+pub(super) fn chunk_design<'b>(
+    design: &Design<'_>,
+    (start, len): (usize, usize),
+    cached: Option<&'b mut DMatrix<f64>>,
+    own: &'b mut DMatrix<f64>,
+    centred: &mut DMatrix<f64>,
+) -> &'b DMatrix<f64> {
+    let rows = linalg::rows_view(design.x, start, len);
+    match cached {
+        Some(phi) => {
+            centre_rows(rows, design.centre, centred);
+            phi
+        }
+        None => {
+            design_matrix_into(rows, design.centre, design.omega, own, centred, Par::Seq);
+            own
+        }
+    }
+}
+
 /// Adds the lower triangle (diagonal included) of a block's partial sum of A = ΦᵀΦ to that of
 /// `dst` (both k×k; only the lower triangle is read later, so half the additions suffice).
-pub(super) fn add_lower(dst: &mut DMatrix<f64>, block: &DMatrix<f64>) {
+fn add_lower(dst: &mut DMatrix<f64>, block: &DMatrix<f64>) {
     let k = dst.nrows();
     for (j, (out, v)) in dst
         .as_mut_slice()

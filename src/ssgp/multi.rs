@@ -20,9 +20,9 @@
 //! its gradient are the sums of the P single-output ones at θ_p = [log ℓ, log σ0p, log σnp, W]
 //! (mapped by the chain rule for σ0p and p_ρ; tested).
 
-use super::chunks::{BlockSums, ChunkBuffers, RowPlan, Workspace};
-use super::evidence::add_lower;
-use super::features::{centre_rows, design_matrix_into, scaled_frequencies};
+use super::chunks::{ChunkBuffers, RowPlan, Workspace};
+use super::evidence::{chunk_design, design_sums, Design};
+use super::features::scaled_frequencies;
 use super::multi_posterior::FittedMultiSsgp;
 use super::{SsgpParams, ValidSsgpParams};
 use crate::data::{Dataset, InputColumns, MultiDataset};
@@ -279,39 +279,13 @@ impl<'a> MultiSsgpEvidence<'a> {
         } else {
             0
         };
-        let mut total = std::mem::replace(&mut ws.factor, DMatrix::zeros(0, 0));
-        linalg::resize(&mut total, k, k);
-        total.fill(0.0);
-        let (mut a, b) = self.plan.map_reduce(
-            ws,
-            cached,
-            &self.threads,
-            |(start, len), buffers, sums, cached, first| {
-                let ChunkBuffers {
-                    phi: own, centred, ..
-                } = buffers;
-                let BlockSums { a, b, .. } = sums;
-                let phi = cached.unwrap_or(own);
-                let rows = linalg::rows_view(self.x, start, len);
-                design_matrix_into(rows, &self.centre, &omega, phi, centred, Par::Seq);
-                linalg::resize(a, k, k);
-                linalg::resize(b, k, p);
-                linalg::syrk_lower(view_mut(a), !first, view(phi), 1.0, Par::Seq);
-                linalg::gemm(
-                    view_mut(b),
-                    !first,
-                    view(phi).transpose(),
-                    view(&self.y).subrows(start, len),
-                    1.0,
-                    Par::Seq,
-                );
-            },
-            (total, DMatrix::zeros(k, p)),
-            |(a, b), sums| {
-                add_lower(a, &sums.a);
-                *b += &sums.b;
-            },
-        );
+        let design = Design {
+            x: self.x,
+            centre: &self.centre,
+            omega: &omega,
+        };
+        let y = view(&self.y);
+        let (mut a, b) = design_sums(&self.plan, (ws, cached, &self.threads), &design, y);
         let lambda = m as f64 * hyper.noise_ratio;
         for i in 0..k {
             a[(i, i)] += lambda;
@@ -364,6 +338,11 @@ impl<'a> MultiSsgpEvidence<'a> {
     ) -> (DMatrix<f64>, f64) {
         let (m, k, p, d) = (self.m, 2 * self.m, self.outputs(), self.x.ncols());
         let sn2 = first.hyper.noise_variances();
+        let design = Design {
+            x: self.x,
+            centre: &self.centre,
+            omega: &first.omega,
+        };
         let pass = || {
             self.plan.map_reduce(
                 ws,
@@ -376,18 +355,7 @@ impl<'a> MultiSsgpEvidence<'a> {
                         solved,
                         r,
                     } = buffers;
-                    let rows = linalg::rows_view(self.x, start, len);
-                    let phi: &DMatrix<f64> = match cached {
-                        Some(phi) => {
-                            centre_rows(rows, &self.centre, centred);
-                            &*phi
-                        }
-                        None => {
-                            let omega = &first.omega;
-                            design_matrix_into(rows, &self.centre, omega, own, centred, Par::Seq);
-                            own
-                        }
-                    };
+                    let phi = chunk_design(&design, (start, len), cached, own, centred);
                     linalg::resize(solved, len, k);
                     solved.copy_from(phi);
                     linalg::right_solve_cholesky(solved, &first.l, Par::Seq);
