@@ -24,13 +24,25 @@ use crate::linalg::{self, view, view_mut};
 use crate::termination::{HeldOutCalibration, Prequential};
 use nalgebra::{DMatrix, DVector};
 
-/// ‖L⁻¹φᵢ‖² = φᵢᵀA⁻¹φᵢ for each row of `phi` (n×2m) under the factor `l` (2m×2m): one
-/// triangular solve with n right-hand sides, n(2m)²/2 multiply-adds.
+/// ‖L⁻¹φᵢ‖² = φᵢᵀA⁻¹φᵢ for each row of `phi` (n×2m) under the factor `l` (2m×2m): triangular
+/// solves with up to [`LEVERAGE_ROWS`] right-hand sides at a time (n(2m)²/2 multiply-adds; a
+/// 2m×[`LEVERAGE_ROWS`] buffer beyond the n leverages, whatever n).
 pub(crate) fn leverages(l: &DMatrix<f64>, phi: &DMatrix<f64>) -> Vec<f64> {
-    let mut v = phi.transpose();
-    linalg::solve_lower(view(l), view_mut(&mut v), Par::Seq);
-    v.column_iter().map(|c| c.norm_squared()).collect()
+    let n = phi.nrows();
+    let mut out = Vec::with_capacity(n);
+    let mut v = DMatrix::zeros(0, 0);
+    for start in (0..n).step_by(LEVERAGE_ROWS) {
+        let len = LEVERAGE_ROWS.min(n - start);
+        linalg::resize(&mut v, phi.ncols(), len);
+        phi.rows(start, len).transpose_to(&mut v);
+        linalg::solve_lower(view(l), view_mut(&mut v), Par::Seq);
+        out.extend(v.column_iter().map(|c| c.norm_squared()));
+    }
+    out
 }
+
+/// The samples of one call whose leverages [`leverages`] solves for at a time.
+const LEVERAGE_ROWS: usize = 512;
 
 /// Scores, for each output p, the predictive N(φᵢᵀα_p, σnp²(1 + hᵢ)) of a model with weights
 /// `alpha` (2m×P), noise variances `noise` (P) and leverages hᵢ = φᵢᵀA⁻¹φᵢ (`leverages`, one per
@@ -281,5 +293,28 @@ impl FittedSsgp {
     /// ```
     pub fn online_variance_factor(&self) -> f64 {
         self.prequential.variance_factor()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The leverages over several chunks of rows are φᵢᵀA⁻¹φᵢ row by row.
+    #[test]
+    fn leverages_over_chunks_are_each_rows_quadratic_form() {
+        let k = 6;
+        let b = DMatrix::from_fn(k, k, |i, j| ((i * 5 + j * 3) as f64).sin());
+        let a = &b * b.transpose() + DMatrix::identity(k, k) * 0.3;
+        let l = a.clone().cholesky().unwrap().l();
+        let a_inv = a.try_inverse().unwrap();
+        let n = 2 * LEVERAGE_ROWS + 37;
+        let phi = DMatrix::from_fn(n, k, |i, j| ((i * 7 + j * 11) as f64 * 0.13).cos());
+        let h = leverages(&l, &phi);
+        assert_eq!(h.len(), n);
+        for (i, hi) in h.iter().enumerate() {
+            let row = phi.row(i).transpose();
+            approx::assert_relative_eq!(*hi, (&a_inv * &row).dot(&row), max_relative = 1e-10);
+        }
     }
 }
