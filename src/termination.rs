@@ -454,13 +454,18 @@ impl Prequential {
         }
     }
 
-    /// The mean z² and NMSE so far, as a [`HeldOutCalibration`] of that many rows; `None` before
-    /// any sample.
+    /// The mean z² and NMSE so far, as a [`HeldOutCalibration`] of that many rows (an NMSE of
+    /// 0 or ∞ where every target so far was ȳ itself); `None` before any sample.
     pub(crate) fn calibration(&self) -> Option<HeldOutCalibration> {
+        let nmse = match (self.sum_squared_error, self.sum_squared_deviation) {
+            (error, deviation) if deviation > 0.0 => error / deviation,
+            (error, _) if error > 0.0 => f64::INFINITY,
+            _ => 0.0,
+        };
         (self.rows > 0).then(|| HeldOutCalibration {
             rows: self.rows,
             mean_z2: self.sum_z2 / self.rows as f64,
-            nmse: self.sum_squared_error / self.sum_squared_deviation,
+            nmse,
         })
     }
 }
@@ -808,6 +813,23 @@ impl TrainingSummary {
 
 #[cfg(test)]
 mod tests {
+    /// A record's NMSE is never NaN: 0 or ∞ where every target was ȳ itself.
+    #[test]
+    fn a_prequential_record_of_targets_at_the_offset_has_no_nan() {
+        let mut exact = Prequential::default();
+        assert!(exact.calibration().is_none());
+        exact.add(0.0, 0.0, 1.0);
+        assert_eq!(exact.calibration().map(|c| c.nmse), Some(0.0));
+        let mut off = Prequential::default();
+        off.add(0.0, 0.5, 1.0);
+        let c = off.calibration().unwrap();
+        assert_eq!((c.rows, c.mean_z2, c.nmse), (1, 0.25, f64::INFINITY));
+        off.add(2.0, 0.0, 4.0);
+        let c = off.calibration().unwrap();
+        assert_eq!((c.rows, c.mean_z2, c.nmse), (2, 0.625, (0.25 + 4.0) / 4.0));
+        assert_eq!(off.variance_factor(), 1.0);
+    }
+
     use super::*;
 
     #[test]
