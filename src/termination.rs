@@ -361,10 +361,14 @@ impl fmt::Display for Remedy {
     }
 }
 
-/// The kept candidate's calibration on the rows SSGP's calibration check held out from it
-/// ([`Remedy::HeldOut`]): the candidate was trained without them (on 3/4 of the rows, or half
-/// of them above `ssgp::CalibrationGuard::HELD_OUT_MAX_ROWS`), so for SSGP's learned spectral
-/// points, which the exact LOO holds fixed, this is the honest measure of the error bars.
+/// A model's calibration on rows it was not trained on. Two uses: the kept candidate's on the
+/// rows SSGP's calibration check held out from it ([`Remedy::HeldOut`]): the candidate was
+/// trained without them (on 3/4 of the rows, or half of them above
+/// `ssgp::CalibrationGuard::HELD_OUT_MAX_ROWS`), so for SSGP's learned spectral points, which
+/// the exact LOO holds fixed, this is the honest measure of the error bars; and a model's
+/// record of the samples its online updates added, each predicted before it was added
+/// (`FittedSsgp::prequential`, `FittedFullGp::prequential`), where `nmse` is taken against the
+/// fit's ȳ.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct HeldOutCalibration {
