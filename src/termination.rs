@@ -420,9 +420,9 @@ pub(crate) struct Prequential {
     sum_z2: f64,
     sum_squared_error: f64,
     sum_squared_deviation: f64,
-    /// Σ_j d^(k−j) z_j² and Σ_j d^(k−j) over the k samples so far (d the decay).
+    /// Σ_j d^(k−j) z_j² over the k samples so far (d the decay; their weights sum to
+    /// (1 − d^k)/(1 − d)).
     recent_z2: f64,
-    recent_weight: f64,
 }
 
 impl Prequential {
@@ -444,18 +444,18 @@ impl Prequential {
         self.sum_squared_error += error * error;
         self.sum_squared_deviation += y * y;
         self.recent_z2 = Self::RECENT_DECAY * self.recent_z2 + z2;
-        self.recent_weight = Self::RECENT_DECAY * self.recent_weight + 1.0;
     }
 
     /// The recent mean z² where it is above 1, else 1 (1 before any sample): the factor by which
     /// the stream's latest one-step-ahead predictions say the predictive variances are too
     /// narrow. Never below 1 (a stream does not narrow the error bars).
     pub(crate) fn variance_factor(&self) -> f64 {
-        if self.recent_weight > 0.0 {
-            (self.recent_z2 / self.recent_weight).max(1.0)
-        } else {
-            1.0
+        if self.rows == 0 {
+            return 1.0;
         }
+        let d = Self::RECENT_DECAY;
+        let weight = (1.0 - d.powf(self.rows as f64)) / (1.0 - d);
+        (self.recent_z2 / weight).max(1.0)
     }
 
     /// The mean z² and NMSE so far, as a [`HeldOutCalibration`] of that many rows (an NMSE of

@@ -32,6 +32,9 @@ pub(crate) use blas3::{
     add_gram, right_solve_cholesky, solve_right_lower, solve_right_lower_transpose, symm_lower,
     syrk_lower,
 };
+/// A symmetric positive definite test matrix (k×k), for the tests outside `linalg` too.
+#[cfg(test)]
+pub(crate) use factor::tests::spd;
 pub(crate) use factor::{
     cholesky_in_place_lower, cholesky_solve_in_place, factorize_with_jitter, invert_lower,
     invert_lower_in, solve_lower, solve_lower_transpose, spd_inverse_lower,

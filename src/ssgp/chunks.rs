@@ -205,6 +205,16 @@ impl RowPlan {
             .collect()
     }
 
+    /// How many leading chunks of the design matrix (n×`columns`) a cache of `bytes` holds
+    /// between the two passes: `bytes` over the largest chunk's 8·rows·columns.
+    pub fn cached_chunks(&self, bytes: usize) -> usize {
+        let chunk_bytes = self
+            .largest_chunk()
+            .saturating_mul(self.columns)
+            .saturating_mul(8);
+        bytes / chunk_bytes.max(1)
+    }
+
     /// The rows of the largest chunk.
     pub fn largest_chunk(&self) -> usize {
         self.chunks()

@@ -322,13 +322,8 @@ impl<'a> SsgpEvidence<'a> {
         } = self.decode(theta)?;
         let omega = scaled_frequencies(&w, &hyper.lengthscales);
         // Keep as many leading chunks of Φ for the gradient pass as the memory budget allows.
-        let chunk_bytes = self
-            .plan
-            .largest_chunk()
-            .saturating_mul(2 * self.m)
-            .saturating_mul(8);
         let cached = if want_gradient {
-            self.cache_bytes / chunk_bytes.max(1)
+            self.plan.cached_chunks(self.cache_bytes)
         } else {
             0
         };

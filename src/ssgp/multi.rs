@@ -270,12 +270,7 @@ impl<'a> MultiSsgpEvidence<'a> {
         let (m, k, p, n) = (self.m, 2 * self.m, self.outputs(), self.x.nrows());
         let omega = scaled_frequencies(&hyper.unit_frequencies, &hyper.lengthscales);
         let cached = if want_gradient {
-            let chunk_bytes = self
-                .plan
-                .largest_chunk()
-                .saturating_mul(k)
-                .saturating_mul(8);
-            self.cache_bytes / chunk_bytes.max(1)
+            self.plan.cached_chunks(self.cache_bytes)
         } else {
             0
         };

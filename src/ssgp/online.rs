@@ -304,8 +304,7 @@ mod tests {
     #[test]
     fn leverages_over_chunks_are_each_rows_quadratic_form() {
         let k = 6;
-        let b = DMatrix::from_fn(k, k, |i, j| ((i * 5 + j * 3) as f64).sin());
-        let a = &b * b.transpose() + DMatrix::identity(k, k) * 0.3;
+        let a = crate::linalg::spd(k);
         let l = a.clone().cholesky().unwrap().l();
         let a_inv = a.try_inverse().unwrap();
         let n = 2 * LEVERAGE_ROWS + 37;
