@@ -26,7 +26,7 @@ use rand_distr::{Distribution, Normal};
 use ssgp::data::MultiDataset;
 use ssgp::metrics::{calibration, mnlp, nmse};
 use ssgp::ssgp::{FittedMultiSsgp, Ssgp};
-use ssgp::Predictive;
+use ssgp::{Predictive, Remedy};
 use std::error::Error;
 use std::time::Instant;
 
@@ -335,6 +335,24 @@ fn run() -> Result<(), Box<dyn Error>> {
         }
     }
     if !o.json {
+        for p in 0..frozen.outputs() {
+            let summary = frozen.output_training(p)?;
+            let kept = match summary.remedy {
+                Some(r) if r.random_features() => "the random-feature fit".to_string(),
+                Some(Remedy::HeldOut {
+                    learned_budget: Some(b),
+                    ..
+                }) => format!("the learned fit stopped at {b} evaluations"),
+                Some(_) => "the learned fit".into(),
+                None => "the learned fit, unchecked".into(),
+            };
+            println!(
+                "batch fit τ{}: {}; kept {kept}, variances ×{:.3}",
+                p + 1,
+                summary.diagnosis(),
+                summary.remedy.map_or(1.0, |r| r.variance_scale())
+            );
+        }
         println!(
             "batch training {training_seconds:.1} s; {updates_per_second:.0} updates/s on one \
              thread; ∂τ̂/∂q̈ against M(q): relative error {jacobian_rel_err:.3}"

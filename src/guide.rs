@@ -338,7 +338,11 @@
 //! variation (the torques of a robot's joints), [`SsgpParams::fit_multi`](crate::SsgpParams::fit_multi)
 //! learns them on shared spectral points, lengthscales and noise-to-signal ratio with a signal
 //! variance per output: one factorisation for all, and each output's data informs the others'
-//! frequencies. Outputs with unrelated lengthscales are better fitted one by one.
+//! frequencies. Outputs with unrelated lengthscales are better fitted one by one. The fit is
+//! checked as one output's is (the default [`CalibrationGuard::Check`](crate::ssgp::CalibrationGuard::Check)):
+//! each output's LOO diagnostic, held-out calibration and variance factor are in
+//! [`FittedMultiSsgp::output_training`](crate::ssgp::FittedMultiSsgp::output_training), and
+//! `training().is_flagged()` says whether any output is flagged.
 //!
 //! **Online.** `update` adds samples at fixed θ: SSGP by rank-one updates (O(m²) per sample, its
 //! memory constant — the model keeps sufficient statistics, not data; keep the data yourself if

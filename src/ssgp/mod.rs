@@ -35,6 +35,7 @@ pub(crate) mod evidence;
 pub mod features;
 pub mod multi;
 mod multi_posterior;
+mod multi_remedy;
 mod online;
 mod params;
 pub(crate) mod posterior;

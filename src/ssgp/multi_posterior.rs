@@ -14,7 +14,7 @@ use crate::linalg;
 use crate::model::FitRecord;
 use crate::prediction_loop::{gradients_in_chunks, predict_in_chunks, Rows};
 use crate::predictive::{Predictive, PredictiveGradients};
-use crate::termination::{HeldOutCalibration, Prequential, TrainingSummary};
+use crate::termination::{HeldOutCalibration, LooDiagnostic, Prequential, Remedy, TrainingSummary};
 use nalgebra::{DMatrix, DVector};
 
 /// A trained SSGP with P outputs on shared spectral points ([`super::multi`]): the posterior of
@@ -35,7 +35,13 @@ pub struct FittedMultiSsgp {
     theta: DVector<f64>,
     neg_log_evidence: f64,
     per_output: DVector<f64>,
+    /// How training went, with the diagnostic and calibration check of the first flagged output
+    /// (output 0's when none is): see [`Self::training`].
     training: TrainingSummary,
+    /// Each output's LOO diagnostic on the rows the model was trained on (P).
+    diagnostics: Vec<Option<LooDiagnostic>>,
+    /// What the calibration check did, per output (P; `None` without the check).
+    remedies: Vec<Option<Remedy>>,
     columns: InputColumns,
     fixed: bool,
     chunk_rows: usize,
@@ -71,6 +77,8 @@ impl FittedMultiSsgp {
             neg_log_evidence: pass.value,
             per_output: pass.per_output,
             training,
+            diagnostics: vec![None; outputs],
+            remedies: vec![None; outputs],
             columns,
             fixed: params.fixed_spectral_points,
             chunk_rows: params.chunk_rows,
@@ -83,6 +91,11 @@ impl FittedMultiSsgp {
     /// The number of outputs P.
     pub fn outputs(&self) -> usize {
         self.alpha.ncols()
+    }
+
+    /// Whether the spectral points were held fixed (not learned).
+    pub fn fixed_spectral_points(&self) -> bool {
+        self.fixed
     }
 
     /// The number of spectral points m.
@@ -115,9 +128,72 @@ impl FittedMultiSsgp {
         self.neg_log_evidence
     }
 
-    /// How training went.
+    /// How training went (the optimiser's record, shared by the outputs), with the diagnostic
+    /// and calibration check of the first output whose [`TrainingSummary::flags`] are set
+    /// (output 0's when none is), so that `training().is_flagged()` says whether any output is
+    /// flagged. Each output's own: [`Self::output_training`].
     pub fn training(&self) -> &TrainingSummary {
         &self.training
+    }
+
+    /// Output p's summary: [`Self::training`] with output p's exact LOO diagnostic on the
+    /// training rows (its residuals and variances; as one output's,
+    /// [`FittedSsgp::training`]) and what the calibration check did for it
+    /// ([`crate::ssgp::CalibrationGuard`]: the comparison is made on the outputs' summed held-out
+    /// MNLP, and each output's variances are scaled by the factor its own held-out rows ask for).
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] for p ≥ P.
+    pub fn output_training(&self, p: usize) -> Result<TrainingSummary> {
+        self.check_output(p)?;
+        Ok(TrainingSummary {
+            diagnostic: self.diagnostics[p],
+            remedy: self.remedies[p],
+            ..self.training.clone()
+        })
+    }
+
+    /// Each output's LOO diagnostic on `x` (n×D, the used columns) and `y` (n×P), the rows the
+    /// model was trained on: P passes of one output's ([`FittedSsgp`]'s, O(nm²) each). A
+    /// diagnostic that cannot be computed (a factor that fails) is left out.
+    pub(super) fn diagnose(&mut self, x: &DMatrix<f64>, y: &DMatrix<f64>) {
+        for p in 0..self.outputs() {
+            self.diagnostics[p] = self
+                .output(p)
+                .and_then(|single| {
+                    let data = crate::data::Dataset::new(x.clone(), y.column(p).into_owned())?;
+                    single.loo_diagnostic(&data)
+                })
+                .ok()
+                .flatten();
+        }
+        self.summarise();
+    }
+
+    /// Records what the calibration check did for each output (P).
+    pub(super) fn set_remedies(&mut self, remedies: Vec<Option<Remedy>>) {
+        self.remedies = remedies;
+        self.summarise();
+    }
+
+    /// The model on `columns` of the caller's inputs (it was trained on the used ones).
+    pub(super) fn use_columns(&mut self, columns: InputColumns) {
+        self.training.ignored_inputs = columns.ignored();
+        self.columns = columns;
+    }
+
+    /// [`Self::training`]'s diagnostic and remedy: the first flagged output's, else output 0's.
+    fn summarise(&mut self) {
+        let summary = |p: usize| TrainingSummary {
+            diagnostic: self.diagnostics[p],
+            remedy: self.remedies[p],
+            ..self.training.clone()
+        };
+        let shown = (0..self.outputs())
+            .find(|&p| summary(p).is_flagged())
+            .unwrap_or(0);
+        self.training.diagnostic = self.diagnostics[shown];
+        self.training.remedy = self.remedies[shown];
     }
 
     /// The input columns the model uses.
@@ -276,7 +352,7 @@ impl FittedMultiSsgp {
                 theta,
                 y_mean: self.y_means[p],
                 neg_log_evidence: self.per_output[p],
-                training: self.training.clone(),
+                training: self.output_training(p)?,
                 noise_floor: 0.0,
                 threads: self.threads,
                 columns: self.columns.clone(),

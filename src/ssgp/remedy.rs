@@ -254,6 +254,18 @@ impl ValidSsgpParams {
         }
     }
 
+    /// These settings with the observer, if any, told that its fits are the calibration check's.
+    pub(super) fn reporting_as_check(&self) -> Self {
+        let mut quiet = self.clone();
+        quiet.training.optim.observer = self
+            .training
+            .optim
+            .observer
+            .as_ref()
+            .map(|o| retag(o, |p| p.phase = Phase::CalibrationCheck));
+        quiet
+    }
+
     /// The held-out comparison of [`CalibrationGuard::Check`]: the learned and the random-feature
     /// fit trained on a seeded 3/4 of `data` (the learned one stopped early on enough held-out
     /// rows), scored on the other 1/4 with their variance factors, the winner refitted on all
@@ -271,30 +283,15 @@ impl ValidSsgpParams {
         learned_on_all: Option<FittedSsgp>,
     ) -> Result<FittedSsgp> {
         let n = data.len();
+        let proxy = learned_on_all.is_some();
         // What the lengthscale start learned from these rows (held-out ones included).
         let (start_hyperparameters, start_rows) =
             self.training.lengthscales.learned_from(n, data.dim());
-        let target = if learned_on_all.is_some() {
-            n / 2
-        } else {
-            n / 4
-        };
-        let rows = held_out_split(groups, target, self.training.seed);
-        let held = rows.held;
-        // Whether the learned fit's factor is measured well enough to carry over (else 1).
-        let scale_learned =
-            learned_on_all.is_some() || held >= CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS;
-        let (held, fit) = rows.order.split_at(held);
+        let rows = held_out_split(groups, held_out_target(n, proxy), self.training.seed);
+        let (held, fit) = rows.order.split_at(rows.held);
         let (held, fit) = (data.subset(held)?, data.subset(fit)?);
-        // The comparison's fits are on the used columns and report to the observer
-        // as the calibration check.
-        let mut quiet = self.clone();
-        quiet.training.optim.observer = self
-            .training
-            .optim
-            .observer
-            .as_ref()
-            .map(|o| retag(o, |p| p.phase = Phase::CalibrationCheck));
+        // The comparison's fits are on the used columns.
+        let quiet = self.reporting_as_check();
         let used = InputColumns::all(data.dim());
         // The smallest factor: σn² stays above a floor or bound the user set.
         let narrowest = match self.noise_bound {
@@ -304,47 +301,24 @@ impl ValidSsgpParams {
             NoiseBound::None => 0.0,
             NoiseBound::FixedSpectralPoints { .. } => 1.0,
         };
-        let mut proxy = quiet.clone();
+        let mut proxy_params = quiet.clone();
         if let Some(fitted) = &learned_on_all {
-            proxy.training.optim.max_evaluations = (fitted.record.training.evaluations / 2).max(1);
+            proxy_params.training.optim.max_evaluations =
+                (fitted.record.training.evaluations / 2).max(1);
         }
-        // On fewer rows than its factor is applied on both ways, a learned fit may still be
-        // widened (from as many as early stopping needs), never narrowed.
-        let widen_learned = held.len() >= CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS;
-        let learned_range = if scale_learned {
-            (narrowest, f64::INFINITY)
-        } else if widen_learned {
-            (1.0, f64::INFINITY)
-        } else {
-            (1.0, 1.0)
-        };
-        let full_budget = proxy.training.optim.max_evaluations;
-        let budgets: Vec<usize> = if learned_on_all.is_none()
-            && held.len() >= CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS
-        {
-            EARLY_STOPPING_DIVISORS
-                .iter()
-                .map(|d| (full_budget / d).max(1))
-                .collect()
-        } else {
-            vec![full_budget]
-        };
-        let stopped_early = budgets.len() > 1;
+        let plan = Comparison::new(
+            held.len(),
+            proxy,
+            narrowest,
+            proxy_params.training.optim.max_evaluations,
+        );
         // The stages are one run's fits at its budgets; of equal scores the first, the cheapest,
         // is kept.
-        let stages = proxy.fit_from_checkpoints(&fit, start.clone(), &used, &budgets)?;
-        // Where a learned fit may only be widened, the stage is chosen unscaled: a widening
-        // would favour later, more overfitted stages (n = 318, D = 9, every input three times:
-        // 125 evaluations widened ×11, test NMSE 0.34 and mean z² 1.52, against 31 evaluations'
-        // 0.25 and 0.91).
-        let choice_range = if scale_learned {
-            learned_range
-        } else {
-            (1.0, 1.0)
-        };
+        let stages =
+            proxy_params.fit_from_checkpoints(&fit, start.clone(), &used, &plan.budgets)?;
         let mut best: Option<(usize, FittedSsgp, HeldOutScore)> = None;
-        for (budget, candidate) in budgets.into_iter().zip(stages) {
-            let score = held_out(&candidate, (&fit, &held), choice_range)?;
+        for (&budget, candidate) in plan.budgets.iter().zip(stages) {
+            let score = held_out(&candidate, (&fit, &held), plan.choice_range)?;
             if best.as_ref().is_none_or(|(_, _, b)| score.mnlp < b.mnlp) {
                 best = Some((budget, candidate, score));
             }
@@ -354,8 +328,8 @@ impl ValidSsgpParams {
                 name: "max_evaluations",
                 reason: "the calibration check trained no learned fit".into(),
             })?;
-        if choice_range != learned_range {
-            learned = held_out(&learned_fit, (&fit, &held), learned_range)?;
+        if plan.choice_range != plan.learned_range {
+            learned = held_out(&learned_fit, (&fit, &held), plan.learned_range)?;
         }
         // The random-feature fit trains two parameters and is kept at its best point if its line
         // search stalls (near noise-free data leaves its evidence flat within round-off along
@@ -365,13 +339,13 @@ impl ValidSsgpParams {
         let random_fit =
             forgiving.fit_random_features(&fit, &start, &used, Remedy::RandomFeatures)?;
         let random = held_out(&random_fit, (&fit, &held), (narrowest, f64::INFINITY))?;
-        // A learned fit widened on fewer rows than its factor is otherwise measured on must lead
-        // by more than one standard error of the per-row difference (the one-standard-error rule).
-        let by_margin = !scale_learned
-            && learned.scale > 1.0
-            && learned.mnlp <= random.mnlp
-            && learned.mnlp - random.mnlp > -standard_error_of_difference(&learned, &random);
-        let keep_random = random.mnlp < learned.mnlp || by_margin;
+        let Verdict {
+            keep_random,
+            by_margin,
+            on_comparison_rows,
+        } = plan.verdict((learned.mnlp, random.mnlp), learned.scale > 1.0, || {
+            standard_error_of_difference(&learned.row_nlp, &random.row_nlp)
+        });
         // The random-feature fit is refitted on all rows: widened, it takes the least factor its
         // held-out rows ask for (`HeldOutScore::least_widening`); compared, both fits had their
         // maximum-likelihood factor.
@@ -380,17 +354,13 @@ impl ValidSsgpParams {
         } else {
             (learned.scale, learned.calibration)
         };
-        // A learned fit the held-out rows widen is kept as it was measured (see
-        // `CalibrationGuard::Check`).
-        let on_comparison_rows =
-            !keep_random && learned_on_all.is_none() && scale_learned && learned.scale > 1.0;
         let remedy = Remedy::HeldOut {
             learned_mnlp: learned.mnlp,
             random_features_mnlp: random.mnlp,
             variance_scale,
             held_out,
             on_comparison_rows,
-            learned_budget: stopped_early.then_some(learned_budget),
+            learned_budget: plan.stopped_early().then_some(learned_budget),
             random_features_by_margin: by_margin,
             start_hyperparameters,
             start_rows,
@@ -501,6 +471,115 @@ impl ValidSsgpParams {
     }
 }
 
+/// The rows held out of `n` for the comparison (before rounding up to whole groups): a quarter,
+/// or half for the proxy above [`CalibrationGuard::HELD_OUT_MAX_ROWS`].
+pub(super) fn held_out_target(n: usize, proxy: bool) -> usize {
+    if proxy {
+        n / 2
+    } else {
+        n / 4
+    }
+}
+
+/// How the held-out comparison runs on a split with a given number of held-out rows (one
+/// output's check and the multi-output one).
+pub(super) struct Comparison {
+    /// Whether the learned fit's factor is measured well enough to carry over both ways: the
+    /// proxy, or from [`CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS`] held-out rows.
+    scale_learned: bool,
+    /// The range of the learned fit's factor: both ways (down to the narrowest the user's floor
+    /// allows) where it carries over, else from
+    /// [`CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS`] rows only widening, else none.
+    pub(super) learned_range: (f64, f64),
+    /// The range the learned fit's stage is chosen at: where a learned fit may only be widened,
+    /// unscaled, since a widening would favour later, more overfitted stages (n = 318, D = 9,
+    /// every input three times: 125 evaluations widened ×11, test NMSE 0.34 and mean z² 1.52,
+    /// against 31 evaluations' 0.25 and 0.91).
+    pub(super) choice_range: (f64, f64),
+    /// The learned fit's budgets compared (early stopping from
+    /// [`CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS`] rows, not for the proxy).
+    pub(super) budgets: Vec<usize>,
+    proxy: bool,
+}
+
+/// What the held-out comparison keeps ([`Comparison::verdict`]).
+pub(super) struct Verdict {
+    /// The random-feature fit.
+    pub(super) keep_random: bool,
+    /// ... although the learned fit's MNLP was lower, by less than one standard error.
+    pub(super) by_margin: bool,
+    /// A widened learned fit kept as measured on the comparison's rows, not refitted.
+    pub(super) on_comparison_rows: bool,
+}
+
+impl Comparison {
+    /// The comparison on `held` held-out rows (`proxy`: above
+    /// [`CalibrationGuard::HELD_OUT_MAX_ROWS`]), a learned factor down to `narrowest`, the learned
+    /// fit's whole budget `full_budget`.
+    pub(super) fn new(held: usize, proxy: bool, narrowest: f64, full_budget: usize) -> Self {
+        let scale_learned = proxy || held >= CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS;
+        // On fewer rows than its factor is applied on both ways, a learned fit may still be
+        // widened (from as many as early stopping needs), never narrowed.
+        let widen_learned = held >= CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS;
+        let learned_range = if scale_learned {
+            (narrowest, f64::INFINITY)
+        } else if widen_learned {
+            (1.0, f64::INFINITY)
+        } else {
+            (1.0, 1.0)
+        };
+        let budgets = if !proxy && widen_learned {
+            EARLY_STOPPING_DIVISORS
+                .iter()
+                .map(|d| (full_budget / d).max(1))
+                .collect()
+        } else {
+            vec![full_budget]
+        };
+        Self {
+            scale_learned,
+            learned_range,
+            choice_range: if scale_learned {
+                learned_range
+            } else {
+                (1.0, 1.0)
+            },
+            budgets,
+            proxy,
+        }
+    }
+
+    /// Whether the learned fit was scored at several budgets (early stopping).
+    pub(super) fn stopped_early(&self) -> bool {
+        self.budgets.len() > 1
+    }
+
+    /// The verdict from the two fits' held-out MNLPs (learned, random-feature), whether the
+    /// learned fit's factor widens, and the standard error of their row-by-row difference
+    /// (asked for only where it decides): the lower MNLP wins, except that a learned fit
+    /// widened on fewer rows than its factor is otherwise measured on must lead by more than one
+    /// standard error (the one-standard-error rule); a learned fit the held-out rows widen is
+    /// kept as it was measured where its factor carries over (see [`CalibrationGuard::Check`]),
+    /// except for the proxy, whose winner is the fit on all rows.
+    pub(super) fn verdict(
+        &self,
+        (learned, random): (f64, f64),
+        widened: bool,
+        standard_error: impl FnOnce() -> f64,
+    ) -> Verdict {
+        let by_margin = !self.scale_learned
+            && widened
+            && learned <= random
+            && learned - random > -standard_error();
+        let keep_random = random < learned || by_margin;
+        Verdict {
+            keep_random,
+            by_margin,
+            on_comparison_rows: !keep_random && !self.proxy && self.scale_learned && widened,
+        }
+    }
+}
+
 /// The rows in a seeded order whose first `held` are held out, from each row's group of equal
 /// inputs and the groups' count ([`groups_of_equal_inputs`]): whole groups in a seeded shuffle,
 /// taken until at least `target` rows
@@ -509,12 +588,16 @@ impl ValidSsgpParams {
 /// would score a fit on rows whose inputs it was trained on, noise apart, and find it accurate
 /// and calibrated where it is neither: n = 315, D = 9, each input three times — the check kept
 /// fits whose test coverage was 0.16–0.70, their held-out z² 1.0–1.5.
-struct HeldOutSplit {
-    order: Vec<usize>,
-    held: usize,
+pub(super) struct HeldOutSplit {
+    pub(super) order: Vec<usize>,
+    pub(super) held: usize,
 }
 
-fn held_out_split((group_of, count): (&[usize], usize), target: usize, seed: u64) -> HeldOutSplit {
+pub(super) fn held_out_split(
+    (group_of, count): (&[usize], usize),
+    target: usize,
+    seed: u64,
+) -> HeldOutSplit {
     let mut groups: Vec<usize> = (0..count).collect();
     groups.shuffle(&mut crate::random::seeded(seed));
     let mut size = vec![0; count];
@@ -541,21 +624,21 @@ fn held_out_split((group_of, count): (&[usize], usize), target: usize, seed: u64
 }
 
 /// A candidate's score on the held-out rows of [`CalibrationGuard::Check`].
-struct HeldOutScore {
+pub(super) struct HeldOutScore {
     /// MNLP of its predictive with the variances multiplied by `scale` (`f64::MAX` if not
     /// finite).
-    mnlp: f64,
+    pub(super) mnlp: f64,
     /// The variance factor s: the held-out mean z² where it differs from 1 by more than two
     /// standard errors of a mean of χ²₁ (2·√(2/n_held)), 1 otherwise; within the given range.
-    scale: f64,
+    pub(super) scale: f64,
     /// Its mean z² (the variances multiplied by `scale`) and NMSE on the held-out rows; `None`
     /// if either is not finite.
-    calibration: Option<HeldOutCalibration>,
+    pub(super) calibration: Option<HeldOutCalibration>,
     /// Each held-out row's negative log predictive density (the variances multiplied by `scale`),
     /// whose mean is `mnlp`.
-    row_nlp: DVector<f64>,
+    pub(super) row_nlp: DVector<f64>,
     /// The held-out rows' mean z² at the fit's own variances.
-    unscaled_z2: f64,
+    pub(super) unscaled_z2: f64,
 }
 
 impl HeldOutScore {
@@ -572,7 +655,7 @@ impl HeldOutScore {
     /// suite with seeds 0–5 (216 fits), 10 random-feature fits widened on 12–125 held-out rows had
     /// coverage 0.984–1.000, of which 7 are calibrated when widened least (see the README); the
     /// one it leaves overconfident had coverage 0.843 (n = 50, D = 20, seed 4).
-    fn least_widening(&self) -> (f64, Option<HeldOutCalibration>) {
+    pub(super) fn least_widening(&self) -> (f64, Option<HeldOutCalibration>) {
         if self.scale <= 1.0 {
             return (self.scale, self.calibration);
         }
@@ -587,10 +670,10 @@ impl HeldOutScore {
 }
 
 /// The standard error of the mean over the held-out rows of the difference between two
-/// candidates' negative log predictive densities, row by row: sd(dᵢ)/√rows (0 on one row; not
-/// finite where a density is not).
-fn standard_error_of_difference(a: &HeldOutScore, b: &HeldOutScore) -> f64 {
-    let d = &a.row_nlp - &b.row_nlp;
+/// candidates' negative log predictive densities, row by row (`a` and `b`, one per row):
+/// sd(dᵢ)/√rows (0 on one row; not finite where a density is not).
+pub(super) fn standard_error_of_difference(a: &DVector<f64>, b: &DVector<f64>) -> f64 {
+    let d = a - b;
     let rows = d.len() as f64;
     if rows < 2.0 {
         return 0.0;
@@ -608,7 +691,7 @@ fn standard_error_of_difference(a: &HeldOutScore, b: &HeldOutScore) -> f64 {
 /// does not carry over, and (1, 1) on fewer than
 /// [`CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS`]; `lowest` keeps σn² above a floor the
 /// user set.
-fn held_out(
+pub(super) fn held_out(
     model: &FittedSsgp,
     (fit, held): (&Dataset, &Dataset),
     (lowest, highest): (f64, f64),

@@ -298,3 +298,153 @@ fn every_output_has_its_spread_checked_by_name() {
         "the training targets are constant (every value is 2); there is nothing to regress"
     );
 }
+
+/// Each output's LOO diagnostic (`output_training(p)`) is leave-one-out of that output's SSGP
+/// covariance (σ0p²/m)Σ_r cos(ω_r·(x − x')) + ρσ0p²δ by definition, on the n×2m form (n > 4m)
+/// and on the n×n form (n ≤ 4m), for outputs of very different sizes; `training()` shows the
+/// first flagged output's.
+#[test]
+fn each_output_has_its_leave_one_out_by_definition() {
+    let mut rng = StdRng::seed_from_u64(75);
+    for (n, m) in [(40, 6), (20, 6)] {
+        let (dim, outputs) = (2, 3);
+        let data = problem(n, dim, outputs, &mut rng);
+        let params = Ssgp::params(m).threads(1).check().unwrap();
+        let hyper = MultiSsgpHyperparameters {
+            lengthscales: DVector::from_vec(vec![1.3, 0.8]),
+            signal_variances: DVector::from_vec(vec![40.0, 0.02, 900.0]),
+            noise_ratio: 0.05,
+            unit_frequencies: DMatrix::from_fn(m, dim, |_, _| rng.random_range(-2.0..2.0)),
+        };
+        let fitted = params.condition_multi(&data, &hyper).unwrap();
+        let mut flagged = None;
+        for p in 0..outputs {
+            let single = ssgp::ssgp::SsgpHyperparameters {
+                hyper: ssgp::Hyperparameters {
+                    lengthscales: hyper.lengthscales.clone(),
+                    signal_variance: hyper.signal_variances[p],
+                    noise_variance: hyper.signal_variances[p] * hyper.noise_ratio,
+                },
+                unit_frequencies: hyper.unit_frequencies.clone(),
+            };
+            let mut c = crate::common::ssgp_covariance(data.x(), data.x(), &single);
+            for i in 0..n {
+                c[(i, i)] += single.hyper.noise_variance;
+            }
+            let y = data.y().column(p).add_scalar(-fitted.y_means()[p]);
+            let (z2, mnlp, nmse) = crate::common::loo_by_definition(&c, &y);
+            let summary = fitted.output_training(p).unwrap();
+            let found = summary.diagnostic.unwrap();
+            assert_relative_eq!(found.mean_z2, z2, max_relative = 1e-8);
+            assert_relative_eq!(found.mnlp, mnlp, max_relative = 1e-8);
+            assert_relative_eq!(found.nmse, nmse, max_relative = 1e-8);
+            assert_eq!(fitted.output(p).unwrap().training().diagnostic, Some(found));
+            if flagged.is_none() && summary.is_flagged() {
+                flagged = Some(found);
+            }
+        }
+        let shown = flagged.or(fitted.output_training(0).unwrap().diagnostic);
+        assert_eq!(fitted.training().diagnostic, shown);
+        assert!(fitted.output_training(outputs).is_err());
+    }
+}
+
+/// The default multi-output fit is checked as one output's is: on wide data (n = 100, D = 20,
+/// two outputs, m = 50) the learned fit alone (the check off) is far too confident on test
+/// data — mean z² 90–1 200 there — while the default's error bars hold, each output with its
+/// own held-out factor recorded.
+#[test]
+fn the_default_multi_output_fit_is_calibrated_on_wide_data() {
+    let (n, dim, m) = (100, 20, 50);
+    let f = |x: &[f64], p: usize| {
+        if p == 0 {
+            (2.0 * x[0]).sin() + 0.5 * (x[1] * x[2]).cos() + 0.3 * x[3] * x[4]
+        } else {
+            (1.5 * x[0] + x[1]).cos() + 0.4 * x[2] * x[2] - 0.3 * x[4].sin()
+        }
+    };
+    let (mut worst_default, mut best_off) = (0.0f64, f64::INFINITY);
+    let (mut coverage, mut fits) = (0.0, 0.0);
+    for seed in 1..=3u64 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut sample = |rows: usize| {
+            let x = DMatrix::from_fn(rows, dim, |_, _| rng.random_range(-2.0..2.0));
+            let y = DMatrix::from_fn(rows, 2, |i, p| {
+                let row: Vec<f64> = x.row(i).iter().copied().collect();
+                f(&row, p) + 0.1 * rng.random_range(-1.7..1.7)
+            });
+            (x, y)
+        };
+        let (x, y) = sample(n);
+        let (xt, yt) = sample(1000);
+        let data = MultiDataset::new(x, y).unwrap();
+        let default = Ssgp::params(m).seed(seed).fit_multi(&data).unwrap();
+        let off = Ssgp::params(m)
+            .seed(seed)
+            .calibration(ssgp::ssgp::CalibrationGuard::Off)
+            .fit_multi(&data)
+            .unwrap();
+        for p in 0..2 {
+            let truth = yt.column(p).into_owned();
+            let score = |model: &ssgp::ssgp::FittedMultiSsgp| {
+                let pred = model.predict_output(&xt, p).unwrap();
+                ssgp::metrics::calibration(&truth, &pred).unwrap()
+            };
+            let (checked, alone) = (score(&default), score(&off));
+            println!(
+                "seed {seed} output {p}: default coverage {:.3} z² {:.2}, off {:.3} z² {:.2}",
+                checked.within_95, checked.mean_squared_z, alone.within_95, alone.mean_squared_z
+            );
+            worst_default = worst_default.max(checked.mean_squared_z);
+            best_off = best_off.min(alone.mean_squared_z);
+            coverage += checked.within_95;
+            fits += 1.0;
+            let summary = default.output_training(p).unwrap();
+            assert!(
+                matches!(summary.remedy, Some(ssgp::Remedy::HeldOut { .. })),
+                "{:?}",
+                summary.remedy
+            );
+            assert!(summary.diagnostic.is_some());
+            assert_eq!(off.output_training(p).unwrap().remedy, None);
+        }
+        let any = (0..2).any(|p| default.output_training(p).unwrap().is_flagged());
+        assert_eq!(default.training().is_flagged(), any);
+    }
+    assert!(best_off > 20.0, "the learned fit alone: z² {best_off}");
+    assert!(
+        worst_default < 3.0,
+        "default: worst mean z² {worst_default}"
+    );
+    assert!(
+        coverage / fits > 0.85,
+        "default: mean coverage {}",
+        coverage / fits
+    );
+}
+
+/// On fewer than 20 distinct inputs no whole input can be held out: every output is judged by
+/// its LOO and flagged for it ([`ssgp::Remedy::FewInputs`]), as one output's fit is.
+#[test]
+fn a_multi_output_fit_on_few_distinct_inputs_is_flagged() {
+    let mut rng = StdRng::seed_from_u64(76);
+    let distinct = DMatrix::from_fn(8, 2, |_, _| rng.random_range(-2.0..2.0));
+    let x = DMatrix::from_fn(64, 2, |i, d| distinct[(i % 8, d)]);
+    let y = DMatrix::from_fn(64, 2, |i, p| {
+        (x[(i, 0)] + p as f64).sin() + 0.1 * rng.random_range(-1.0..1.0)
+    });
+    let fitted = Ssgp::params(10)
+        .seed(1)
+        .max_evaluations(100)
+        .fit_multi(&MultiDataset::new(x, y).unwrap())
+        .unwrap();
+    for p in 0..2 {
+        let summary = fitted.output_training(p).unwrap();
+        assert!(matches!(
+            summary.remedy,
+            Some(ssgp::Remedy::FewInputs { inputs: 8, .. })
+        ));
+        assert!(summary.flags().few_inputs);
+    }
+    assert!(fitted.training().is_flagged());
+}
