@@ -23,7 +23,10 @@ pub use columns::InputColumns;
 pub use csv::{CsvOptions, Header, Target};
 pub use inputs::{Inputs, TrainingData};
 pub use multi::MultiDataset;
-pub use problems::{calibration_suite, messy_suite, Mess, MessyTable, Problem, Roughness};
+pub use problems::{
+    calibration_suite, messy_suite, multi_output_suite, Mess, MessyTable, MultiOutputProblem,
+    Problem, Roughness,
+};
 pub use sinc::{sinc, sinc_data};
 
 use crate::error::{Error, Result};

@@ -4,7 +4,7 @@
 //! and noise from 10⁻³ to 1 of the signal's standard deviation. `examples/calibration.rs` runs
 //! every problem; the test suite runs a few.
 
-use super::Dataset;
+use super::{Dataset, MultiDataset};
 use crate::error::{Error, Result};
 use nalgebra::{DMatrix, DVector};
 use rand::Rng;
@@ -62,6 +62,22 @@ impl Problem {
     /// [`Error::InvalidParameter`] for no points, no inputs, more relevant inputs than inputs or
     /// a noise that is not finite and ≥ 0.
     pub fn generate(&self, n_test: usize) -> Result<(Dataset, Dataset)> {
+        self.check(n_test)?;
+        let mut rng = crate::random::seeded(self.seed);
+        let f = RandomFunction::draw(self.relevant, self.roughness, &mut rng);
+        let mut draw = |rows: usize| {
+            let x = DMatrix::from_fn(rows, self.dim, |_, _| rng.random_range(-2.0..2.0));
+            let fx = DVector::from_fn(rows, |i, _| f.value(&x, i));
+            (x, fx)
+        };
+        let (x, fx) = draw(self.n);
+        let (x_test, fx_test) = draw(n_test);
+        let (y, y_test) = self.noisy((fx, fx_test), &mut rng)?;
+        Ok((Dataset::new(x, y)?, Dataset::new(x_test, y_test)?))
+    }
+
+    /// [`Self::generate`]'s checks of the problem's settings.
+    fn check(&self, n_test: usize) -> Result<()> {
         if self.n == 0 || n_test == 0 || self.dim == 0 || !(1..=self.dim).contains(&self.relevant) {
             return Err(Error::InvalidParameter {
                 name: "problem",
@@ -77,51 +93,140 @@ impl Problem {
                 reason: format!("{} is not finite and ≥ 0", self.noise),
             });
         }
-        let mut rng = crate::random::seeded(self.seed);
-        let r = self.relevant;
-        let (terms, scale) = match self.roughness {
-            Roughness::Smooth => (30, 1.0),
-            Roughness::Rough => (10, 1.0 / (r as f64).sqrt()),
-        };
-        let w = DMatrix::from_fn(terms, r, |_, _| {
-            scale * rng.sample::<f64, _>(StandardNormal)
-        });
-        let phase: Vec<f64> = (0..terms)
-            .map(|_| rng.random_range(-std::f64::consts::PI..std::f64::consts::PI))
-            .collect();
-        let amplitude: Vec<f64> = (0..terms)
-            .map(|_| rng.sample::<f64, _>(StandardNormal))
-            .collect();
-        let roughness = self.roughness;
-        let f = |x: &DMatrix<f64>, i: usize| -> f64 {
-            (0..terms)
-                .map(|k| {
-                    let t: f64 = (0..r).map(|d| w[(k, d)] * x[(i, d)]).sum();
-                    amplitude[k]
-                        * match roughness {
-                            Roughness::Smooth => (t + phase[k]).cos(),
-                            Roughness::Rough => (6.0 * (t + 0.3 * phase[k])).tanh(),
-                        }
-                })
-                .sum()
-        };
-        let mut draw = |rows: usize| {
-            let x = DMatrix::from_fn(rows, self.dim, |_, _| rng.random_range(-2.0..2.0));
-            let fx = DVector::from_fn(rows, |i, _| f(&x, i));
-            (x, fx)
-        };
-        let (x, fx) = draw(self.n);
-        let (x_test, fx_test) = draw(n_test);
+        Ok(())
+    }
+
+    /// The function values at the training and the test inputs with Gaussian noise of sd
+    /// `noise` times the function's on the training inputs, drawn from `rng`.
+    fn noisy(
+        &self,
+        (fx, fx_test): (DVector<f64>, DVector<f64>),
+        rng: &mut impl Rng,
+    ) -> Result<(DVector<f64>, DVector<f64>)> {
         let mean = fx.mean();
-        let sd = (fx.map(|v| (v - mean).powi(2)).sum() / self.n as f64).sqrt();
+        let sd = (fx.map(|v| (v - mean).powi(2)).sum() / fx.len() as f64).sqrt();
         let noise = Normal::new(0.0, self.noise * sd).map_err(|e| Error::InvalidParameter {
             name: "noise",
             reason: e.to_string(),
         })?;
-        let y = fx.map(|v| v + noise.sample(&mut rng));
-        let y_test = fx_test.map(|v| v + noise.sample(&mut rng));
-        Ok((Dataset::new(x, y)?, Dataset::new(x_test, y_test)?))
+        let y = fx.map(|v| v + noise.sample(rng));
+        let y_test = fx_test.map(|v| v + noise.sample(rng));
+        Ok((y, y_test))
     }
+}
+
+/// A generated function of the first `relevant` inputs ([`Roughness`]).
+struct RandomFunction {
+    roughness: Roughness,
+    /// Frequencies (terms × relevant).
+    w: DMatrix<f64>,
+    phase: Vec<f64>,
+    amplitude: Vec<f64>,
+}
+
+impl RandomFunction {
+    /// The function's frequencies, phases and amplitudes drawn from `rng`.
+    fn draw(relevant: usize, roughness: Roughness, rng: &mut impl Rng) -> Self {
+        let (terms, scale) = match roughness {
+            Roughness::Smooth => (30, 1.0),
+            Roughness::Rough => (10, 1.0 / (relevant as f64).sqrt()),
+        };
+        let w = DMatrix::from_fn(terms, relevant, |_, _| {
+            scale * rng.sample::<f64, _>(StandardNormal)
+        });
+        let phase = (0..terms)
+            .map(|_| rng.random_range(-std::f64::consts::PI..std::f64::consts::PI))
+            .collect();
+        let amplitude = (0..terms)
+            .map(|_| rng.sample::<f64, _>(StandardNormal))
+            .collect();
+        Self {
+            roughness,
+            w,
+            phase,
+            amplitude,
+        }
+    }
+
+    /// The function at row `i` of `x`.
+    fn value(&self, x: &DMatrix<f64>, i: usize) -> f64 {
+        (0..self.w.nrows())
+            .map(|k| {
+                let t: f64 = (0..self.w.ncols())
+                    .map(|d| self.w[(k, d)] * x[(i, d)])
+                    .sum();
+                self.amplitude[k]
+                    * match self.roughness {
+                        Roughness::Smooth => (t + self.phase[k]).cos(),
+                        Roughness::Rough => (6.0 * (t + 0.3 * self.phase[k])).tanh(),
+                    }
+            })
+            .sum()
+    }
+}
+
+/// A [`Problem`] with several outputs of the same inputs, for the multi-output SSGP: output p is
+/// a function of the same relevant inputs and roughness drawn with its own seed
+/// (`problem.seed + 1000·p`; output 0 is the problem's own function), multiplied by 10^p (outputs
+/// of different sizes), with the problem's relative noise.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MultiOutputProblem {
+    /// The inputs, output 0's function and the noise level.
+    pub problem: Problem,
+    /// The number of outputs P.
+    pub outputs: usize,
+}
+
+impl MultiOutputProblem {
+    /// The problem's name with the outputs: `n200-D400-r3-rough-0.3-P2`.
+    pub fn name(&self) -> String {
+        format!("{}-P{}", self.problem.name(), self.outputs)
+    }
+
+    /// The training set (n points, P targets) and a test set of `n_test` points; output 0 is
+    /// the problem's own ([`Problem::generate`]'s targets).
+    ///
+    /// # Errors
+    /// As [`Problem::generate`]; [`Error::InvalidParameter`] for no outputs.
+    pub fn generate(&self, n_test: usize) -> Result<(MultiDataset, MultiDataset)> {
+        if self.outputs == 0 {
+            return Err(Error::InvalidParameter {
+                name: "outputs",
+                reason: format!("{}: needs at least one output", self.name()),
+            });
+        }
+        let (train, test) = self.problem.generate(n_test)?;
+        let (n, p_all) = (train.len(), self.outputs);
+        let (mut y, mut y_test) = (DMatrix::zeros(n, p_all), DMatrix::zeros(n_test, p_all));
+        y.column_mut(0).copy_from(train.y());
+        y_test.column_mut(0).copy_from(test.y());
+        for p in 1..p_all {
+            let seed = self.problem.seed + 1000 * p as u64;
+            let mut rng = crate::random::seeded(seed);
+            let f = RandomFunction::draw(self.problem.relevant, self.problem.roughness, &mut rng);
+            let fx = DVector::from_fn(n, |i, _| f.value(train.x(), i));
+            let fx_test = DVector::from_fn(n_test, |i, _| f.value(test.x(), i));
+            let (yp, yp_test) = self.problem.noisy((fx, fx_test), &mut rng)?;
+            let size = 10f64.powi(p as i32);
+            y.column_mut(p).copy_from(&(yp * size));
+            y_test.column_mut(p).copy_from(&(yp_test * size));
+        }
+        Ok((
+            MultiDataset::new(train.x().clone(), y)?,
+            MultiDataset::new(test.x().clone(), y_test)?,
+        ))
+    }
+}
+
+/// [`calibration_suite`]'s 36 problems with two outputs each ([`MultiOutputProblem`]).
+pub fn multi_output_suite() -> Vec<MultiOutputProblem> {
+    calibration_suite()
+        .into_iter()
+        .map(|problem| MultiOutputProblem {
+            problem,
+            outputs: 2,
+        })
+        .collect()
 }
 
 /// The suite: 36 problems, n from 50 to 1 000, D from 1 to 2n (wide problems with D ≥ n for
@@ -369,4 +474,46 @@ pub fn messy_suite() -> Vec<MessyTable> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A multi-output problem's output 0 and inputs are its problem's, bit for bit; output 1 is
+    /// another function of the same inputs, ten times the size, with the same relative noise.
+    #[test]
+    fn a_multi_output_problem_extends_its_problem() {
+        let problem = calibration_suite()[13].clone();
+        let (train, test) = problem.generate(50).unwrap();
+        let multi = MultiOutputProblem {
+            problem: problem.clone(),
+            outputs: 2,
+        };
+        let (mtrain, mtest) = multi.generate(50).unwrap();
+        assert_eq!(mtrain.x(), train.x());
+        assert_eq!(mtest.x(), test.x());
+        assert_eq!(mtrain.y().column(0), train.y().column(0));
+        assert_eq!(mtest.y().column(0), test.y().column(0));
+        let sd = |v: DVector<f64>| {
+            let mean = v.mean();
+            (v.map(|x| (x - mean).powi(2)).sum() / v.len() as f64).sqrt()
+        };
+        let (y0, y1) = (
+            mtrain.y().column(0).into_owned(),
+            mtrain.y().column(1).into_owned(),
+        );
+        let ratio = sd(y1.clone()) / sd(y0.clone());
+        assert!((3.0..30.0).contains(&ratio), "sd ratio {ratio}");
+        let correlation = y0.add_scalar(-y0.mean()).dot(&y1.add_scalar(-y1.mean()))
+            / (sd(y0.clone()) * sd(y1.clone()) * y0.len() as f64);
+        assert!(correlation.abs() < 0.9, "correlation {correlation}");
+        assert_eq!(multi.name(), format!("{}-P2", problem.name()));
+        assert!(MultiOutputProblem {
+            problem,
+            outputs: 0
+        }
+        .generate(5)
+        .is_err());
+    }
 }
