@@ -5,11 +5,11 @@
 //! alone) with the summary's flag, and which fit the check kept. Prints a Markdown table (the README's) and the counts the criteria are
 //! judged by.
 //!
-//! With `--suite messy`, the same on `ssgp::data::messy_suite` (18 tables shaped like a small real
-//! one, clean and messy); with `--suite multi`, the multi-output SSGP (`fit_multi`) on
-//! `ssgp::data::multi_output_suite` (the 36 problems with a second output), a row per output. `cargo run --release --example calibration [-- --m 50] [--first K]
-//! [--seed S] [--variant V] [--suite S]`; see
-//! `--help`.
+//! With `--suite messy`, the same on `ssgp::data::messy_suite` (18 tables shaped like a small
+//! real one, clean and messy); with `--suite multi`, the multi-output SSGP (`fit_multi`) on
+//! `ssgp::data::multi_output_suite` (the 36 problems with a second output), a row per output.
+//! `cargo run --release --example calibration [-- --m 50] [--first K] [--seed S] [--variant V]
+//! [--suite S]`; see `--help`.
 
 #[path = "cli/mod.rs"]
 mod cli;

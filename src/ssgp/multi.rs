@@ -576,14 +576,15 @@ impl ValidSsgpParams {
     /// Trains SSGP on the P outputs of `data` (see [`super::multi`](self) for the model): inputs
     /// constant on `data` left out; start values ℓ by the lengthscale strategy (on the first
     /// output), σ0p² = var y_p, ρ = 1/4; the best of the initial draws of spectral points by
-    /// the summed evidence; then nonlinear CG on the summed evidence — checked as one output's fit
-    /// is, by the [`super::CalibrationGuard`] of the settings (the default
+    /// the summed evidence; then nonlinear CG on the summed evidence — checked as one output's
+    /// fit is, by the [`super::CalibrationGuard`] of the settings (the default
     /// [`super::CalibrationGuard::Check`]: the learned fit against the random-feature fit on
     /// held-out rows, compared by the outputs' summed MNLP, each output's variances scaled by
     /// its own held-out factor; from 75 held-out rows the learned fit stopped early, its budget
-    /// chosen by those rows). On the tables measured (n = 100–3 000, the robot arm example's 1 000
-    /// rows) it took 0.8–1.4 times the unchecked fit's time: the refit's budget is the one the
-    /// held-out rows chose (about 2.2 times where that is the whole budget). Each output's LOO diagnostic and check are in
+    /// chosen by those rows). On the tables measured (n = 100–3 000, the robot arm example's
+    /// 1 000 rows, `ssgp::data::multi_output_suite`) it took 0.8–1.4 times the unchecked fit's
+    /// time: the refit's budget is the one the held-out rows chose (about 2.2 times where that
+    /// is the whole budget). Each output's LOO diagnostic and check are in
     /// [`FittedMultiSsgp::output_training`]. A noise bound ([`super::NoiseBound`]) is not
     /// supported here.
     ///
