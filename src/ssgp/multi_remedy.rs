@@ -64,17 +64,16 @@ fn rows_of(x: &DMatrix<f64>, y: &DMatrix<f64>, rows: &[usize]) -> (DMatrix<f64>,
     (x.select_rows(rows), y.select_rows(rows))
 }
 
-/// Each output's [`HeldOutScore`] of `model` (trained on `fit`) on `held`, factors within `range`.
+/// Each output's [`HeldOutScore`] of `model` on the rows `held`, factors within `range`.
 fn scores(
     model: &FittedMultiSsgp,
-    (fit, held): (Rows<'_>, Rows<'_>),
+    (x, y): Rows<'_>,
     range: (f64, f64),
 ) -> Result<Vec<HeldOutScore>> {
     (0..model.outputs())
         .map(|p| {
-            let fit = Dataset::new(fit.0.clone(), fit.1.column(p).into_owned())?;
-            let held = Dataset::new(held.0.clone(), held.1.column(p).into_owned())?;
-            held_out(&model.output(p)?, (&fit, &held), range)
+            let held = Dataset::new(x.clone(), y.column(p).into_owned())?;
+            held_out(&model.output(p)?, &held, range)
         })
         .collect()
 }
@@ -176,9 +175,9 @@ impl ValidSsgpParams {
         let proxy = learned_on_all.is_some();
         let split = held_out_split(groups, held_out_target(n, proxy), self.training.seed);
         let (held_rows, fit_rows) = split.order.split_at(split.held);
-        let held = rows_of(x, y, held_rows);
-        let fit = rows_of(x, y, fit_rows);
-        let sides = ((&fit.0, &fit.1), (&held.0, &held.1));
+        let (held_x, held_y) = rows_of(x, y, held_rows);
+        let (fit_x, fit_y) = rows_of(x, y, fit_rows);
+        let held = (&held_x, &held_y);
         let quiet = self.reporting_as_check();
         let mut proxy_params = quiet.clone();
         if let Some(fitted) = &learned_on_all {
@@ -193,10 +192,10 @@ impl ValidSsgpParams {
             0.0,
             proxy_params.training.optim.max_evaluations,
         );
-        let (_, stages) = proxy_params.fit_multi_stages(&fit.0, &fit.1, start, &plan.budgets)?;
+        let (_, stages) = proxy_params.fit_multi_stages(&fit_x, &fit_y, start, &plan.budgets)?;
         let mut best: Option<(usize, FittedMultiSsgp, Vec<HeldOutScore>)> = None;
         for (&budget, candidate) in plan.budgets.iter().zip(stages) {
-            let score = scores(&candidate, sides, plan.choice_range)?;
+            let score = scores(&candidate, held, plan.choice_range)?;
             if best
                 .as_ref()
                 .is_none_or(|(_, _, b)| total_mnlp(&score) < total_mnlp(b))
@@ -210,12 +209,12 @@ impl ValidSsgpParams {
                 reason: "the calibration check trained no learned fit".into(),
             })?;
         if plan.choice_range != plan.learned_range {
-            learned = scores(&learned_fit, sides, plan.learned_range)?;
+            learned = scores(&learned_fit, held, plan.learned_range)?;
         }
         let mut forgiving = quiet.clone();
         forgiving.training.best_effort = true;
-        let random_fit = forgiving.fit_multi_random_features(&fit.0, &fit.1, start)?;
-        let random = scores(&random_fit, sides, (0.0, f64::INFINITY))?;
+        let random_fit = forgiving.fit_multi_random_features(&fit_x, &fit_y, start)?;
+        let random = scores(&random_fit, held, (0.0, f64::INFINITY))?;
         let (learned_mnlp, random_mnlp) = (total_mnlp(&learned), total_mnlp(&random));
         let widened = learned.iter().any(|s| s.scale > 1.0);
         let Verdict {
@@ -254,7 +253,7 @@ impl ValidSsgpParams {
                 (forgiving.fit_multi_random_features(x, y, start)?, (x, y))
             }
             (false, Some(fitted)) => (fitted, (x, y)),
-            (false, None) if on_comparison_rows => (learned_fit, (&fit.0, &fit.1)),
+            (false, None) if on_comparison_rows => (learned_fit, (&fit_x, &fit_y)),
             (false, None) => {
                 let mut stopped = self.clone();
                 stopped.training.optim.max_evaluations = learned_budget;

@@ -318,7 +318,7 @@ impl ValidSsgpParams {
             proxy_params.fit_from_checkpoints(&fit, start.clone(), &used, &plan.budgets)?;
         let mut best: Option<(usize, FittedSsgp, HeldOutScore)> = None;
         for (&budget, candidate) in plan.budgets.iter().zip(stages) {
-            let score = held_out(&candidate, (&fit, &held), plan.choice_range)?;
+            let score = held_out(&candidate, &held, plan.choice_range)?;
             if best.as_ref().is_none_or(|(_, _, b)| score.mnlp < b.mnlp) {
                 best = Some((budget, candidate, score));
             }
@@ -329,7 +329,7 @@ impl ValidSsgpParams {
                 reason: "the calibration check trained no learned fit".into(),
             })?;
         if plan.choice_range != plan.learned_range {
-            learned = held_out(&learned_fit, (&fit, &held), plan.learned_range)?;
+            learned = held_out(&learned_fit, &held, plan.learned_range)?;
         }
         // The random-feature fit trains two parameters and is kept at its best point if its line
         // search stalls (near noise-free data leaves its evidence flat within round-off along
@@ -338,7 +338,7 @@ impl ValidSsgpParams {
         forgiving.training.best_effort = true;
         let random_fit =
             forgiving.fit_random_features(&fit, &start, &used, Remedy::RandomFeatures)?;
-        let random = held_out(&random_fit, (&fit, &held), (narrowest, f64::INFINITY))?;
+        let random = held_out(&random_fit, &held, (narrowest, f64::INFINITY))?;
         let Verdict {
             keep_random,
             by_margin,
@@ -683,8 +683,8 @@ pub(super) fn standard_error_of_difference(a: &DVector<f64>, b: &DVector<f64>) -
     (variance / rows).sqrt()
 }
 
-/// `model`'s [`HeldOutScore`] on `held`, its factor within `(lowest, highest)`, its NMSE by the
-/// mean of `fit`, the rows it was trained on. The factor is the maximum-likelihood scale of
+/// `model`'s [`HeldOutScore`] on `held`, its factor within `(lowest, highest)`, its NMSE by its
+/// own ȳ, the mean of the rows it was trained on. The factor is the maximum-likelihood scale of
 /// N(μ, s·v) on the held-out rows (s = mean z²), applied only where the rows show a
 /// miscalibration beyond chance, within `(lowest, highest)`: (1, ∞) for a learned fit on fewer
 /// than [`CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS`] held-out rows, whose narrowing
@@ -693,7 +693,7 @@ pub(super) fn standard_error_of_difference(a: &DVector<f64>, b: &DVector<f64>) -
 /// user set.
 pub(super) fn held_out(
     model: &FittedSsgp,
-    (fit, held): (&Dataset, &Dataset),
+    held: &Dataset,
     (lowest, highest): (f64, f64),
 ) -> Result<HeldOutScore> {
     let mut p = model.predict(held.x())?;
@@ -707,7 +707,7 @@ pub(super) fn held_out(
     };
     p.y_variance *= scale;
     let (row_nlp, score) = nlp_and_mnlp(held.y(), &p)?;
-    let error = nmse(held.y(), &p, fit.y_mean()).unwrap_or(f64::NAN);
+    let error = nmse(held.y(), &p, model.y_mean()).unwrap_or(f64::NAN);
     let calibration = HeldOutCalibration {
         rows: held.len(),
         mean_z2: z2 / scale,
