@@ -332,6 +332,108 @@ mod tests {
     use crate::ssgp::Ssgp;
     use rand::{Rng, SeedableRng};
 
+    /// The check's record for each output is what its own held-out rows say about the kept
+    /// candidate, recomputed here from the public predictive: on n = 440 rows (110 held out, so
+    /// a learned fit's factor applies both ways and its budget is chosen among six), outputs of
+    /// very different noise (hence different factors), the kept candidate retrained with the
+    /// recorded budget on the split's rows gives each output's held-out mean z² (the factor where
+    /// it lies beyond chance), the summed MNLP with those factors, and, kept as measured, the
+    /// model's variances at the held-out rows are that candidate's times its factor.
+    #[test]
+    fn each_output_keeps_the_factor_its_held_out_rows_ask_for() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let (n, dim, m) = (440, 2, 8);
+        let x = DMatrix::from_fn(n, dim, |_, _| rng.random_range(-2.0..2.0));
+        let noise = [0.02, 0.5];
+        let y = DMatrix::from_fn(n, 2, |i, p| {
+            (1.3 * x[(i, 0)] + p as f64).sin() * (0.7 * x[(i, 1)]).cos()
+                + noise[p] * rng.random_range(-1.7..1.7)
+        });
+        let params = Ssgp::params(m)
+            .seed(4)
+            .max_evaluations(64)
+            .threads(1)
+            .check()
+            .unwrap();
+        let start = Hyperparameters {
+            lengthscales: DVector::from_element(dim, 1.0),
+            signal_variance: 1.0,
+            noise_variance: 0.1,
+        };
+        let fitted = params.fit_multi_calibrated(&x, &y, &start).unwrap();
+        let (group_of, inputs) = groups_of_equal_inputs(&x).unwrap();
+        let split = held_out_split((&group_of, inputs), n / 4, params.training.seed);
+        let (held_rows, fit_rows) = split.order.split_at(split.held);
+        let (held_x, held_y) = rows_of(&x, &y, held_rows);
+        let (fit_x, fit_y) = rows_of(&x, &y, fit_rows);
+        let remedy = |p: usize| fitted.output_training(p).unwrap().remedy.unwrap();
+        let Remedy::HeldOut {
+            learned_mnlp,
+            random_features_mnlp,
+            learned_budget,
+            on_comparison_rows,
+            ..
+        } = remedy(0)
+        else {
+            panic!("no held-out check: {:?}", remedy(0));
+        };
+        let keep_random = remedy(0).random_features();
+        let candidate = if keep_random {
+            params
+                .fit_multi_random_features(&fit_x, &fit_y, &start)
+                .unwrap()
+        } else {
+            let mut stopped = params.clone();
+            stopped.training.optim.max_evaluations = learned_budget.unwrap();
+            stopped
+                .fit_multi_stages(&fit_x, &fit_y, &start, &[])
+                .unwrap()
+                .0
+        };
+        let rows = held_rows.len() as f64;
+        let mut total = 0.0;
+        let mut factors = Vec::new();
+        for p in 0..2 {
+            let truth = held_y.column(p).into_owned();
+            let mut pred = candidate.predict_output(&held_x, p).unwrap();
+            let z2 = crate::metrics::calibration(&truth, &pred)
+                .unwrap()
+                .mean_squared_z;
+            let factor = if (z2 - 1.0).abs() > 2.0 * (2.0 / rows).sqrt() {
+                z2
+            } else {
+                1.0
+            };
+            let recorded = remedy(p);
+            if !keep_random {
+                assert_eq!(recorded.variance_scale(), factor, "output {p}");
+            }
+            pred.y_variance *= factor;
+            total += crate::metrics::mnlp(&truth, &pred).unwrap();
+            factors.push(factor);
+            if on_comparison_rows {
+                let kept = fitted.predict_output(&held_x, p).unwrap();
+                let unscaled = candidate.predict_output(&held_x, p).unwrap();
+                approx::assert_relative_eq!(
+                    kept.y_variance,
+                    unscaled.y_variance * factor,
+                    max_relative = 1e-12
+                );
+            }
+        }
+        println!(
+            "kept {}, budget {learned_budget:?}, factors {factors:?}, as measured {on_comparison_rows}",
+            if keep_random { "random features" } else { "learned" }
+        );
+        assert!(factors[0] != factors[1]);
+        let kept_mnlp = if keep_random {
+            random_features_mnlp
+        } else {
+            learned_mnlp
+        };
+        approx::assert_relative_eq!(kept_mnlp, total, max_relative = 1e-12);
+    }
+
     /// Rescaling multiplies each output's predictive variances by its own factor and leaves the
     /// means (bit for bit), the noise ratio and every other output alone.
     #[test]
