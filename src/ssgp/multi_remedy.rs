@@ -332,6 +332,16 @@ mod tests {
     use crate::ssgp::Ssgp;
     use rand::{Rng, SeedableRng};
 
+    /// A start of unit lengthscales, σ0² = 1, σn² = 0.1 (the check's fits start from it, with
+    /// no full GP).
+    fn unit_start(dim: usize) -> Hyperparameters {
+        Hyperparameters {
+            lengthscales: DVector::from_element(dim, 1.0),
+            signal_variance: 1.0,
+            noise_variance: 0.1,
+        }
+    }
+
     /// The check's record for each output is what its own held-out rows say about the kept
     /// candidate, recomputed here from the public predictive: on n = 440 rows (110 held out, so
     /// a learned fit's factor applies both ways and its budget is chosen among six), outputs of
@@ -355,11 +365,7 @@ mod tests {
             .threads(1)
             .check()
             .unwrap();
-        let start = Hyperparameters {
-            lengthscales: DVector::from_element(dim, 1.0),
-            signal_variance: 1.0,
-            noise_variance: 0.1,
-        };
+        let start = unit_start(dim);
         let fitted = params.fit_multi_calibrated(&x, &y, &start).unwrap();
         let (group_of, inputs) = groups_of_equal_inputs(&x).unwrap();
         let split = held_out_split((&group_of, inputs), n / 4, params.training.seed);
@@ -451,11 +457,7 @@ mod tests {
             .calibration(CalibrationGuard::Off)
             .check()
             .unwrap();
-        let start = Hyperparameters {
-            lengthscales: DVector::from_element(dim, 1.0),
-            signal_variance: 1.0,
-            noise_variance: 0.1,
-        };
+        let start = unit_start(dim);
         let fitted = params.fit_multi_calibrated(&x, &y, &start).unwrap();
         let scales = [2.5, 1.0, 0.3];
         let scaled = params
