@@ -217,33 +217,25 @@ impl ValidSsgpParams {
         let random = scores(&random_fit, held, (0.0, f64::INFINITY))?;
         let (learned_mnlp, random_mnlp) = (total_mnlp(&learned), total_mnlp(&random));
         let widened = learned.iter().any(|s| s.scale > 1.0);
-        let Verdict {
-            keep_random,
-            by_margin,
-            on_comparison_rows,
-        } = plan.verdict((learned_mnlp, random_mnlp), widened, || {
+        let verdict = plan.verdict((learned_mnlp, random_mnlp), widened, || {
             summed_standard_error(&learned, &random)
         });
+        let Verdict {
+            keep_random,
+            on_comparison_rows,
+            ..
+        } = verdict;
         let kept = if keep_random { &random } else { &learned };
         let remedies: Vec<Remedy> = kept
             .iter()
             .map(|score| {
-                let (variance_scale, held_out) = if keep_random {
-                    score.least_widening()
-                } else {
-                    (score.scale, score.calibration)
-                };
-                Remedy::HeldOut {
-                    learned_mnlp,
-                    random_features_mnlp: random_mnlp,
-                    variance_scale,
-                    held_out,
-                    on_comparison_rows,
-                    learned_budget: plan.stopped_early().then_some(learned_budget),
-                    random_features_by_margin: by_margin,
-                    start_hyperparameters,
-                    start_rows,
-                }
+                verdict.remedy(
+                    &plan,
+                    score,
+                    (learned_mnlp, random_mnlp),
+                    learned_budget,
+                    (start_hyperparameters, start_rows),
+                )
             })
             .collect();
         let (fitted, (tx, ty)) = match (keep_random, learned_on_all) {

@@ -339,32 +339,22 @@ impl ValidSsgpParams {
         let random_fit =
             forgiving.fit_random_features(&fit, &start, &used, Remedy::RandomFeatures)?;
         let random = held_out(&random_fit, &held, (narrowest, f64::INFINITY))?;
-        let Verdict {
-            keep_random,
-            by_margin,
-            on_comparison_rows,
-        } = plan.verdict((learned.mnlp, random.mnlp), learned.scale > 1.0, || {
+        let verdict = plan.verdict((learned.mnlp, random.mnlp), learned.scale > 1.0, || {
             standard_error_of_difference(&learned.row_nlp, &random.row_nlp)
         });
-        // The random-feature fit is refitted on all rows: widened, it takes the least factor its
-        // held-out rows ask for (`HeldOutScore::least_widening`); compared, both fits had their
-        // maximum-likelihood factor.
-        let (variance_scale, held_out) = if keep_random {
-            random.least_widening()
-        } else {
-            (learned.scale, learned.calibration)
-        };
-        let remedy = Remedy::HeldOut {
-            learned_mnlp: learned.mnlp,
-            random_features_mnlp: random.mnlp,
-            variance_scale,
-            held_out,
+        let Verdict {
+            keep_random,
             on_comparison_rows,
-            learned_budget: plan.stopped_early().then_some(learned_budget),
-            random_features_by_margin: by_margin,
-            start_hyperparameters,
-            start_rows,
-        };
+            ..
+        } = verdict;
+        let kept = if keep_random { &random } else { &learned };
+        let remedy = verdict.remedy(
+            &plan,
+            kept,
+            (learned.mnlp, random.mnlp),
+            learned_budget,
+            (start_hyperparameters, start_rows),
+        );
         let (mut fitted, trained_on) = match (keep_random, learned_on_all) {
             (true, _) => {
                 let mut forgiving = self.clone();
@@ -503,6 +493,7 @@ pub(super) struct Comparison {
 }
 
 /// What the held-out comparison keeps ([`Comparison::verdict`]).
+#[derive(Clone, Copy)]
 pub(super) struct Verdict {
     /// The random-feature fit.
     pub(super) keep_random: bool,
@@ -510,6 +501,41 @@ pub(super) struct Verdict {
     pub(super) by_margin: bool,
     /// A widened learned fit kept as measured on the comparison's rows, not refitted.
     pub(super) on_comparison_rows: bool,
+}
+
+impl Verdict {
+    /// The [`Remedy::HeldOut`] recorded for a kept fit whose held-out score is `kept`: its
+    /// maximum-likelihood factor, except that a random-feature fit, refitted on all rows, takes
+    /// the least factor its held-out rows ask for when they widen it
+    /// ([`HeldOutScore::least_widening`]; compared, both fits had their maximum-likelihood
+    /// factor); with the fits' held-out MNLPs (learned, random-feature), the learned fit's
+    /// budget (recorded where `plan` stopped early) and what the start learned from the rows
+    /// (hyperparameters, rows).
+    pub(super) fn remedy(
+        &self,
+        plan: &Comparison,
+        kept: &HeldOutScore,
+        (learned_mnlp, random_features_mnlp): (f64, f64),
+        learned_budget: usize,
+        (start_hyperparameters, start_rows): (usize, usize),
+    ) -> Remedy {
+        let (variance_scale, held_out) = if self.keep_random {
+            kept.least_widening()
+        } else {
+            (kept.scale, kept.calibration)
+        };
+        Remedy::HeldOut {
+            learned_mnlp,
+            random_features_mnlp,
+            variance_scale,
+            held_out,
+            on_comparison_rows: self.on_comparison_rows,
+            learned_budget: plan.stopped_early().then_some(learned_budget),
+            random_features_by_margin: self.by_margin,
+            start_hyperparameters,
+            start_rows,
+        }
+    }
 }
 
 impl Comparison {
