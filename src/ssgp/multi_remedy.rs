@@ -295,14 +295,7 @@ impl ValidSsgpParams {
     ) -> Result<FittedMultiSsgp> {
         let mut fixed = self.clone();
         fixed.fixed_spectral_points = true;
-        let w = match &self.initial_unit_frequencies {
-            Some(w) => w.clone(),
-            None => self.density().sample_unit_frequencies(
-                self.m,
-                x.ncols(),
-                &mut crate::random::seeded(self.training.seed),
-            ),
-        };
+        let w = self.random_feature_frequencies(x.ncols());
         let evidence = fixed.multi_evidence(x, y, Some(&w))?;
         let theta = evidence.pack(&fixed.multi_start(y, start, w))?;
         let objective = TrailingEntries {

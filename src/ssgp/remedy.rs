@@ -29,7 +29,7 @@ use crate::hyperparameters::Hyperparameters;
 use crate::metrics::{calibration, nlp_and_mnlp, nmse};
 use crate::optim::{retag, Objective, Phase};
 use crate::termination::{HeldOutCalibration, Remedy, TrainingSummary};
-use nalgebra::DVector;
+use nalgebra::{DMatrix, DVector};
 use rand::seq::SliceRandom;
 
 /// How an SSGP fit guards its error bars against overfitted spectral points (the default is
@@ -254,6 +254,19 @@ impl ValidSsgpParams {
         }
     }
 
+    /// The random-feature fit's unit frequencies W (m×`dim`): the given ones, or one draw of the
+    /// seed from the spectral density.
+    pub(super) fn random_feature_frequencies(&self, dim: usize) -> DMatrix<f64> {
+        match &self.initial_unit_frequencies {
+            Some(w) => w.clone(),
+            None => self.density().sample_unit_frequencies(
+                self.m,
+                dim,
+                &mut crate::random::seeded(self.training.seed),
+            ),
+        }
+    }
+
     /// These settings with the observer, if any, told that its fits are the calibration check's.
     pub(super) fn reporting_as_check(&self) -> Self {
         let mut quiet = self.clone();
@@ -437,14 +450,7 @@ impl ValidSsgpParams {
         fixed.fixed_spectral_points = true;
         fixed.noise_bound = NoiseBound::None;
         fixed.check_buffers(data)?;
-        let w = match &self.initial_unit_frequencies {
-            Some(w) => w.clone(),
-            None => self.density().sample_unit_frequencies(
-                self.m,
-                data.dim(),
-                &mut crate::random::seeded(self.training.seed),
-            ),
-        };
+        let w = self.random_feature_frequencies(data.dim());
         let evidence = fixed.evidence_with(data, Some(&w))?;
         let theta = evidence.pack(&SsgpHyperparameters {
             hyper: start.clone(),
@@ -751,7 +757,6 @@ pub(super) fn held_out(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nalgebra::DMatrix;
 
     /// Without repeated inputs the split is the seeded shuffle of the rows with n/4 held out, as
     /// before groups (the suite's fits are the same bits); with every input three times, no input
