@@ -146,11 +146,16 @@ impl FittedMultiSsgp {
     /// [`Error::DimensionMismatch`] for p ≥ P.
     pub fn output_training(&self, p: usize) -> Result<TrainingSummary> {
         self.check_output(p)?;
-        Ok(TrainingSummary {
+        Ok(self.summary_of(p))
+    }
+
+    /// The shared summary with output p's diagnostic and remedy (p < P).
+    fn summary_of(&self, p: usize) -> TrainingSummary {
+        TrainingSummary {
             diagnostic: self.diagnostics[p],
             remedy: self.remedies[p],
             ..self.training.clone()
-        })
+        }
     }
 
     /// Each output's LOO diagnostic on `x` (n×D, the used columns) and `y` (n×P), the rows the
@@ -184,13 +189,8 @@ impl FittedMultiSsgp {
 
     /// [`Self::training`]'s diagnostic and remedy: the first flagged output's, else output 0's.
     fn summarise(&mut self) {
-        let summary = |p: usize| TrainingSummary {
-            diagnostic: self.diagnostics[p],
-            remedy: self.remedies[p],
-            ..self.training.clone()
-        };
         let shown = (0..self.outputs())
-            .find(|&p| summary(p).is_flagged())
+            .find(|&p| self.summary_of(p).is_flagged())
             .unwrap_or(0);
         self.training.diagnostic = self.diagnostics[shown];
         self.training.remedy = self.remedies[shown];
