@@ -11,21 +11,28 @@
 //!   itself, gradient as max|Δg| / max|g|, as `tests/suite/reference.rs` measures);
 //! - `training`: a short fit (m = 25, half-range start, 5 draws, 60 evaluations) gives the same
 //!   model and LOO diagnostic on every rank, close to the single-process fit's;
+//! - `check`: the default fit runs the calibration check across the ranks (each rank holding out
+//!   half its rows): on wide data (n = 2 400, D = 30, 10 relevant inputs) it keeps the
+//!   random-feature fit where the learned one is overconfident on test data (mean z² above 5; the
+//!   check's below 1.5), and on D = 5 it keeps the learned fit's means bit for bit and moves its
+//!   test mean z² towards 1; the same model and held-out score on every rank;
 //! - `disagreement`: when the last rank cannot read its file, or its data have another D, every
 //!   rank returns an error (none waits forever in a collective); with m = 2·10⁶ the fit and the
 //!   evidence are an allocation error on every rank (before, an abort);
 //! - `settings`: ranks given a different m, number of draws, fixed spectral points, noise floor,
-//!   seed, budget or kernel all return `Error::Distributed` naming the setting (before, a
+//!   seed, budget, kernel or calibration guard all return `Error::Distributed` naming the setting (before, a
 //!   different m aborted the job with `MPI_ERR_TRUNCATE` and a different noise floor returned
 //!   different models); threads and cache sizes may differ.
 
-use ssgp::distributed::{load_csv_share, Cluster};
+use ssgp::data::{Problem, Roughness};
+use ssgp::distributed::{load_csv_share, row_share, Cluster};
+use ssgp::metrics::calibration;
 use ssgp::mpi::collective::SystemOperation;
 use ssgp::mpi::traits::CommunicatorCollectives;
 use ssgp::nalgebra::DVector;
 use ssgp::optim::Objective;
 use ssgp::ssgp::CalibrationGuard;
-use ssgp::{data::CsvOptions, Dataset, LengthscaleInit, ParamGuard, Ssgp};
+use ssgp::{data::CsvOptions, Dataset, FittedSsgp, LengthscaleInit, ParamGuard, Remedy, Ssgp};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
@@ -87,9 +94,12 @@ fn parent() -> ExitCode {
     for ranks in [2, 4] {
         failed += usize::from(!launch("training", ranks));
     }
+    for ranks in [1, 3] {
+        failed += usize::from(!launch("check", ranks));
+    }
     failed += usize::from(!launch("disagreement", 3));
     failed += usize::from(!launch("settings", 2));
-    println!("mpi: {} passed, {failed} failed", 7 - failed);
+    println!("mpi: {} passed, {failed} failed", 9 - failed);
     if failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -107,6 +117,7 @@ fn child(check: &str) -> ExitCode {
     let outcome = match check {
         "evidence" => evidence(&cluster),
         "training" => training(&cluster),
+        "check" => calibration_check(&cluster),
         "disagreement" => disagreement(&cluster),
         "settings" => settings(&cluster),
         other => Err(format!("unknown check {other}")),
@@ -255,6 +266,114 @@ fn training(cluster: &Cluster) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether every rank holds `values` bit for bit (their maxima over the ranks equal their minima).
+fn same_on_every_rank(values: &[f64]) -> bool {
+    let (mut hi, mut lo) = (values.to_vec(), values.to_vec());
+    let world = ssgp::mpi::topology::SimpleCommunicator::world();
+    world.all_reduce_into(values, &mut hi[..], SystemOperation::max());
+    world.all_reduce_into(values, &mut lo[..], SystemOperation::min());
+    hi == lo
+}
+
+/// The default fit's calibration check across the ranks, against the learned fit alone.
+fn calibration_check(cluster: &Cluster) -> Result<(), String> {
+    let text = |e: ssgp::Error| e.to_string();
+    for (dim, relevant) in [(30, 10), (5, 5)] {
+        let problem = Problem {
+            n: 2400,
+            dim,
+            relevant,
+            roughness: Roughness::Smooth,
+            noise: 0.1,
+            seed: 7,
+        };
+        let (all, test) = problem.generate(1000).map_err(text)?;
+        let rows: Vec<usize> = row_share(all.len(), cluster.rank(), cluster.size()).collect();
+        let local = all.subset(&rows).map_err(text)?;
+        let base = Ssgp::params(50)
+            .seed(1)
+            .max_evaluations(200)
+            .lengthscale_init(LengthscaleInit::HalfRange);
+        let fit = |params: ssgp::SsgpParams| -> Result<FittedSsgp, String> {
+            let params = params.check().map_err(text)?;
+            Ok(params.fit_distributed(&local, cluster).map_err(text)?.model)
+        };
+        let alone = fit(base.clone().calibration(CalibrationGuard::Off))?;
+        let checked = fit(base)?;
+        let Some(Remedy::HeldOut {
+            held_out: Some(held),
+            variance_scale,
+            ..
+        }) = checked.training().remedy
+        else {
+            return Err(format!(
+                "D = {dim}: no held-out check in {:?}",
+                checked.training().remedy
+            ));
+        };
+        // Each rank holds out half its rows (no input repeats).
+        let mut expected = [(rows.len() / 2) as f64];
+        let world = ssgp::mpi::topology::SimpleCommunicator::world();
+        let mine = expected;
+        world.all_reduce_into(&mine[..], &mut expected[..], SystemOperation::sum());
+        if held.rows != expected[0] as usize {
+            return Err(format!(
+                "D = {dim}: {} held-out rows, not {}",
+                held.rows, expected[0]
+            ));
+        }
+        let mut mine: Vec<f64> = checked.parameters().iter().copied().collect();
+        mine.extend([
+            checked.neg_log_evidence(),
+            variance_scale,
+            held.mean_z2,
+            held.nmse,
+        ]);
+        if !same_on_every_rank(&mine) {
+            return Err(format!(
+                "D = {dim}: the ranks hold different checked models"
+            ));
+        }
+        let z2 = |model: &FittedSsgp| -> Result<f64, String> {
+            let p = model.predict(test.x()).map_err(text)?;
+            Ok(calibration(test.y(), &p).map_err(text)?.mean_squared_z)
+        };
+        let (z2_alone, z2_checked) = (z2(&alone)?, z2(&checked)?);
+        let random_features = checked
+            .training()
+            .remedy
+            .is_some_and(|r| r.random_features());
+        if cluster.is_root() {
+            println!(
+                "  {} rank(s), D = {dim}: test mean z² {z2_alone:.2} alone, {z2_checked:.2} \
+                 checked (random features: {random_features}, factor {variance_scale:.3}, \
+                 held-out z² {:.2} on {} rows)",
+                cluster.size(),
+                held.mean_z2,
+                held.rows
+            );
+        }
+        if dim == 30 {
+            if !(random_features && z2_alone > 5.0 && z2_checked < 1.5) {
+                return Err(format!(
+                    "D = 30: the learned fit alone at test z² {z2_alone}, the checked fit \
+                     (random features: {random_features}) at {z2_checked}"
+                ));
+            }
+        } else {
+            let same_means = alone.predict_mean(test.x()).map_err(text)?
+                == checked.predict_mean(test.x()).map_err(text)?;
+            if random_features || !same_means || z2_checked.ln().abs() >= z2_alone.ln().abs() {
+                return Err(format!(
+                    "D = 5: the learned fit's means kept: {same_means}; test z² {z2_alone} \
+                     alone, {z2_checked} checked"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The last rank cannot read its file, then drops an input column: every rank must return an
 /// error each time, none may hang.
 fn disagreement(cluster: &Cluster) -> Result<(), String> {
@@ -361,6 +480,14 @@ fn settings(cluster: &Cluster) -> Result<(), String> {
             base().noise_floor(if odd { 0.5 } else { 0.0 }),
         ),
         ("seed", base().seed(u64::from(odd))),
+        (
+            "calibration guard",
+            base().calibration(if odd {
+                CalibrationGuard::Off
+            } else {
+                CalibrationGuard::Check
+            }),
+        ),
         ("budgets", base().max_evaluations(if odd { 6 } else { 5 })),
         (
             "kernel",

@@ -82,6 +82,14 @@ impl Cluster {
         self.all_reduce(buf, SystemOperation::sum());
     }
 
+    /// Collective: `buf` ← the element-wise sum of every rank's `buf` as rank 0 computed it, on
+    /// every rank (an all-reduce, then rank 0's bits broadcast): for sums a decision rests on,
+    /// which every rank must take alike.
+    pub(crate) fn sum_as_root(&self, buf: &mut [f64]) {
+        self.sum(buf);
+        self.broadcast(buf);
+    }
+
     /// Collective: `buf` ← the element-wise maximum of every rank's `buf`.
     pub(crate) fn max(&self, buf: &mut [f64]) {
         self.all_reduce(buf, SystemOperation::max());

@@ -5,7 +5,8 @@
 //!
 //! Compared: m, the initial draws, the fixed spectral points and any initial frequencies, the
 //! noise bound, the spectral density, the seed, the optimiser's budgets and stopping rule, the
-//! kernel, the noise floor, the lengthscale start and best effort. Not compared: threads, chunk
+//! kernel, the noise floor, the lengthscale start, best effort and the calibration guard. Not
+//! compared: threads, chunk
 //! and cache sizes and the observer, which change neither the model nor the collectives.
 
 use super::cluster::Cluster;
@@ -63,6 +64,7 @@ fn settings(params: &ValidSsgpParams) -> Vec<(&'static str, String)> {
         ("noise floor", t.noise_floor.to_bits().to_string()),
         ("lengthscale start", format!("{:?}", t.lengthscales)),
         ("best effort", t.best_effort.to_string()),
+        ("calibration guard", format!("{:?}", params.calibration)),
     ]
 }
 

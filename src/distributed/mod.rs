@@ -11,6 +11,9 @@
 //! - `statistics.rs`: [`GlobalStatistics`], the all-reduced column ranges and means, ȳ, var y;
 //! - `evidence.rs`: [`DistributedEvidence`], eq. 8 and its gradient over all ranks;
 //! - `training.rs`: [`crate::ssgp::ValidSsgpParams::fit_distributed`] and [`DistributedFit`];
+//!   the learned and the random-feature fit on every rank's rows;
+//! - `check.rs`: the calibration check across the ranks (the single-process proxy, each rank
+//!   holding out half its rows);
 //! - `rows.rs`: [`row_share`] and [`load_csv_share`], a rank's own rows of one CSV file.
 //!
 //! **Bytes per evaluation** (payload of each rank; k = 2m, D inputs, P = D + 2 + mD entries of
@@ -32,6 +35,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod check;
 mod cluster;
 mod evidence;
 mod fingerprint;

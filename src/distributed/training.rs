@@ -16,11 +16,10 @@ use crate::init;
 #[cfg(doc)]
 use crate::init::LengthscaleInit;
 use crate::optim::{Objective, OptimReport};
-#[cfg(doc)]
-use crate::ssgp::CalibrationGuard;
-use crate::ssgp::{FittedSsgp, NoiseBound, SsgpEvidence, SsgpHyperparameters, ValidSsgpParams};
-use crate::termination::Termination;
-use crate::termination::{LooDiagnostic, TrainingSummary};
+use crate::ssgp::{
+    CalibrationGuard, FittedSsgp, NoiseBound, SsgpEvidence, SsgpHyperparameters, ValidSsgpParams,
+};
+use crate::termination::{LooDiagnostic, Remedy, Termination, TrainingSummary};
 use nalgebra::{DMatrix, DVector};
 use std::cell::Cell;
 use std::time::Duration;
@@ -122,11 +121,17 @@ impl ValidSsgpParams {
     /// - the optimiser (and any observer, time budget) runs on rank 0; the others follow its
     ///   broadcast θ;
     /// - [`NoiseBound::FixedSpectralPoints`] is not supported;
-    /// - the calibration check does not run: the distributed fit is the learned fit, as with
-    ///   [`CalibrationGuard::Off`] (the single-process check above 2 000 rows compares a proxy
-    ///   on half the rows, which a distributed fit does not train; the fit's LOO diagnostic,
-    ///   computed across the ranks, shows a fit that fits its training points too well, but not
-    ///   an overconfidence the fitted frequencies hide from it).
+    /// - the calibration check ([`CalibrationGuard::Check`], the default) is the single-process
+    ///   proxy at every size: after the learned fit on all rows, each rank holds out a seeded half
+    ///   of its own rows (whole groups of equal inputs; the seed plus the rank), the learned fit
+    ///   (with half the evaluations) and the random-feature fit are trained on the ranks' other
+    ///   halves, from the same start, and scored on the held-out halves, their sums added over
+    ///   the ranks; the learned fit on all rows is kept (its variances scaled by its factor)
+    ///   unless the random-feature fit scores better, which is then trained on all rows — so
+    ///   the check costs about a quarter of the learned fit's evaluations more, plus the
+    ///   random-feature fits' few. Below 100 held-out rows over all ranks, the learned fit's LOO
+    ///   diagnostic decides, as below 20 rows in one process. Replicated inputs are held out
+    ///   together within a rank, not across ranks.
     ///
     /// Every rank returns the same model, or an error (no rank is left waiting in a collective).
     /// For fixed data split, seed and number of ranks the fit is reproducible.
@@ -134,8 +139,8 @@ impl ValidSsgpParams {
     /// # Errors
     /// As [`ValidSsgpParams::fit`]; [`Error::Distributed`] on the other ranks when one rank
     /// fails, and on every rank when the ranks' settings that change the model differ (m, draws,
-    /// seed, budgets, kernel, noise floor and bound, fixed points, start: compared before
-    /// anything else); [`Error::InvalidParameter`] for a noise bound.
+    /// seed, budgets, kernel, noise floor and bound, fixed points, start, calibration guard:
+    /// compared before anything else); [`Error::InvalidParameter`] for a noise bound.
     pub fn fit_distributed(&self, local: &Dataset, cluster: &Cluster) -> Result<DistributedFit> {
         check_same_settings(self, cluster)?;
         if self.noise_bound != NoiseBound::None {
@@ -146,23 +151,27 @@ impl ValidSsgpParams {
         }
         let traffic0 = cluster.traffic();
         let stats = GlobalStatistics::all_reduce(local, cluster)?;
-        self.resolved_for(stats.y_variance)
-            .fit_resolved(local, cluster, stats, traffic0)
+        self.resolved_for(stats.y_variance).fit_resolved(
+            local,
+            cluster,
+            stats,
+            (traffic0, self.training.noise_floor),
+        )
     }
 
-    /// [`Self::fit_distributed`] from the global statistics, the noise floor resolved.
+    /// [`Self::fit_distributed`] from the global statistics, the noise floor resolved;
+    /// `absolute_floor` is the floor set as a variance ([`ValidSsgpParams::fit`]'s).
     fn fit_resolved(
         &self,
         local: &Dataset,
         cluster: &Cluster,
         stats: GlobalStatistics,
-        traffic0: Traffic,
+        (traffic0, absolute_floor): (Traffic, f64),
     ) -> Result<DistributedFit> {
         let columns = stats.varying_columns()?;
         let used = cluster.agree(columns.select_data(local))?;
         cluster.agree(self.check_buffers(&used))?;
         let start = self.distributed_start(&stats, &columns, &used, cluster)?;
-        let centre = stats.used_means(&columns);
         let d = used.dim();
         if let Some(w) = &self.initial_unit_frequencies {
             if w.ncols() != d {
@@ -173,13 +182,52 @@ impl ValidSsgpParams {
                 });
             }
         }
-        let evidence_at = |w: &DMatrix<f64>| {
-            let fixed = self.fixed_spectral_points.then(|| w.clone());
-            self.distributed_evidence_with(&used, cluster, &stats, centre.clone(), fixed)
+        let rows = stats.n;
+        let share = Share {
+            local: &used,
+            cluster,
+            centre: stats.used_means(&columns),
+            stats,
+            spent: Cell::new((0, Duration::ZERO)),
         };
-        let spent = Cell::new((0, Duration::ZERO));
+        let model = match self.calibration {
+            CalibrationGuard::Off => self.train_learned(&share, start, &columns)?,
+            CalibrationGuard::RandomFeatures => {
+                self.train_random_features(&share, &start, &columns, Remedy::RandomFeatures)?
+            }
+            CalibrationGuard::Check => {
+                self.checked_across(&share, start, &columns, absolute_floor)?
+            }
+        };
+        let (evaluations, compute) = share.spent.get();
+        let traffic = cluster.traffic();
+        Ok(DistributedFit {
+            model,
+            ranks: cluster.size(),
+            rows,
+            evaluations,
+            compute,
+            traffic: Traffic {
+                collectives: traffic.collectives - traffic0.collectives,
+                bytes: traffic.bytes - traffic0.bytes,
+                time: traffic.time.saturating_sub(traffic0.time),
+            },
+        })
+    }
+
+    /// Collective: the learned fit (§4.2) on `share`'s rows from `start`: the best of the
+    /// initial draws by the all-reduced evidence, then rank 0's optimiser, every other rank
+    /// following.
+    pub(super) fn train_learned(
+        &self,
+        share: &Share<'_>,
+        start: Hyperparameters,
+        columns: &InputColumns,
+    ) -> Result<FittedSsgp> {
+        let evidence_at =
+            |w: &DMatrix<f64>| share.evidence(self, self.fixed_spectral_points.then(|| w.clone()));
         let w0 = self.start_unit_frequencies(
-            d,
+            share.local.dim(),
             // Not reported: a rank-0 observer's stop would leave the other ranks' draws behind.
             None,
             |w| {
@@ -188,8 +236,7 @@ impl ValidSsgpParams {
                     hyper: start.clone(),
                     unit_frequencies: w.clone(),
                 })?);
-                let ((e, c), (e0, c0)) = (evidence.compute(), spent.get());
-                spent.set((e0 + e, c0 + c));
+                share.count(&evidence);
                 value
             },
         )?;
@@ -198,53 +245,80 @@ impl ValidSsgpParams {
             hyper: start,
             unit_frequencies: w0,
         })?;
-        let outcome = if cluster.is_root() {
-            let report = self.training.minimize(&Leader(&evidence), theta0.clone());
-            let mut done = vec![0.0; theta0.len() + 1];
-            done[0] = DONE;
-            cluster.broadcast(&mut done);
-            report
-        } else {
-            follow(&evidence, theta0.len());
-            Err(Error::Distributed {
-                what: "only rank 0 runs the optimiser".into(),
-            })
+        let outcome = lead_or_follow(&evidence, theta0.len(), || {
+            self.training.minimize(&Leader(&evidence), theta0.clone())
+        });
+        let (theta, training) = share_outcome(share.cluster, outcome, theta0.len(), columns)?;
+        self.conditioned(share, &evidence, &theta, training, columns)
+    }
+
+    /// Collective: the random-feature fit on `share`'s rows: the unit frequencies of
+    /// [`CalibrationGuard::RandomFeatures`] held fixed, ℓ at `start`'s, (log σ0, p_n) trained from
+    /// `start`'s by rank 0's optimiser; `remedy` recorded in its summary.
+    pub(super) fn train_random_features(
+        &self,
+        share: &Share<'_>,
+        start: &Hyperparameters,
+        columns: &InputColumns,
+        remedy: Remedy,
+    ) -> Result<FittedSsgp> {
+        let mut fixed = self.clone();
+        fixed.fixed_spectral_points = true;
+        let w = self.random_feature_frequencies(share.local.dim());
+        let evidence = share.evidence(&fixed, Some(w.clone()))?;
+        let theta = evidence.pack(&SsgpHyperparameters {
+            hyper: start.clone(),
+            unit_frequencies: w,
+        })?;
+        let objective = Variances {
+            leader: Leader(&evidence),
+            theta: theta.clone(),
         };
-        let (theta, training) = share_outcome(cluster, outcome, theta0.len(), &columns)?;
-        let (value, mut posterior) = evidence.posterior(&theta)?;
-        // Rank 0's factor and α on every rank: the same model, whatever each CPU's rounding.
+        let outcome = lead_or_follow(&evidence, theta.len(), || {
+            let d = theta.len() - 2;
+            let mut report = fixed
+                .training
+                .minimize(&objective, theta.rows(d, 2).into_owned())?;
+            report.theta = objective.full(&report.theta);
+            Ok(report)
+        });
+        let (theta, mut training) = share_outcome(share.cluster, outcome, theta.len(), columns)?;
+        training.remedy = Some(remedy);
+        fixed.conditioned(share, &evidence, &theta, training, columns)
+    }
+
+    /// Collective: the fitted model at θ on `share`'s rows — rank 0's factor and α on every
+    /// rank, the same model whatever each CPU's rounding — with its LOO diagnostic over every
+    /// rank's rows.
+    fn conditioned(
+        &self,
+        share: &Share<'_>,
+        evidence: &DistributedEvidence<'_>,
+        theta: &DVector<f64>,
+        training: TrainingSummary,
+        columns: &InputColumns,
+    ) -> Result<FittedSsgp> {
+        let (value, mut posterior) = evidence.posterior(theta)?;
         let k = 2 * self.m;
         let mut mine = Vec::with_capacity(1 + k * k + k);
         mine.push(value);
         mine.extend_from_slice(posterior.l.as_slice());
         mine.extend_from_slice(posterior.alpha.as_slice());
-        let shared = cluster.root_result(Ok(mine), 1 + k * k + k)?;
+        let shared = share.cluster.root_result(Ok(mine), 1 + k * k + k)?;
         posterior.l = DMatrix::from_column_slice(k, k, &shared[1..1 + k * k]);
         posterior.alpha = DVector::from_column_slice(&shared[1 + k * k..]);
-        let ((e, c), (evaluations, compute)) = (evidence.compute(), spent.get());
-        let hyper = evidence.unpack(&theta)?;
-        let record = self
-            .training
-            .record(theta, stats.y_mean, shared[0], training, columns);
+        share.count(evidence);
+        let hyper = evidence.unpack(theta)?;
+        let record = self.training.record(
+            theta.clone(),
+            share.stats.y_mean,
+            shared[0],
+            training,
+            columns.clone(),
+        );
         let mut model = self.fitted(hyper, posterior, record);
-        // The LOO diagnostic by the hat matrix's diagonal: each rank's sums over its rows,
-        // all-reduced (the same diagnostic on every rank).
-        let mut sums = cluster.agree(model.loo_sums(&used))?;
-        cluster.sum(&mut sums);
-        model.record.training.diagnostic = LooDiagnostic::from_sums(sums);
-        let traffic = cluster.traffic();
-        Ok(DistributedFit {
-            model,
-            ranks: cluster.size(),
-            rows: stats.n,
-            evaluations: evaluations + e,
-            compute: compute + c,
-            traffic: Traffic {
-                collectives: traffic.collectives - traffic0.collectives,
-                bytes: traffic.bytes - traffic0.bytes,
-                time: traffic.time.saturating_sub(traffic0.time),
-            },
-        })
+        model.record.training.diagnostic = share.loo(&model)?;
+        Ok(model)
     }
 
     /// Collective: the start values from the global statistics (see
@@ -340,6 +414,152 @@ fn follow(evidence: &DistributedEvidence<'_>, params: usize) {
         }
         // Rank 0 sees the same outcome (failures are all-reduced with the sums) and decides.
         let _outcome = evidence.value_and_gradient(&DVector::from_column_slice(&command[1..]));
+    }
+}
+
+/// Collective: rank 0 runs `lead` (whose objective broadcasts each θ, [`Leader`]) and then
+/// tells the others it is done; every other rank follows its evaluations of `evidence` (θ of
+/// `params` entries) and returns an error that [`share_outcome`] replaces by rank 0's outcome.
+fn lead_or_follow(
+    evidence: &DistributedEvidence<'_>,
+    params: usize,
+    lead: impl FnOnce() -> Result<OptimReport>,
+) -> Result<OptimReport> {
+    if evidence.cluster().is_root() {
+        let report = lead();
+        let mut done = vec![0.0; params + 1];
+        done[0] = DONE;
+        evidence.cluster().broadcast(&mut done);
+        report
+    } else {
+        follow(evidence, params);
+        Err(Error::Distributed {
+            what: "only rank 0 runs the optimiser".into(),
+        })
+    }
+}
+
+/// The random-feature fit's objective on rank 0: −log p(y|θ) as a function of (log σ0, p_n)
+/// alone, ℓ held at `theta`'s and the spectral points fixed in the evidence; each evaluation is
+/// [`Leader`]'s over every rank's rows.
+struct Variances<'e, 'a> {
+    leader: Leader<'e, 'a>,
+    /// The full θ = [log ℓ (D), log σ0, p_n], of which the last two entries are trained.
+    theta: DVector<f64>,
+}
+
+impl Variances<'_, '_> {
+    /// The full θ with (log σ0, p_n) = `v`.
+    fn full(&self, v: &DVector<f64>) -> DVector<f64> {
+        let mut theta = self.theta.clone();
+        let d = theta.len() - 2;
+        theta.rows_mut(d, 2).copy_from(v);
+        theta
+    }
+}
+
+impl Objective for Variances<'_, '_> {
+    fn num_params(&self) -> usize {
+        2
+    }
+
+    fn value_scale(&self) -> f64 {
+        self.leader.value_scale()
+    }
+
+    fn value_and_gradient(&self, v: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
+        let (value, gradient) = self.leader.value_and_gradient(&self.full(v))?;
+        let d = gradient.len() - 2;
+        Ok((value, gradient.rows(d, 2).into_owned()))
+    }
+}
+
+/// The rows one distributed training run sees: this rank's own (`local`, the used columns), the
+/// statistics over every rank's, the centre of the inputs, and what this rank spent computing
+/// (evaluations, time).
+pub(super) struct Share<'a> {
+    pub(super) local: &'a Dataset,
+    pub(super) cluster: &'a Cluster,
+    pub(super) stats: GlobalStatistics,
+    pub(super) centre: DVector<f64>,
+    pub(super) spent: Cell<(usize, Duration)>,
+}
+
+impl<'a> Share<'a> {
+    /// Collective: `local` (this rank's rows, the used columns) of every rank, centred by its
+    /// own means; `spent` counts on from `spent`.
+    pub(super) fn of(
+        local: &'a Dataset,
+        cluster: &'a Cluster,
+        spent: (usize, Duration),
+    ) -> Result<Self> {
+        let stats = GlobalStatistics::all_reduce(local, cluster)?;
+        Ok(Self {
+            local,
+            cluster,
+            centre: stats.mean.clone(),
+            stats,
+            spent: Cell::new(spent),
+        })
+    }
+
+    /// The distributed evidence of `params` on these rows (W fixed at `fixed` if given).
+    fn evidence(
+        &self,
+        params: &ValidSsgpParams,
+        fixed: Option<DMatrix<f64>>,
+    ) -> Result<DistributedEvidence<'a>> {
+        params.distributed_evidence_with(
+            self.local,
+            self.cluster,
+            &self.stats,
+            self.centre.clone(),
+            fixed,
+        )
+    }
+
+    /// Adds what `evidence` computed to `spent`.
+    fn count(&self, evidence: &DistributedEvidence<'_>) {
+        let ((e, c), (e0, c0)) = (evidence.compute(), self.spent.get());
+        self.spent.set((e0 + e, c0 + c));
+    }
+
+    /// Collective: `model`'s LOO diagnostic by the hat matrix's diagonal over every rank's rows
+    /// (each rank's sums, added up; rank 0's bits on every rank).
+    pub(super) fn loo(&self, model: &FittedSsgp) -> Result<Option<LooDiagnostic>> {
+        let mut sums = self.cluster.agree(model.loo_sums(self.local))?;
+        self.cluster.sum_as_root(&mut sums);
+        Ok(LooDiagnostic::from_sums(sums))
+    }
+
+    /// Collective: [`ValidSsgpParams::rescaled`] across the ranks: `fitted` with σ0² and σn²
+    /// multiplied by its remedy's factor, −log p(y|θ) and the LOO diagnostic over every rank's
+    /// rows.
+    pub(super) fn rescaled(
+        &self,
+        params: &ValidSsgpParams,
+        mut fitted: FittedSsgp,
+        columns: &InputColumns,
+    ) -> Result<FittedSsgp> {
+        let Some((this, theta)) = params.rescaling(&fitted) else {
+            return Ok(fitted);
+        };
+        let fixed = fitted.fixed.then(|| fitted.hyper.unit_frequencies.clone());
+        let evidence = self.evidence(&this, fixed)?;
+        fitted.hyper = evidence.unpack(&theta)?;
+        let value = self
+            .cluster
+            .root_result(evidence.value(&theta).map(|v| vec![v]), 1)?;
+        self.count(&evidence);
+        fitted.record = this.training.record(
+            theta,
+            fitted.record.y_mean,
+            value[0],
+            fitted.record.training.clone(),
+            columns.clone(),
+        );
+        fitted.record.training.diagnostic = self.loo(&fitted)?;
+        Ok(fitted)
     }
 }
 

@@ -39,7 +39,7 @@ mod multi_remedy;
 mod online;
 mod params;
 pub(crate) mod posterior;
-mod remedy;
+pub(crate) mod remedy;
 #[cfg(feature = "serde")]
 mod saved;
 mod standardized;

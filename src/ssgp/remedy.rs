@@ -256,7 +256,7 @@ impl ValidSsgpParams {
 
     /// The random-feature fit's unit frequencies W (m×`dim`): the given ones, or one draw of the
     /// seed from the spectral density.
-    pub(super) fn random_feature_frequencies(&self, dim: usize) -> DMatrix<f64> {
+    pub(crate) fn random_feature_frequencies(&self, dim: usize) -> DMatrix<f64> {
         match &self.initial_unit_frequencies {
             Some(w) => w.clone(),
             None => self.density().sample_unit_frequencies(
@@ -268,7 +268,7 @@ impl ValidSsgpParams {
     }
 
     /// These settings with the observer, if any, told that its fits are the calibration check's.
-    pub(super) fn reporting_as_check(&self) -> Self {
+    pub(crate) fn reporting_as_check(&self) -> Self {
         let mut quiet = self.clone();
         quiet.training.optim.observer = self
             .training
@@ -277,6 +277,18 @@ impl ValidSsgpParams {
             .as_ref()
             .map(|o| retag(o, |p| p.phase = Phase::CalibrationCheck));
         quiet
+    }
+
+    /// The smallest variance factor the check may apply: σn² stays above the floor set as a
+    /// variance (`absolute_floor`) or a [`NoiseBound`] (these settings' floor is the resolved one).
+    pub(crate) fn narrowest_factor(&self, absolute_floor: f64) -> f64 {
+        match self.noise_bound {
+            NoiseBound::None if self.training.noise_floor > 0.0 => {
+                (absolute_floor / self.training.noise_floor).min(1.0)
+            }
+            NoiseBound::None => 0.0,
+            NoiseBound::FixedSpectralPoints { .. } => 1.0,
+        }
     }
 
     /// The held-out comparison of [`CalibrationGuard::Check`]: the learned and the random-feature
@@ -306,14 +318,7 @@ impl ValidSsgpParams {
         // The comparison's fits are on the used columns.
         let quiet = self.reporting_as_check();
         let used = InputColumns::all(data.dim());
-        // The smallest factor: σn² stays above a floor or bound the user set.
-        let narrowest = match self.noise_bound {
-            NoiseBound::None if self.training.noise_floor > 0.0 => {
-                (absolute_floor / self.training.noise_floor).min(1.0)
-            }
-            NoiseBound::None => 0.0,
-            NoiseBound::FixedSpectralPoints { .. } => 1.0,
-        };
+        let narrowest = self.narrowest_factor(absolute_floor);
         let mut proxy_params = quiet.clone();
         if let Some(fitted) = &learned_on_all {
             proxy_params.training.optim.max_evaluations =
@@ -403,13 +408,33 @@ impl ValidSsgpParams {
         mut fitted: FittedSsgp,
         columns: &InputColumns,
     ) -> Result<FittedSsgp> {
+        let Some((this, theta)) = self.rescaling(&fitted) else {
+            return Ok(fitted);
+        };
+        let evidence = this.evidence_with(data, Some(&fitted.hyper.unit_frequencies))?;
+        fitted.hyper = evidence.unpack(&theta)?;
+        fitted.record = this.training.record(
+            theta.clone(),
+            fitted.record.y_mean,
+            evidence.value(&theta)?,
+            fitted.record.training.clone(),
+            columns.clone(),
+        );
+        fitted.record.training.diagnostic = fitted.loo_diagnostic(data).ok().flatten();
+        Ok(fitted)
+    }
+
+    /// What [`Self::rescaled`] gives `fitted`, unless its remedy's factor s is 1: these settings
+    /// with its spectral points' kind and the noise floor for the scaled model (× s when s < 1),
+    /// and θ with σ0² and σn² multiplied by s.
+    pub(crate) fn rescaling(&self, fitted: &FittedSsgp) -> Option<(Self, DVector<f64>)> {
         let s = fitted
             .record
             .training
             .remedy
             .map_or(1.0, |r| r.variance_scale());
         if s == 1.0 {
-            return Ok(fitted);
+            return None;
         }
         let mut this = self.clone();
         this.fixed_spectral_points = fitted.fixed;
@@ -423,17 +448,7 @@ impl ValidSsgpParams {
         theta[d] += 0.5 * s.ln();
         let excess = s * (2.0 * theta[d + 1]).exp() + (s - s.min(1.0)) * floor;
         theta[d + 1] = 0.5 * excess.max(f64::MIN_POSITIVE).ln();
-        let evidence = this.evidence_with(data, Some(&fitted.hyper.unit_frequencies))?;
-        fitted.hyper = evidence.unpack(&theta)?;
-        fitted.record = this.training.record(
-            theta.clone(),
-            fitted.record.y_mean,
-            evidence.value(&theta)?,
-            fitted.record.training.clone(),
-            columns.clone(),
-        );
-        fitted.record.training.diagnostic = fitted.loo_diagnostic(data).ok().flatten();
-        Ok(fitted)
+        Some((this, theta))
     }
 
     /// The random-feature fit: m unit frequencies W (the given ones, or a draw of the seed from
@@ -469,7 +484,7 @@ impl ValidSsgpParams {
 
 /// The rows held out of `n` for the comparison (before rounding up to whole groups): a quarter,
 /// or half for the proxy above [`CalibrationGuard::HELD_OUT_MAX_ROWS`].
-pub(super) fn held_out_target(n: usize, proxy: bool) -> usize {
+pub(crate) fn held_out_target(n: usize, proxy: bool) -> usize {
     if proxy {
         n / 2
     } else {
@@ -479,14 +494,14 @@ pub(super) fn held_out_target(n: usize, proxy: bool) -> usize {
 
 /// How the held-out comparison runs on a split with a given number of held-out rows (one
 /// output's check and the multi-output one).
-pub(super) struct Comparison {
+pub(crate) struct Comparison {
     /// Whether the learned fit's factor is measured well enough to carry over both ways: the
     /// proxy, or from [`CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS`] held-out rows.
     scale_learned: bool,
     /// The range of the learned fit's factor: both ways (down to the narrowest the user's floor
     /// allows) where it carries over, else from
     /// [`CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS`] rows only widening, else none.
-    pub(super) learned_range: (f64, f64),
+    pub(crate) learned_range: (f64, f64),
     /// The range the learned fit's stage is chosen at: where a learned fit may only be widened,
     /// unscaled, since a widening would favour later, more overfitted stages (n = 318, D = 9,
     /// every input three times: 125 evaluations widened ×11, test NMSE 0.34 and mean z² 1.52,
@@ -500,9 +515,9 @@ pub(super) struct Comparison {
 
 /// What the held-out comparison keeps ([`Comparison::verdict`]).
 #[derive(Clone, Copy)]
-pub(super) struct Verdict {
+pub(crate) struct Verdict {
     /// The random-feature fit.
-    pub(super) keep_random: bool,
+    pub(crate) keep_random: bool,
     /// ... although the learned fit's MNLP was lower, by less than one standard error.
     pub(super) by_margin: bool,
     /// A widened learned fit kept as measured on the comparison's rows, not refitted.
@@ -517,7 +532,7 @@ impl Verdict {
     /// factor); with the fits' held-out MNLPs (learned, random-feature), the learned fit's
     /// budget (recorded where `plan` stopped early) and what the start learned from the rows
     /// (hyperparameters, rows).
-    pub(super) fn remedy(
+    pub(crate) fn remedy(
         &self,
         plan: &Comparison,
         kept: &HeldOutScore,
@@ -548,7 +563,7 @@ impl Comparison {
     /// The comparison on `held` held-out rows (`proxy`: above
     /// [`CalibrationGuard::HELD_OUT_MAX_ROWS`]), a learned factor down to `narrowest`, the learned
     /// fit's whole budget `full_budget`.
-    pub(super) fn new(held: usize, proxy: bool, narrowest: f64, full_budget: usize) -> Self {
+    pub(crate) fn new(held: usize, proxy: bool, narrowest: f64, full_budget: usize) -> Self {
         let scale_learned = proxy || held >= CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS;
         // On fewer rows than its factor is applied on both ways, a learned fit may still be
         // widened (from as many as early stopping needs), never narrowed.
@@ -593,7 +608,7 @@ impl Comparison {
     /// standard error (the one-standard-error rule); a learned fit the held-out rows widen is
     /// kept as it was measured where its factor carries over (see [`CalibrationGuard::Check`]),
     /// except for the proxy, whose winner is the fit on all rows.
-    pub(super) fn verdict(
+    pub(crate) fn verdict(
         &self,
         (learned, random): (f64, f64),
         widened: bool,
@@ -620,12 +635,12 @@ impl Comparison {
 /// would score a fit on rows whose inputs it was trained on, noise apart, and find it accurate
 /// and calibrated where it is neither: n = 315, D = 9, each input three times — the check kept
 /// fits whose test coverage was 0.16–0.70, their held-out z² 1.0–1.5.
-pub(super) struct HeldOutSplit {
-    pub(super) order: Vec<usize>,
-    pub(super) held: usize,
+pub(crate) struct HeldOutSplit {
+    pub(crate) order: Vec<usize>,
+    pub(crate) held: usize,
 }
 
-pub(super) fn held_out_split(
+pub(crate) fn held_out_split(
     (group_of, count): (&[usize], usize),
     target: usize,
     seed: u64,
@@ -656,21 +671,23 @@ pub(super) fn held_out_split(
 }
 
 /// A candidate's score on the held-out rows of [`CalibrationGuard::Check`].
-pub(super) struct HeldOutScore {
+pub(crate) struct HeldOutScore {
     /// MNLP of its predictive with the variances multiplied by `scale` (`f64::MAX` if not
     /// finite).
-    pub(super) mnlp: f64,
+    pub(crate) mnlp: f64,
     /// The variance factor s: the held-out mean z² where it differs from 1 by more than two
     /// standard errors of a mean of χ²₁ (2·√(2/n_held)), 1 otherwise; within the given range.
-    pub(super) scale: f64,
+    pub(crate) scale: f64,
     /// Its mean z² (the variances multiplied by `scale`) and NMSE on the held-out rows; `None`
     /// if either is not finite.
-    pub(super) calibration: Option<HeldOutCalibration>,
+    pub(crate) calibration: Option<HeldOutCalibration>,
     /// Each held-out row's negative log predictive density (the variances multiplied by `scale`),
-    /// whose mean is `mnlp`.
-    pub(super) row_nlp: DVector<f64>,
+    /// whose mean is `mnlp` (across MPI ranks, this rank's rows only).
+    pub(crate) row_nlp: DVector<f64>,
     /// The held-out rows' mean z² at the fit's own variances.
-    pub(super) unscaled_z2: f64,
+    pub(crate) unscaled_z2: f64,
+    /// The held-out rows (across MPI ranks, every rank's).
+    pub(crate) rows: usize,
 }
 
 impl HeldOutScore {
@@ -692,7 +709,7 @@ impl HeldOutScore {
             return (self.scale, self.calibration);
         }
         // A widening means a mean z² above 1 + c, so the least factor is above 1 too.
-        let chance = HeldOutCalibration::chance_on(self.row_nlp.len());
+        let chance = HeldOutCalibration::chance_on(self.rows);
         let calibration = self.calibration.map(|c| HeldOutCalibration {
             mean_z2: 1.0 + chance,
             ..c
@@ -729,14 +746,8 @@ pub(super) fn held_out(
     (lowest, highest): (f64, f64),
 ) -> Result<HeldOutScore> {
     let mut p = model.predict(held.x())?;
-    let rows = held.len() as f64;
     let z2 = calibration(held.y(), &p)?.mean_squared_z;
-    let beyond_chance = (z2 - 1.0).abs() > 2.0 * (2.0 / rows).sqrt();
-    let scale = if z2.is_finite() && z2 > 0.0 && beyond_chance {
-        z2.max(lowest).min(highest)
-    } else {
-        1.0
-    };
+    let scale = held_out_factor(z2, held.len(), (lowest, highest));
     p.y_variance *= scale;
     let (row_nlp, score) = nlp_and_mnlp(held.y(), &p)?;
     let error = nmse(held.y(), &p, model.y_mean()).unwrap_or(f64::NAN);
@@ -751,7 +762,20 @@ pub(super) fn held_out(
         calibration: (calibration.mean_z2.is_finite() && error.is_finite()).then_some(calibration),
         row_nlp,
         unscaled_z2: z2,
+        rows: held.len(),
     })
+}
+
+/// The variance factor of [`held_out`] from the held-out rows' mean z² on `rows` rows: the
+/// maximum-likelihood scale of N(μ, s·v), s = mean z², where it differs from 1 by more than two
+/// standard errors of a mean of χ²₁ (2·√(2/rows)), within `(lowest, highest)`; else 1.
+pub(crate) fn held_out_factor(z2: f64, rows: usize, (lowest, highest): (f64, f64)) -> f64 {
+    let beyond_chance = (z2 - 1.0).abs() > 2.0 * (2.0 / rows as f64).sqrt();
+    if z2.is_finite() && z2 > 0.0 && beyond_chance {
+        z2.max(lowest).min(highest)
+    } else {
+        1.0
+    }
 }
 
 #[cfg(test)]

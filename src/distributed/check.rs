@@ -1,0 +1,200 @@
+//! [`CalibrationGuard::Check`] across the ranks: the single-process check's proxy (its rule above
+//! [`CalibrationGuard::HELD_OUT_MAX_ROWS`] rows), each rank holding out a seeded half of its own
+//! rows, the held-out scores summed over the ranks.
+//!
+//! After the learned fit on every rank's rows, each rank splits its rows (whole groups of equal
+//! inputs, seeded by the seed and the rank); the learned fit (with half the evaluations the fit
+//! on all rows used) and the random-feature fit are trained on the ranks' training halves, from
+//! the same start, and scored on the held-out halves: each fit's mean z² over every rank's
+//! held-out rows gives its variance factor, its summed negative log predictive densities its
+//! MNLP. The verdict, the [`Remedy`] and the rescaling are the single-process ones
+//! ([`crate::ssgp`]'s `remedy.rs`), so a distributed fit and a single-process fit above 2 000
+//! rows are checked by the same rule on differently drawn halves. Every number a decision rests
+//! on is rank 0's (summed, then broadcast), so every rank takes the same branch.
+
+use super::cluster::Cluster;
+use super::training::Share;
+use crate::data::{groups_of_equal_inputs, Dataset, InputColumns};
+use crate::error::Result;
+use crate::hyperparameters::Hyperparameters;
+use crate::metrics::nlp_and_mnlp;
+use crate::ssgp::remedy::{
+    held_out_factor, held_out_split, held_out_target, Comparison, HeldOutScore,
+};
+#[cfg(doc)]
+use crate::ssgp::CalibrationGuard;
+use crate::ssgp::{FittedSsgp, ValidSsgpParams};
+use crate::termination::{HeldOutCalibration, Remedy};
+use nalgebra::DVector;
+
+/// The fewest held-out rows, over all ranks, on which the distributed check compares the two
+/// fits: those on which the single-process check scales a learned fit both ways
+/// ([`CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS`], as the proxy does). On fewer the
+/// learned fit's LOO diagnostic decides, as below [`CalibrationGuard::HELD_OUT_MIN_ROWS`] in one
+/// process.
+const MIN_HELD_OUT_ROWS: usize = crate::ssgp::CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS;
+
+impl ValidSsgpParams {
+    /// Collective: the learned fit on `share`'s rows, checked across the ranks (module docs);
+    /// `absolute_floor` is the noise floor set as a variance, below which no factor takes σn².
+    pub(super) fn checked_across(
+        &self,
+        share: &Share<'_>,
+        start: Hyperparameters,
+        columns: &InputColumns,
+        absolute_floor: f64,
+    ) -> Result<FittedSsgp> {
+        let (cluster, local) = (share.cluster, share.local);
+        let mut learned_on_all = self.train_learned(share, start.clone(), columns)?;
+        let (group_of, groups) = cluster.agree(groups_of_equal_inputs(local.x()))?;
+        let seed = self.training.seed.wrapping_add(cluster.rank() as u64);
+        let split = held_out_split(
+            (&group_of, groups),
+            held_out_target(local.len(), true),
+            seed,
+        );
+        let (held, fit) = split.order.split_at(split.held);
+        let mut held_rows = [held.len() as f64];
+        cluster.sum_as_root(&mut held_rows);
+        if (held_rows[0] as usize) < MIN_HELD_OUT_ROWS {
+            let too_well = learned_on_all
+                .record
+                .training
+                .diagnostic
+                .is_some_and(|d| d.fits_too_well());
+            if too_well {
+                return self.train_random_features(share, &start, columns, Remedy::LooFitsTooWell);
+            }
+            learned_on_all.record.training.remedy = Some(Remedy::LooChecked);
+            return Ok(learned_on_all);
+        }
+        let held = cluster.agree((!held.is_empty()).then(|| local.subset(held)).transpose())?;
+        let fit = cluster.agree(local.subset(fit))?;
+        let halves = Share::of(&fit, cluster, share.spent.get())?;
+        let narrowest = self.narrowest_factor(absolute_floor);
+        let quiet = self.reporting_as_check();
+        let mut proxy = quiet.clone();
+        proxy.training.optim.max_evaluations =
+            (learned_on_all.record.training.evaluations / 2).max(1);
+        let budget = proxy.training.optim.max_evaluations;
+        let plan = Comparison::new(held_rows[0] as usize, true, narrowest, budget);
+        let all = InputColumns::all(local.dim());
+        let learned_fit = proxy.train_learned(&halves, start.clone(), &all)?;
+        let learned = held_out_across(&learned_fit, held.as_ref(), plan.learned_range, cluster)?;
+        let mut forgiving = quiet;
+        forgiving.training.best_effort = true;
+        let random_fit =
+            forgiving.train_random_features(&halves, &start, &all, Remedy::RandomFeatures)?;
+        let random = held_out_across(
+            &random_fit,
+            held.as_ref(),
+            (narrowest, f64::INFINITY),
+            cluster,
+        )?;
+        share.spent.set(halves.spent.get());
+        let standard_error = standard_error_across(&learned, &random, cluster);
+        let verdict = plan.verdict((learned.mnlp, random.mnlp), learned.scale > 1.0, || {
+            standard_error
+        });
+        let kept = if verdict.keep_random {
+            &random
+        } else {
+            &learned
+        };
+        let remedy = verdict.remedy(
+            &plan,
+            kept,
+            (learned.mnlp, random.mnlp),
+            budget,
+            self.training
+                .lengthscales
+                .learned_from(share.stats.n, local.dim()),
+        );
+        let mut fitted = if verdict.keep_random {
+            let mut forgiving = self.clone();
+            forgiving.training.best_effort = true;
+            forgiving.train_random_features(share, &start, columns, remedy)?
+        } else {
+            learned_on_all
+        };
+        fitted.record.training.remedy = Some(remedy);
+        share.rescaled(self, fitted, columns)
+    }
+}
+
+/// Collective: `model`'s score on every rank's held-out rows (this rank's `held`, if any), as
+/// the single-process check's `held_out` scores one process's: the factor from the mean z² over
+/// all of them, within `range`; the MNLP and NMSE (by the model's ȳ) at the scaled variances
+/// from the ranks' summed densities and squared errors; the row-by-row densities this rank's.
+fn held_out_across(
+    model: &FittedSsgp,
+    held: Option<&Dataset>,
+    range: (f64, f64),
+    cluster: &Cluster,
+) -> Result<HeldOutScore> {
+    let predictive = cluster.agree(held.map(|h| model.predict(h.x())).transpose())?;
+    let mut first = [0.0; 2];
+    if let (Some(h), Some(p)) = (held, &predictive) {
+        first[0] = h.len() as f64;
+        first[1] = h
+            .y()
+            .iter()
+            .zip(p.mean.iter().zip(p.y_variance.iter()))
+            .map(|(y, (mu, v))| (y - mu).powi(2) / v)
+            .sum();
+    }
+    cluster.sum_as_root(&mut first);
+    let [rows, z2_sum] = first;
+    let z2 = z2_sum / rows;
+    let scale = held_out_factor(z2, rows as usize, range);
+    let row_nlp = match (held, predictive) {
+        (Some(h), Some(mut p)) => {
+            p.y_variance *= scale;
+            let (nlp, _) = nlp_and_mnlp(h.y(), &p)?;
+            let (squared, spread) = h
+                .y()
+                .iter()
+                .zip(p.mean.iter())
+                .fold((0.0, 0.0), |(e, s), (y, mu)| {
+                    (e + (y - mu).powi(2), s + (y - model.y_mean()).powi(2))
+                });
+            (nlp, squared, spread)
+        }
+        _ => (DVector::zeros(0), 0.0, 0.0),
+    };
+    let (row_nlp, squared, spread) = row_nlp;
+    let mut sums = [row_nlp.sum(), squared, spread];
+    cluster.sum_as_root(&mut sums);
+    let [nlp, squared, spread] = sums;
+    let mnlp = nlp / rows;
+    let nmse = squared / spread;
+    let calibration = HeldOutCalibration {
+        rows: rows as usize,
+        mean_z2: z2 / scale,
+        nmse,
+    };
+    Ok(HeldOutScore {
+        mnlp: if mnlp.is_finite() { mnlp } else { f64::MAX },
+        scale,
+        calibration: (calibration.mean_z2.is_finite() && nmse.is_finite()).then_some(calibration),
+        row_nlp,
+        unscaled_z2: z2,
+        rows: rows as usize,
+    })
+}
+
+/// Collective: the standard error of the mean, over every rank's held-out rows, of the
+/// row-by-row difference of two fits' negative log predictive densities (the single-process
+/// check's `standard_error_of_difference`, from the ranks' sums of dᵢ and dᵢ²).
+fn standard_error_across(a: &HeldOutScore, b: &HeldOutScore, cluster: &Cluster) -> f64 {
+    let d = &a.row_nlp - &b.row_nlp;
+    let mut sums = [d.sum(), d.iter().map(|x| x * x).sum()];
+    cluster.sum_as_root(&mut sums);
+    let rows = a.rows as f64;
+    if rows < 2.0 {
+        return 0.0;
+    }
+    let mean = sums[0] / rows;
+    let variance = (sums[1] - rows * mean * mean).max(0.0) / (rows - 1.0);
+    (variance / rows).sqrt()
+}
