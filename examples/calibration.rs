@@ -187,6 +187,7 @@ impl Counts {
             self.fine_flagged += usize::from(flagged);
         }
         let kept = match summary.remedy {
+            Some(r) if r.mean_kept() => format!("mean ×{:.3}", r.variance_scale()),
             Some(r) if r.random_features() => format!("features ×{:.3}", r.variance_scale()),
             Some(
                 r @ Remedy::HeldOut {

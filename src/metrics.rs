@@ -43,7 +43,8 @@ pub fn mse(y_test: &DVector<f64>, pred: &Predictive) -> Result<f64> {
 
 /// Normalised mean squared error (eq. 13):
 /// $\langle (y_{*j} - \mu_{*j})^2 \rangle / \langle (y_{*j} - \bar y)^2 \rangle$, with ȳ the mean of the
-/// **training** targets (so predicting ȳ everywhere scores about 1).
+/// **training** targets (so predicting ȳ everywhere scores 1 on test targets from the training
+/// distribution, and exactly 1 for a predictive mean of ȳ).
 ///
 /// # Errors
 /// As [`mse`], [`Error::NonFinite`] for a non-finite ȳ, and [`Error::InvalidParameter`] if every
@@ -58,7 +59,8 @@ pub fn nmse(y_test: &DVector<f64>, pred: &Predictive, y_train_mean: f64) -> Resu
             value: y_train_mean,
         });
     }
-    let den = y_test.map(|y| (y - y_train_mean).powi(2)).mean();
+    // Summed as the numerator is, so that predicting ȳ everywhere scores exactly 1.
+    let den = y_test.add_scalar(-y_train_mean).norm_squared() / y_test.len() as f64;
     if den <= 0.0 {
         return Err(Error::InvalidParameter {
             name: "y_train_mean",
@@ -169,6 +171,24 @@ mod tests {
             mean: DVector::from_column_slice(mean),
             y_variance: DVector::from_column_slice(variance),
             f_variance: DVector::from_column_slice(variance),
+        }
+    }
+
+    /// Predicting the training mean everywhere scores exactly 1, whatever the targets' round-off
+    /// (the numerator and the denominator are summed alike).
+    #[test]
+    fn predicting_the_training_mean_scores_exactly_one() {
+        for seed in 0..20_u32 {
+            let y = DVector::from_fn(997, |i, _| {
+                (f64::from(seed) * 0.37 + i as f64 * 1.618).sin() * 1e3 + 0.1
+            });
+            let y_bar = 0.123_456_789 * f64::from(seed);
+            let pred = Predictive {
+                mean: DVector::from_element(y.len(), y_bar),
+                y_variance: DVector::from_element(y.len(), 1.0),
+                f_variance: DVector::from_element(y.len(), 1.0),
+            };
+            assert_eq!(nmse(&y, &pred, y_bar).unwrap(), 1.0, "seed {seed}");
         }
     }
 

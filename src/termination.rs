@@ -156,7 +156,14 @@ pub enum Remedy {
     /// [`CalibrationGuard::HELD_OUT_MAX_ROWS`](crate::ssgp::CalibrationGuard::HELD_OUT_MAX_ROWS)
     /// rows: the fits were trained on half the rows (the learned one with half the evaluations)
     /// and scored on the other half, the learned fit's factor free to widen, and a winning
-    /// learned fit is the one trained on all rows, scaled.
+    /// learned fit is the one trained on all rows, scaled. The training mean, N(ȳ, s·var y) of
+    /// the rows the fits were trained on, is scored too: unless the winner's MNLP is lower than
+    /// the mean's (from
+    /// [`CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS`](crate::ssgp::CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS)
+    /// held-out rows, by more than one standard error of their row-by-row difference: the
+    /// one-standard-error rule, as for a widened learned fit), the model is the training mean
+    /// on all rows (`mean_kept`) — the inputs explained nothing the held-out rows can tell
+    /// from chance.
     HeldOut {
         /// The learned fit's held-out MNLP (`f64::MAX` if not finite).
         learned_mnlp: f64,
@@ -214,6 +221,20 @@ pub enum Remedy {
         /// The rows the lengthscale start learned them on (0 as above).
         #[cfg_attr(feature = "serde", serde(default))]
         start_rows: usize,
+        /// The training mean's held-out MNLP (`f64::MAX` if not finite; `None` where it was not
+        /// scored: the multi-output check, and files saved before it existed).
+        #[cfg_attr(
+            feature = "serde",
+            serde(default, skip_serializing_if = "Option::is_none")
+        )]
+        mean_mnlp: Option<f64>,
+        /// Whether the model is the training mean: the kept fit's held-out MNLP was not lower
+        /// than the mean's (by more than one standard error, from 75 held-out rows). Its predictive is N(ȳ, s·var y) on
+        /// all rows (an SSGP whose σ0² is 10⁻⁴⁰ of its σn² = var y, so that every weight's
+        /// posterior mean vanishes), `held_out` and `variance_scale` are the mean's. `false` in
+        /// files saved before it existed.
+        #[cfg_attr(feature = "serde", serde(default))]
+        mean_kept: bool,
     },
     /// Too few rows for the held-out comparison: the learned fit was kept, its LOO diagnostic
     /// not fitting the training points too well. (Earlier builds also saved it for fits
@@ -267,9 +288,12 @@ impl Remedy {
             Self::HeldOut {
                 start_hyperparameters,
                 start_rows,
+                mean_kept,
                 ..
             } => {
-                *start_rows > 0
+                // The training mean does not depend on the lengthscales.
+                !*mean_kept
+                    && *start_rows > 0
                     && *start_rows < Self::START_ROWS_PER_HYPERPARAMETER * *start_hyperparameters
             }
             _ => false,
@@ -285,15 +309,27 @@ impl Remedy {
         }
     }
 
-    /// Whether the model is the random-feature fit (not the learned one).
+    /// Whether the model is the training mean ([`Remedy::HeldOut`]'s `mean_kept`).
+    pub fn mean_kept(&self) -> bool {
+        matches!(
+            self,
+            Self::HeldOut {
+                mean_kept: true,
+                ..
+            }
+        )
+    }
+
+    /// Whether the model is the random-feature fit (not the learned one, nor the training mean).
     pub fn random_features(&self) -> bool {
         match self {
             Self::HeldOut {
                 learned_mnlp,
                 random_features_mnlp,
                 random_features_by_margin,
+                mean_kept,
                 ..
-            } => *random_features_by_margin || random_features_mnlp < learned_mnlp,
+            } => !*mean_kept && (*random_features_by_margin || random_features_mnlp < learned_mnlp),
             Self::LooChecked => false,
             Self::LooFitsTooWell | Self::RandomFeatures => true,
             Self::FewInputs {
@@ -305,7 +341,9 @@ impl Remedy {
 
 impl fmt::Display for Remedy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kept = if self.random_features() {
+        let kept = if self.mean_kept() {
+            "the training mean"
+        } else if self.random_features() {
             "random-feature fit"
         } else {
             "learned fit"
@@ -319,6 +357,7 @@ impl fmt::Display for Remedy {
                 on_comparison_rows,
                 learned_budget,
                 random_features_by_margin,
+                mean_mnlp,
                 ..
             } => {
                 let rows = if *on_comparison_rows {
@@ -333,6 +372,12 @@ impl fmt::Display for Remedy {
                 write!(f, ", {random_features_mnlp:.3} random features")?;
                 if *random_features_by_margin {
                     write!(f, ", the widened learned fit within one standard error")?;
+                }
+                if let Some(mean) = mean_mnlp {
+                    write!(f, ", {mean:.3} the training mean")?;
+                    if self.mean_kept() {
+                        write!(f, ", neither fit better")?;
+                    }
                 }
                 write!(f, "; variances ×{variance_scale:.3}")?;
                 if let Some(h) = held_out {
@@ -728,6 +773,12 @@ impl fmt::Display for Diagnosis<'_> {
         if let Some(h) = self.0.held_out() {
             write!(f, "; {h}")?;
         }
+        if self.0.remedy.is_some_and(|r| r.mean_kept()) {
+            write!(
+                f,
+                "; predicts the training mean: no fit beat it on the held-out rows"
+            )?;
+        }
         write!(f, "{}", self.0.flags())
     }
 }
@@ -763,6 +814,15 @@ impl TrainingSummary {
                 ..loo
             };
         };
+        if self.remedy.is_some_and(|r| r.mean_kept()) {
+            // The training mean explains nothing by construction (the diagnosis says so): only
+            // its error bars, var y's, are judged, on the held-out rows.
+            return Flags {
+                overconfident: h.overconfident(),
+                underconfident: h.underconfident(),
+                ..Flags::default()
+            };
+        }
         Flags {
             worse_than_mean: loo.worse_than_mean || h.nmse > LooDiagnostic::WORSE_THAN_MEAN_NMSE,
             explains_little: loo.explains_little || h.nmse > LooDiagnostic::EXPLAINS_LITTLE_NMSE,
@@ -900,9 +960,70 @@ mod tests {
                 random_features_by_margin: false,
                 start_hyperparameters: 0,
                 start_rows: 0,
+                mean_mnlp: None,
+                mean_kept: false,
             }),
             ..TrainingSummary::untrained(0.0)
         }
+    }
+
+    /// The training mean kept by a check explains nothing by construction: neither its LOO
+    /// (NMSE 1) nor a lengthscale start that overfits flags it, only its held-out error bars.
+    #[test]
+    fn the_training_mean_is_judged_by_its_held_out_error_bars_alone() {
+        let explains_nothing = LooDiagnostic {
+            nmse: 1.0,
+            ..calibrated_loo()
+        };
+        let held = |mean_z2| HeldOutCalibration {
+            rows: 100,
+            mean_z2,
+            nmse: 1.0,
+        };
+        let mean = |summary: TrainingSummary, mean_kept: bool| match summary.remedy {
+            Some(Remedy::HeldOut {
+                learned_mnlp,
+                random_features_mnlp,
+                variance_scale,
+                held_out,
+                ..
+            }) => TrainingSummary {
+                remedy: Some(Remedy::HeldOut {
+                    learned_mnlp,
+                    random_features_mnlp,
+                    variance_scale,
+                    held_out,
+                    on_comparison_rows: false,
+                    learned_budget: None,
+                    random_features_by_margin: false,
+                    start_hyperparameters: 52,
+                    start_rows: 50,
+                    mean_mnlp: Some(0.7),
+                    mean_kept,
+                }),
+                ..summary
+            },
+            other => panic!("{other:?}"),
+        };
+        let kept = mean(checked(explains_nothing, true, Some(held(1.0))), true);
+        assert!(kept.remedy.unwrap().mean_kept() && !kept.remedy.unwrap().random_features());
+        assert!(!kept.is_flagged(), "{}", kept.diagnosis());
+        assert!(kept
+            .diagnosis()
+            .to_string()
+            .contains("predicts the training mean"));
+        let wide = mean(checked(explains_nothing, true, Some(held(0.2))), true);
+        assert_eq!(
+            wide.flags(),
+            Flags {
+                underconfident: true,
+                ..Flags::default()
+            }
+        );
+        // Not kept, the same fit is flagged for explaining little and for its start.
+        let fit = mean(checked(explains_nothing, true, Some(held(1.0))), false);
+        let flags = fit.flags();
+        assert!(flags.explains_little && flags.start_overfits, "{flags:?}");
     }
 
     /// A LOO diagnostic that flags nothing: calibrated, half the targets' variance explained.

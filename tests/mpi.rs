@@ -13,9 +13,10 @@
 //!   model and LOO diagnostic on every rank, close to the single-process fit's;
 //! - `check`: the default fit runs the calibration check across the ranks (each rank holding out
 //!   half its rows): on wide data (n = 2 400, D = 30, 10 relevant inputs) it keeps the
-//!   random-feature fit where the learned one is overconfident on test data (mean z² above 5; the
-//!   check's below 1.5), and on D = 5 it keeps the learned fit's means bit for bit and moves its
-//!   test mean z² towards 1; the same model and held-out score on every rank;
+//!   random-feature fit, or the training mean it hardly beats, where the learned one is
+//!   overconfident on test data (mean z² above 5; the check's below 1.5), on D = 5 it keeps the learned fit's means bit for bit and moves its
+//!   test mean z² towards 1, and with noise 100 times the signal it keeps the training mean
+//!   (every prediction ȳ); the same model and held-out score on every rank;
 //! - `disagreement`: when the last rank cannot read its file, or its data have another D, every
 //!   rank returns an error (none waits forever in a collective); with m = 2·10⁶ the fit and the
 //!   evidence are an allocation error on every rank (before, an abort);
@@ -278,13 +279,13 @@ fn same_on_every_rank(values: &[f64]) -> bool {
 /// The default fit's calibration check across the ranks, against the learned fit alone.
 fn calibration_check(cluster: &Cluster) -> Result<(), String> {
     let text = |e: ssgp::Error| e.to_string();
-    for (dim, relevant) in [(30, 10), (5, 5)] {
+    for (dim, relevant, noise) in [(30, 10, 0.1), (5, 5, 0.1), (5, 5, 100.0)] {
         let problem = Problem {
             n: 2400,
             dim,
             relevant,
             roughness: Roughness::Smooth,
-            noise: 0.1,
+            noise,
             seed: 7,
         };
         let (all, test) = problem.generate(1000).map_err(text)?;
@@ -345,25 +346,42 @@ fn calibration_check(cluster: &Cluster) -> Result<(), String> {
             .is_some_and(|r| r.random_features());
         if cluster.is_root() {
             println!(
-                "  {} rank(s), D = {dim}: test mean z² {z2_alone:.2} alone, {z2_checked:.2} \
-                 checked (random features: {random_features}, factor {variance_scale:.3}, \
-                 held-out z² {:.2} on {} rows)",
+                "  {} rank(s), D = {dim}, noise {noise}: test mean z² {z2_alone:.2} alone, \
+                 {z2_checked:.2} checked ({}, factor {variance_scale:.3}, held-out z² {:.2} on \
+                 {} rows)",
                 cluster.size(),
+                checked
+                    .training()
+                    .remedy
+                    .map_or(String::new(), |r| r.to_string()),
                 held.mean_z2,
                 held.rows
             );
         }
-        if dim == 30 {
-            if !(random_features && z2_alone > 5.0 && z2_checked < 1.5) {
+        let mean_kept = checked.training().remedy.is_some_and(|r| r.mean_kept());
+        if noise > 1.0 {
+            let means = checked.predict_mean(test.x()).map_err(text)?;
+            if !mean_kept || means.iter().any(|&m| m != checked.y_mean()) {
+                return Err(format!(
+                    "noise 100× the signal: the training mean kept: {mean_kept}"
+                ));
+            }
+        } else if dim == 30 {
+            // The random-feature fit, or the mean it hardly beats: not the learned fit.
+            if !((random_features || mean_kept) && z2_alone > 5.0 && z2_checked < 1.5) {
                 return Err(format!(
                     "D = 30: the learned fit alone at test z² {z2_alone}, the checked fit \
-                     (random features: {random_features}) at {z2_checked}"
+                     (random features: {random_features}, the mean: {mean_kept}) at {z2_checked}"
                 ));
             }
         } else {
             let same_means = alone.predict_mean(test.x()).map_err(text)?
                 == checked.predict_mean(test.x()).map_err(text)?;
-            if random_features || !same_means || z2_checked.ln().abs() >= z2_alone.ln().abs() {
+            if mean_kept
+                || random_features
+                || !same_means
+                || z2_checked.ln().abs() >= z2_alone.ln().abs()
+            {
                 return Err(format!(
                     "D = 5: the learned fit's means kept: {same_means}; test z² {z2_alone} \
                      alone, {z2_checked} checked"

@@ -7,19 +7,23 @@
 //! on all rows used) and the random-feature fit are trained on the ranks' training halves, from
 //! the same start, and scored on the held-out halves: each fit's mean z² over every rank's
 //! held-out rows gives its variance factor, its summed negative log predictive densities its
-//! MNLP. The verdict, the [`Remedy`] and the rescaling are the single-process ones
-//! ([`crate::ssgp`]'s `remedy.rs`), so a distributed fit and a single-process fit above 2 000
-//! rows are checked by the same rule on differently drawn halves. Every number a decision rests
+//! MNLP; the training mean of the training halves is scored as well, and kept unless the winner
+//! beats it by more than one standard error. The verdict, the [`Remedy`] and the rescaling are
+//! the single-process ones ([`crate::ssgp`]'s `remedy.rs`), so a distributed fit and a
+//! single-process fit above 2 000 rows are checked by the same rule on differently drawn halves. Every number a decision rests
 //! on is rank 0's (summed, then broadcast), so every rank takes the same branch.
 
 use super::cluster::Cluster;
+use super::statistics::GlobalStatistics;
 use super::training::Share;
 use crate::data::{groups_of_equal_inputs, Dataset, InputColumns};
 use crate::error::Result;
 use crate::hyperparameters::Hyperparameters;
 use crate::metrics::nlp_and_mnlp;
+use crate::predictive::Predictive;
 use crate::ssgp::remedy::{
-    held_out_factor, held_out_split, held_out_target, Comparison, HeldOutScore,
+    held_out_factor, held_out_split, held_out_target, mean_wins, with_mean, Comparison,
+    HeldOutScore,
 };
 #[cfg(doc)]
 use crate::ssgp::CalibrationGuard;
@@ -101,16 +105,31 @@ impl ValidSsgpParams {
         } else {
             &learned
         };
-        let remedy = verdict.remedy(
-            &plan,
-            kept,
-            (learned.mnlp, random.mnlp),
-            budget,
-            self.training
-                .lengthscales
-                .learned_from(share.stats.n, local.dim()),
+        let mean = mean_across(
+            &halves.stats,
+            held.as_ref(),
+            (narrowest, f64::INFINITY),
+            cluster,
+        )?;
+        // Collective, so taken on every rank whether or not the rule asks for it.
+        let mean_error = standard_error_across(kept, &mean, cluster);
+        let mean_kept = mean_wins(kept, &mean, || mean_error);
+        let remedy = with_mean(
+            verdict.remedy(
+                &plan,
+                kept,
+                (learned.mnlp, random.mnlp),
+                budget,
+                self.training
+                    .lengthscales
+                    .learned_from(share.stats.n, local.dim()),
+            ),
+            &mean,
+            mean_kept,
         );
-        let mut fitted = if verdict.keep_random {
+        let mut fitted = if mean_kept {
+            self.train_mean(share, &start, columns, remedy)?
+        } else if verdict.keep_random {
             let mut forgiving = self.clone();
             forgiving.training.best_effort = true;
             forgiving.train_random_features(share, &start, columns, remedy)?
@@ -133,6 +152,34 @@ fn held_out_across(
     cluster: &Cluster,
 ) -> Result<HeldOutScore> {
     let predictive = cluster.agree(held.map(|h| model.predict(h.x())).transpose())?;
+    score_across(predictive, held, model.y_mean(), range, cluster)
+}
+
+/// Collective: the training mean's score on every rank's held-out rows, as [`held_out_across`]
+/// scores a fit: N(ȳ, var y) of the rows `trained` describes (every rank's training halves).
+fn mean_across(
+    trained: &GlobalStatistics,
+    held: Option<&Dataset>,
+    range: (f64, f64),
+    cluster: &Cluster,
+) -> Result<HeldOutScore> {
+    let predictive = held.map(|h| Predictive {
+        mean: DVector::from_element(h.len(), trained.y_mean),
+        y_variance: DVector::from_element(h.len(), trained.y_variance),
+        f_variance: DVector::zeros(h.len()),
+    });
+    score_across(predictive, held, trained.y_mean, range, cluster)
+}
+
+/// Collective: [`held_out_across`]'s score of this rank's predictive at its held-out rows (none
+/// without them), NMSE by `y_mean`.
+fn score_across(
+    predictive: Option<Predictive>,
+    held: Option<&Dataset>,
+    y_mean: f64,
+    range: (f64, f64),
+    cluster: &Cluster,
+) -> Result<HeldOutScore> {
     let mut first = [0.0; 2];
     if let (Some(h), Some(p)) = (held, &predictive) {
         first[0] = h.len() as f64;
@@ -156,7 +203,7 @@ fn held_out_across(
                 .iter()
                 .zip(p.mean.iter())
                 .fold((0.0, 0.0), |(e, s), (y, mu)| {
-                    (e + (y - mu).powi(2), s + (y - model.y_mean()).powi(2))
+                    (e + (y - mu).powi(2), s + (y - y_mean).powi(2))
                 });
             (nlp, squared, spread)
         }

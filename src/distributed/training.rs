@@ -16,6 +16,7 @@ use crate::init;
 #[cfg(doc)]
 use crate::init::LengthscaleInit;
 use crate::optim::{Objective, OptimReport};
+use crate::ssgp::remedy::{mean_hyperparameters, with_variances};
 use crate::ssgp::{
     CalibrationGuard, FittedSsgp, NoiseBound, SsgpEvidence, SsgpHyperparameters, ValidSsgpParams,
 };
@@ -127,7 +128,8 @@ impl ValidSsgpParams {
     ///   (with half the evaluations) and the random-feature fit are trained on the ranks' other
     ///   halves, from the same start, and scored on the held-out halves, their sums added over
     ///   the ranks; the learned fit on all rows is kept (its variances scaled by its factor)
-    ///   unless the random-feature fit scores better, which is then trained on all rows — so
+    ///   unless the random-feature fit scores better, which is then trained on all rows, or
+    ///   neither beats the training mean by one standard error, which is then the model — so
     ///   the check costs about a quarter of the learned fit's evaluations more, plus the
     ///   random-feature fits' few. Below 100 held-out rows over all ranks, the learned fit's LOO
     ///   diagnostic decides, as below 20 rows in one process. Replicated inputs are held out
@@ -262,9 +264,7 @@ impl ValidSsgpParams {
         columns: &InputColumns,
         remedy: Remedy,
     ) -> Result<FittedSsgp> {
-        let mut fixed = self.clone();
-        fixed.fixed_spectral_points = true;
-        let w = self.random_feature_frequencies(share.local.dim());
+        let (fixed, w) = self.with_random_features(share.local.dim());
         let evidence = share.evidence(&fixed, Some(w.clone()))?;
         let theta = evidence.pack(&SsgpHyperparameters {
             hyper: start.clone(),
@@ -283,6 +283,31 @@ impl ValidSsgpParams {
             Ok(report)
         });
         let (theta, mut training) = share_outcome(share.cluster, outcome, theta.len(), columns)?;
+        training.remedy = Some(remedy);
+        fixed.conditioned(share, &evidence, &theta, training, columns)
+    }
+
+    /// Collective: the training mean on `share`'s rows as an SSGP (the single-process check's):
+    /// the random-feature fit's spectral points and `start`'s ℓ, σn² = var y over every rank's
+    /// rows and σ0² = 10⁻⁴⁰σn², so that every prediction is ȳ; not trained, `remedy` recorded.
+    pub(super) fn train_mean(
+        &self,
+        share: &Share<'_>,
+        start: &Hyperparameters,
+        columns: &InputColumns,
+        remedy: Remedy,
+    ) -> Result<FittedSsgp> {
+        let (fixed, w) = self.with_random_features(share.local.dim());
+        let evidence = share.evidence(&fixed, Some(w.clone()))?;
+        let theta = evidence.pack(&SsgpHyperparameters {
+            hyper: mean_hyperparameters(start, share.stats.y_variance),
+            unit_frequencies: w,
+        })?;
+        let value = share
+            .cluster
+            .root_result(evidence.value(&theta).map(|v| vec![v]), 1)?;
+        let mut training = TrainingSummary::untrained(value[0]);
+        training.ignored_inputs = columns.ignored();
         training.remedy = Some(remedy);
         fixed.conditioned(share, &evidence, &theta, training, columns)
     }
@@ -451,10 +476,7 @@ struct Variances<'e, 'a> {
 impl Variances<'_, '_> {
     /// The full θ with (log σ0, p_n) = `v`.
     fn full(&self, v: &DVector<f64>) -> DVector<f64> {
-        let mut theta = self.theta.clone();
-        let d = theta.len() - 2;
-        theta.rows_mut(d, 2).copy_from(v);
-        theta
+        with_variances(&self.theta, v)
     }
 }
 

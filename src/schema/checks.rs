@@ -298,6 +298,8 @@ impl SummaryRepr {
                     random_features_by_margin,
                     start_hyperparameters,
                     start_rows,
+                    mean_mnlp,
+                    mean_kept,
                 }) => Some(Remedy::HeldOut {
                     learned_mnlp: finite(learned_mnlp, "training summary: held-out MNLP")?,
                     random_features_mnlp: finite(
@@ -345,6 +347,18 @@ impl SummaryRepr {
                             ),
                         });
                     },
+                    mean_mnlp: match mean_mnlp {
+                        None => None,
+                        Some(v) => Some(finite(v, "training summary: the mean's held-out MNLP")?),
+                    },
+                    mean_kept: if mean_kept && mean_mnlp.is_none() {
+                        return Err(Error::InvalidParameter {
+                            name: "training summary: the training mean kept",
+                            reason: "kept without its held-out MNLP".into(),
+                        });
+                    } else {
+                        mean_kept
+                    },
                 }),
                 Some(Remedy::FewInputs { inputs: 0, .. }) => {
                     return Err(Error::InvalidParameter {
@@ -372,10 +386,14 @@ impl SummaryRepr {
             random_features_mnlp,
             variance_scale,
             held_out,
+            mean_mnlp,
             ..
         }) = &mut self.remedy
         {
             all.extend([learned_mnlp, random_features_mnlp, variance_scale]);
+            if let Some(m) = mean_mnlp {
+                all.push(m);
+            }
             if let Some(h) = held_out {
                 all.extend([&mut h.mean_z2, &mut h.nmse]);
             }

@@ -35,8 +35,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// `start_hyperparameters` and `start_rows` (what the lengthscale start learned from the
 /// training rows, for `Remedy::start_overfits`; absent, they read as 0: no flag); 9, SSGP's
 /// `Remedy::FewInputs` (a fit on enough rows but too few distinct inputs for the held-out
-/// check; files before it never hold one).
-pub const FORMAT_VERSION: u32 = 9;
+/// check; files before it never hold one); 10, a held-out check's `mean_mnlp` and `mean_kept`
+/// (the training mean scored, and kept; absent, they read as none and false).
+pub const FORMAT_VERSION: u32 = 10;
 
 /// The oldest format version this build reads: a format-2 file is migrated on load (its
 /// training summaries have no diagnostic: the loaded model reports `diagnostic: None`, and
