@@ -834,6 +834,13 @@ impl TrainingSummary {
         }
     }
 
+    /// Whether the fit's LOO diagnostic fits its training points too well
+    /// ([`LooDiagnostic::fits_too_well`]; false without one): where SSGP's check has too few
+    /// rows to hold any out, the random-feature fit then replaces the learned one.
+    pub fn loo_fits_too_well(&self) -> bool {
+        self.diagnostic.is_some_and(|d| d.fits_too_well())
+    }
+
     /// Whether any of [`Self::flags`] is set: the fit should not be trusted as it is.
     pub fn is_flagged(&self) -> bool {
         self.flags().any()

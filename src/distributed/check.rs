@@ -61,12 +61,7 @@ impl ValidSsgpParams {
         let mut held_rows = [held.len() as f64];
         cluster.sum_as_root(&mut held_rows);
         if (held_rows[0] as usize) < MIN_HELD_OUT_ROWS {
-            let too_well = learned_on_all
-                .record
-                .training
-                .diagnostic
-                .is_some_and(|d| d.fits_too_well());
-            if too_well {
+            if learned_on_all.record.training.loo_fits_too_well() {
                 return self.train_random_features(share, &start, columns, Remedy::LooFitsTooWell);
             }
             learned_on_all.record.training.remedy = Some(Remedy::LooChecked);

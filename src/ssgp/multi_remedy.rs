@@ -135,7 +135,7 @@ impl ValidSsgpParams {
                 let too_well = (0..outputs).any(|p| {
                     fitted
                         .output_training(p)
-                        .is_ok_and(|t| t.diagnostic.is_some_and(|d| d.fits_too_well()))
+                        .is_ok_and(|t| t.loo_fits_too_well())
                 });
                 if too_well {
                     fitted = self.fit_multi_random_features(x, y, start)?;

@@ -270,12 +270,7 @@ impl ValidSsgpParams {
                     }
                 };
                 let mut fitted = self.fit_from(data, start.clone(), columns)?;
-                let too_well = fitted
-                    .record
-                    .training
-                    .diagnostic
-                    .is_some_and(|d| d.fits_too_well());
-                if too_well {
+                if fitted.record.training.loo_fits_too_well() {
                     return self.fit_random_features(data, &start, columns, remedy(true));
                 }
                 fitted.record.training.remedy = Some(remedy(false));
