@@ -237,23 +237,30 @@ pub enum Remedy {
         mean_kept: bool,
     },
     /// Too few rows for the held-out comparison: the learned fit was kept, its LOO diagnostic
-    /// not fitting the training points too well. (Earlier builds also saved it for fits
-    /// above `HELD_OUT_MAX_ROWS` rows, which then kept such a learned fit unchecked.)
+    /// not fitting the training points too well — a distributed fit's below 100 held-out rows.
+    /// (Earlier builds also saved it for one process's fits on fewer than 20 rows, now
+    /// [`Remedy::FewInputs`], and above `HELD_OUT_MAX_ROWS` rows, which then kept such a
+    /// learned fit unchecked.)
     LooChecked,
     /// Too few rows for the held-out comparison: the learned fit's LOO diagnostic
     /// fitted its training points too well ([`LooDiagnostic::fits_too_well`]), and the
-    /// random-feature fit replaced it.
+    /// random-feature fit replaced it — a distributed fit's below 100 held-out rows (earlier
+    /// builds: one process's fits on fewer than 20 rows, now [`Remedy::FewInputs`]).
     LooFitsTooWell,
     /// The random-feature fit, as asked for (`CalibrationGuard::RandomFeatures`).
     RandomFeatures,
-    /// Enough rows but too few distinct inputs for the held-out comparison (fewer than
-    /// [`CalibrationGuard::HELD_OUT_MIN_ROWS`](crate::ssgp::CalibrationGuard::HELD_OUT_MIN_ROWS);
-    /// the rows of a replicated input are held out together, so the comparison would judge
+    /// Too few distinct inputs for the held-out comparison (fewer than
+    /// [`CalibrationGuard::HELD_OUT_MIN_ROWS`](crate::ssgp::CalibrationGuard::HELD_OUT_MIN_ROWS),
+    /// or fewer rows than that: none to hold out); the rows of a replicated input are held out
+    /// together, so the comparison would judge
     /// the error bars by one to four inputs: on 80 rows of 2 inputs it widened them
-    /// ×2·10⁴). The learned fit was judged by its LOO diagnostic instead, as on too few rows.
-    /// That LOO leaves out one row of a replicated input, not the input, so it vouches for the
-    /// error bars at the training inputs and not between them: the fit is flagged
-    /// ([`Flags::few_inputs`]).
+    /// ×2·10⁴. The learned fit was judged by its LOO diagnostic instead (on fewer rows than
+    /// that and no more than its m·D frequencies, the random-feature fit was kept without it).
+    /// That LOO leaves out one row of a replicated input, not the input, and cannot see
+    /// frequencies fitted to the rows it leaves out, so it vouches for the error bars at most at
+    /// the training inputs and not between them: the fit is flagged
+    /// ([`Flags::few_inputs`]). Before the eighteenth session a fit on fewer than 20 rows was
+    /// saved as [`Remedy::LooChecked`] or [`Remedy::LooFitsTooWell`], unflagged.
     FewInputs {
         /// The number of distinct input rows among the training points.
         inputs: usize,

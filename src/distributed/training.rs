@@ -132,7 +132,8 @@ impl ValidSsgpParams {
     ///   neither beats the training mean by one standard error, which is then the model — so
     ///   the check costs about a quarter of the learned fit's evaluations more, plus the
     ///   random-feature fits' few. Below 100 held-out rows over all ranks, the learned fit's LOO
-    ///   diagnostic decides, as below 20 rows in one process. Replicated inputs are held out
+    ///   diagnostic decides, as in one process below 40 distinct inputs (there the fit is also
+    ///   flagged, which a distributed fit is not). Replicated inputs are held out
     ///   together within a rank, not across ranks.
     ///
     /// Every rank returns the same model, or an error (no rank is left waiting in a collective).

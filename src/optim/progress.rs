@@ -23,7 +23,7 @@ pub enum Phase {
         total: usize,
     },
     /// SSGP's calibration check ([`CalibrationGuard::Check`](crate::ssgp::CalibrationGuard::Check),
-    /// from 20 rows): the learned and the random-feature fit on 3/4 of the rows, compared on the
+    /// from 40 distinct inputs): the learned and the random-feature fit on 3/4 of the rows, compared on the
     /// rest before the winner is refitted on all rows (above 2 000 rows: on half the rows, after
     /// the learned fit's own phases on all rows); their spectral draws and optimiser iterations
     /// are reported with this phase (the optimiser fields are theirs).

@@ -131,26 +131,28 @@ impl ValidSsgpParams {
                         learned_on_all,
                     );
                 }
-                let mut fitted = self.fit_multi_stages(x, y, start, &[])?.0;
-                let too_well = (0..outputs).any(|p| {
-                    fitted
-                        .output_training(p)
-                        .is_ok_and(|t| t.loo_fits_too_well())
-                });
-                if too_well {
-                    fitted = self.fit_multi_random_features(x, y, start)?;
-                }
-                let remedy = if n >= CalibrationGuard::HELD_OUT_MIN_ROWS {
-                    Remedy::FewInputs {
-                        inputs,
-                        random_features: too_well,
-                    }
-                } else if too_well {
-                    Remedy::LooFitsTooWell
+                let (mut fitted, random_features) = if self.frequencies_outnumber(n, x.ncols()) {
+                    (self.fit_multi_random_features(x, y, start)?, true)
                 } else {
-                    Remedy::LooChecked
+                    let learned = self.fit_multi_stages(x, y, start, &[])?.0;
+                    let too_well = (0..outputs).any(|p| {
+                        learned
+                            .output_training(p)
+                            .is_ok_and(|t| t.loo_fits_too_well())
+                    });
+                    if too_well {
+                        (self.fit_multi_random_features(x, y, start)?, true)
+                    } else {
+                        (learned, false)
+                    }
                 };
-                fitted.set_remedies(vec![Some(remedy); outputs]);
+                fitted.set_remedies(vec![
+                    Some(Remedy::FewInputs {
+                        inputs,
+                        random_features
+                    });
+                    outputs
+                ]);
                 Ok(fitted)
             }
         }

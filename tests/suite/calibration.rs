@@ -746,7 +746,7 @@ fn design(k: usize, reps: usize, seed: u64) -> (ssgp::Dataset, ssgp::Dataset) {
 /// replicated inputs, it judged the error bars by one of two settings (80 rows) and widened them
 /// ×2.6–4.1 — coverage 0.995–1.000 of new measurements at the settings, where the LOO-judged fit
 /// covers 0.92–0.96. The fit is flagged instead, as nothing checks its error bars between the
-/// settings; from 20 distinct inputs the held-out check runs.
+/// settings; from 40 distinct inputs the held-out check runs.
 #[test]
 fn a_design_with_few_distinct_inputs_is_judged_by_its_loo_and_flagged() {
     for (k, reps) in [(2, 40), (4, 20)] {
@@ -771,7 +771,7 @@ fn a_design_with_few_distinct_inputs_is_judged_by_its_loo_and_flagged() {
             );
         }
     }
-    let (train, _) = design(20, 4, 0);
+    let (train, _) = design(40, 2, 0);
     let fit = Ssgp::params(10).seed(0).fit(&train).unwrap();
     assert!(
         matches!(fit.training().remedy, Some(Remedy::HeldOut { .. })),
@@ -843,4 +843,47 @@ fn targets_the_inputs_do_not_explain_keep_the_training_mean() {
         ),
         "{remedy}"
     );
+}
+
+/// Fewer than 40 distinct inputs leave fewer than 10 to hold out, too few to check the error
+/// bars (generated tables of 20–39 rows: 4–10 of 24 checked fits were bad on test data and
+/// unflagged), and below that no check at all (6–19 rows: 17–21 of 24, the learned fit's LOO
+/// passing fits with test mean z² up to 102). The fit is flagged for it; with as many learned
+/// frequencies (m·D) as rows the random-feature fit is kept without training the learned one.
+/// Here (19 rows, D = 3): the learned fit alone has test mean z² above 10, the default below 2.
+#[test]
+fn a_fit_on_fewer_than_forty_inputs_is_flagged_and_keeps_random_features() {
+    for (n, dim, seed) in [(19, 3, 1934), (30, 2, 3021)] {
+        let problem = ssgp::data::Problem {
+            n,
+            dim,
+            relevant: 2,
+            roughness: Roughness::Smooth,
+            noise: 0.1,
+            seed,
+        };
+        let (train, test) = problem.generate(1000).unwrap();
+        let fit = Ssgp::params(50).seed(1).fit(&train).unwrap();
+        let summary = fit.training();
+        assert_eq!(
+            summary.remedy,
+            Some(Remedy::FewInputs {
+                inputs: n,
+                random_features: true
+            }),
+            "{n} rows"
+        );
+        assert!(summary.flags().few_inputs, "{}", summary.diagnosis());
+        let (z2, _) = calibration(&fit, &test);
+        assert!(z2 < 2.0, "{n} rows: default z² {z2}");
+        if n == 19 {
+            let learned = Ssgp::params(50)
+                .seed(1)
+                .calibration(CalibrationGuard::Off)
+                .fit(&train)
+                .unwrap();
+            let (z2, _) = calibration(&learned, &test);
+            assert!(z2 > 10.0, "the learned fit alone: z² {z2}");
+        }
+    }
 }

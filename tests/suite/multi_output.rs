@@ -448,3 +448,32 @@ fn a_multi_output_fit_on_few_distinct_inputs_is_flagged() {
     }
     assert!(fitted.training().is_flagged());
 }
+
+/// On fewer rows than 40, and as many learned frequencies as rows, the multi-output fit keeps
+/// the random-feature fit without training the learned one, every output flagged for too few
+/// inputs to check its error bars, as one output's fit is.
+#[test]
+fn a_multi_output_fit_on_few_rows_keeps_random_features_and_is_flagged() {
+    let mut rng = StdRng::seed_from_u64(77);
+    let x = DMatrix::from_fn(25, 2, |_, _| rng.random_range(-2.0..2.0));
+    let y = DMatrix::from_fn(25, 2, |i, p| {
+        (x[(i, 0)] + p as f64).sin() + 0.1 * rng.random_range(-1.0..1.0)
+    });
+    let fitted = Ssgp::params(50)
+        .seed(1)
+        .fit_multi(&MultiDataset::new(x, y).unwrap())
+        .unwrap();
+    for p in 0..2 {
+        let summary = fitted.output_training(p).unwrap();
+        assert_eq!(
+            summary.remedy,
+            Some(ssgp::Remedy::FewInputs {
+                inputs: 25,
+                random_features: true
+            }),
+            "output {p}"
+        );
+        assert!(summary.flags().few_inputs, "{}", summary.diagnosis());
+    }
+    assert!(fitted.fixed_spectral_points());
+}
