@@ -32,7 +32,10 @@ pub const DEFAULT_START: LengthscaleInit = LengthscaleInit::FullGpSubset(1024);
 /// How the lengthscales start.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum LengthscaleInit {
-    /// ℓ_d = half the range of input d (the paper's choice, §4.2; the full GP's default).
+    /// ℓ_d = half the range of input d (the paper's choice, §4.2; the full GP's default). A full
+    /// GP trained from it that calls more than half of the targets' variance noise is trained
+    /// again from [`crate::full_gp::SHORTER_STARTS`] times these lengthscales, and the lower
+    /// −log p (by more than a nat) is kept: up to two more trainings, on such tables only.
     #[default]
     HalfRange,
     /// The given lengthscales (D).

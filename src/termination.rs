@@ -259,7 +259,9 @@ pub enum Remedy {
     /// That LOO leaves out one row of a replicated input, not the input, and cannot see
     /// frequencies fitted to the rows it leaves out, so it vouches for the error bars at most at
     /// the training inputs and not between them: the fit is flagged
-    /// ([`Flags::few_inputs`]). Before the eighteenth session a fit on fewer than 20 rows was
+    /// ([`Flags::few_inputs`]). Either fit is kept at its best point if its line search stalls
+    /// (near noise-free data; the summary's termination says so). Before the eighteenth
+    /// session a fit on fewer than 20 rows was
     /// saved as [`Remedy::LooChecked`] or [`Remedy::LooFitsTooWell`], unflagged.
     FewInputs {
         /// The number of distinct input rows among the training points.

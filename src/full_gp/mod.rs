@@ -3,7 +3,9 @@
 //!
 //! Training maximises the evidence p(y|θ) (eq. 4) over θ = [log ℓ, log σ0, p] (the shared head
 //! of [`crate::hyperparameters`]) with the crate's conjugate-gradient optimiser, from the start
-//! values of [`crate::init`]. Targets are centred by their mean, which is added back to the
+//! values of [`crate::init`] — from half ranges, and again from shorter lengthscales
+//! ([`SHORTER_STARTS`]) while the fit calls more than half of the targets' variance noise.
+//! Targets are centred by their mean, which is added back to the
 //! predictions. Every evaluation costs O(n³) time and 24·n² bytes; for large n,
 //! [`FullGpParams::hyperparameter_subset`] learns θ on a random subset and then conditions on all
 //! the data (one Cholesky factorisation, 8·n² bytes), which is how the paper's Kin-40k baseline is
@@ -43,7 +45,7 @@ pub use params::{FullGpParams, ValidFullGpParams};
 pub use posterior::FittedFullGp;
 pub(crate) use start::start;
 pub use start::{lengthscales_from_subset, START_TOLERANCE};
-pub use train::LearnedHyperparameters;
+pub use train::{LearnedHyperparameters, SHORTER_STARTS};
 
 /// The full GP; start from [`FullGp::params`].
 #[derive(Debug, Clone, Copy, Default)]

@@ -7,12 +7,18 @@ use super::posterior::FittedFullGp;
 use crate::data::{Dataset, InputColumns};
 use crate::error::{Error, Result};
 use crate::hyperparameters;
+use crate::init::LengthscaleInit;
 use crate::kernel::{self, Covariance};
 use crate::linalg::{self};
 use crate::optim::OptimReport;
 use crate::termination::TrainingSummary;
 use nalgebra::DVector;
 use std::sync::Arc;
+
+/// The factors of the half ranges a full GP trained from them is trained from again, in turn,
+/// while its fit calls more than half of the targets' variance noise
+/// ([`ValidFullGpParams::learn`]).
+pub const SHORTER_STARTS: [f64; 2] = [0.1, 0.01];
 
 /// Hyperparameters learned by [`ValidFullGpParams::learn`].
 #[derive(Debug, Clone, PartialEq)]
@@ -100,8 +106,44 @@ impl ValidFullGpParams {
         let train = columns.select_data(train)?;
         let start = super::start(&train, &self.training)?;
         let theta0 = hyperparameters::pack(&start, self.training.noise(), None);
-        let report = self.training.minimize(&self.evidence(&train), theta0)?;
+        let evidence = self.evidence(&train);
+        let mut report = self.training.minimize(&evidence, theta0)?;
+        if self.training.lengthscales == LengthscaleInit::HalfRange {
+            report = self.shorter_starts((&train, &evidence), &start, report)?;
+        }
         Ok(LearnedHyperparameters { report, columns })
+    }
+
+    /// `report`, a fit from half ranges, or a fit from lengthscales [`SHORTER_STARTS`] times
+    /// theirs while `report` calls more than half of the targets' variance noise: from half
+    /// ranges a signal that turns many times across its inputs' range (sin 3x on [0, 20], 400
+    /// rows, noise 0.05) fits as noise, ℓ = 22 and σn² = 0.98·var y, test NMSE 1 — a long
+    /// lengthscale's optimum that the optimiser does not leave. A shorter start is kept when its
+    /// −log p is lower by more than one nat; a shorter start that fails is passed over. The
+    /// report (and so the training summary) is the kept run's alone.
+    fn shorter_starts(
+        &self,
+        (data, evidence): (&Dataset, &FullGpEvidence),
+        start: &hyperparameters::Hyperparameters,
+        mut report: OptimReport,
+    ) -> Result<OptimReport> {
+        let variance = data.y_variance();
+        for factor in SHORTER_STARTS {
+            if evidence.unpack(&report.theta)?.noise_variance <= 0.5 * variance {
+                break;
+            }
+            let shorter = hyperparameters::Hyperparameters {
+                lengthscales: &start.lengthscales * factor,
+                ..start.clone()
+            };
+            let theta0 = hyperparameters::pack(&shorter, self.training.noise(), None);
+            if let Ok(retry) = self.training.minimize(evidence, theta0) {
+                if retry.value < report.value - 1.0 {
+                    report = retry;
+                }
+            }
+        }
+        Ok(report)
     }
 
     /// The posterior of a full GP on all of `data` at hyperparameters θ (layout in

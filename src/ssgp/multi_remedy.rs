@@ -131,17 +131,20 @@ impl ValidSsgpParams {
                         learned_on_all,
                     );
                 }
+                // Forgiving as one output's fit on few inputs (`fit_calibrated`).
+                let mut forgiving = self.clone();
+                forgiving.training.best_effort = true;
                 let (mut fitted, random_features) = if self.frequencies_outnumber(n, x.ncols()) {
-                    (self.fit_multi_random_features(x, y, start)?, true)
+                    (forgiving.fit_multi_random_features(x, y, start)?, true)
                 } else {
-                    let learned = self.fit_multi_stages(x, y, start, &[])?.0;
+                    let learned = forgiving.fit_multi_stages(x, y, start, &[])?.0;
                     let too_well = (0..outputs).any(|p| {
                         learned
                             .output_training(p)
                             .is_ok_and(|t| t.loo_fits_too_well())
                     });
                     if too_well {
-                        (self.fit_multi_random_features(x, y, start)?, true)
+                        (forgiving.fit_multi_random_features(x, y, start)?, true)
                     } else {
                         (learned, false)
                     }

@@ -97,3 +97,47 @@ fn full_gp_initialisation_starts_from_the_subset_lengthscales() {
         Err(Error::InvalidParameter { .. })
     ));
 }
+
+/// sin(ωx) on [0, 20] turning many times (ω = 3: 400 rows; ω = 6: 800), noise 0.05: from half
+/// ranges (ℓ = 10) the full GP settled where a long lengthscale calls the signal noise (ℓ = 22,
+/// σn² = 0.98·var y, test NMSE 1), and SSGP, started from it, kept the training mean. The full
+/// GP is trained again from shorter lengthscales (`full_gp::SHORTER_STARTS`) while its fit calls
+/// more than half of the variance noise, and both now resolve the signal; a fit that explains
+/// its data from half ranges (ω = 1 on [0, 5]) is the one from half ranges.
+#[test]
+fn a_signal_turning_many_times_is_not_fitted_as_noise() {
+    use ssgp::FullGp;
+    let periodic = |omega: f64, range: f64, n: usize, rng: &mut StdRng| {
+        let x = DMatrix::from_fn(n, 1, |_, _| rng.random_range(0.0..range));
+        let y = DVector::from_fn(n, |i, _| {
+            (omega * x[(i, 0)]).sin() + 0.05 * rng.random_range(-1.7..1.7)
+        });
+        Dataset::new(x, y).unwrap()
+    };
+    for (omega, n) in [(3.0, 400), (6.0, 800)] {
+        let mut rng = StdRng::seed_from_u64(1);
+        let train = periodic(omega, 20.0, n, &mut rng);
+        let test = periodic(omega, 20.0, 1000, &mut rng);
+        let full = FullGp::params().fit(&train).unwrap();
+        let p = full.predict(test.x()).unwrap();
+        let error = nmse(test.y(), &p, train.y_mean()).unwrap();
+        assert!(error < 0.02, "ω = {omega}: full GP NMSE {error}");
+        assert!(full.noise_variance() < 0.01 * train.y_variance());
+        let ssgp = Ssgp::params(50).seed(1).fit(&train).unwrap();
+        let p = ssgp.predict(test.x()).unwrap();
+        let error = nmse(test.y(), &p, train.y_mean()).unwrap();
+        assert!(error < 0.02, "ω = {omega}: SSGP NMSE {error}");
+    }
+    let mut rng = StdRng::seed_from_u64(2);
+    let train = periodic(1.0, 5.0, 200, &mut rng);
+    let fitted = FullGp::params().fit(&train).unwrap();
+    let column = train.x().column(0);
+    let half_range = FullGp::params()
+        .initial_lengthscales(DVector::from_element(
+            1,
+            0.5 * (column.max() - column.min()),
+        ))
+        .fit(&train)
+        .unwrap();
+    assert_eq!(fitted.parameters(), half_range.parameters());
+}
