@@ -179,6 +179,13 @@ impl FittedSsgp {
     /// then α = A⁻¹b once per call (Incremental SSGP, Gijsberts and Metta 2013). ȳ and the inputs' centre stay
     /// the fit's; [`Self::neg_log_evidence`] stays the fit's. The model keeps no data.
     ///
+    /// θ and the choice the calibration check made stay the fit's too: a model fitted on a few
+    /// rows (below [`CalibrationGuard::HELD_OUT_MIN_ROWS`](crate::ssgp::CalibrationGuard::HELD_OUT_MIN_ROWS)
+    /// distinct inputs: the random-feature fit, flagged [`Remedy::FewInputs`](crate::Remedy::FewInputs);
+    /// or the training mean, [`Remedy::mean_kept`](crate::Remedy::mean_kept)) keeps its
+    /// lengthscales and its flag however many samples it absorbs — refit once the data has
+    /// grown, and watch [`Self::prequential`] meanwhile.
+    ///
     /// # Errors
     /// As [`Self::update_forgetting`].
     pub fn update(&mut self, x: &DMatrix<f64>, y: &DVector<f64>) -> Result<()> {
