@@ -80,8 +80,7 @@ impl ValidSsgpParams {
         let all = InputColumns::all(local.dim());
         let learned_fit = proxy.train_learned(&halves, start.clone(), &all)?;
         let learned = held_out_across(&learned_fit, held.as_ref(), plan.learned_range, cluster)?;
-        let mut forgiving = quiet;
-        forgiving.training.best_effort = true;
+        let forgiving = quiet.forgiving();
         let random_fit =
             forgiving.train_random_features(&halves, &start, &all, Remedy::RandomFeatures)?;
         let random = held_out_across(
@@ -125,8 +124,7 @@ impl ValidSsgpParams {
         let mut fitted = if mean_kept {
             self.train_mean(share, &start, columns, remedy)?
         } else if verdict.keep_random {
-            let mut forgiving = self.clone();
-            forgiving.training.best_effort = true;
+            let forgiving = self.forgiving();
             forgiving.train_random_features(share, &start, columns, remedy)?
         } else {
             learned_on_all

@@ -132,8 +132,7 @@ impl ValidSsgpParams {
                     );
                 }
                 // Forgiving as one output's fit on few inputs (`fit_calibrated`).
-                let mut forgiving = self.clone();
-                forgiving.training.best_effort = true;
+                let forgiving = self.forgiving();
                 let (mut fitted, random_features) = if self.frequencies_outnumber(n, x.ncols()) {
                     (forgiving.fit_multi_random_features(x, y, start)?, true)
                 } else {
@@ -216,8 +215,7 @@ impl ValidSsgpParams {
         if plan.choice_range != plan.learned_range {
             learned = scores(&learned_fit, held, plan.learned_range)?;
         }
-        let mut forgiving = quiet.clone();
-        forgiving.training.best_effort = true;
+        let forgiving = quiet.forgiving();
         let random_fit = forgiving.fit_multi_random_features(&fit_x, &fit_y, start)?;
         let random = scores(&random_fit, held, (0.0, f64::INFINITY))?;
         let (learned_mnlp, random_mnlp) = (total_mnlp(&learned), total_mnlp(&random));
@@ -245,8 +243,7 @@ impl ValidSsgpParams {
             .collect();
         let (fitted, (tx, ty)) = match (keep_random, learned_on_all) {
             (true, _) => {
-                let mut forgiving = self.clone();
-                forgiving.training.best_effort = true;
+                let forgiving = self.forgiving();
                 (forgiving.fit_multi_random_features(x, y, start)?, (x, y))
             }
             (false, Some(fitted)) => (fitted, (x, y)),

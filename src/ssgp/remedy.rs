@@ -274,8 +274,7 @@ impl ValidSsgpParams {
                 // noise floor, its evidence flat there within round-off (20 rows of sin x at
                 // x = 0, 1, …, 19): its best point is kept, its termination saying so, and the
                 // fit is flagged for its few inputs.
-                let mut forgiving = self.clone();
-                forgiving.training.best_effort = true;
+                let forgiving = self.forgiving();
                 if self.frequencies_outnumber(n, data.dim()) {
                     return forgiving.fit_random_features(data, &start, columns, remedy(true));
                 }
@@ -323,6 +322,16 @@ impl ValidSsgpParams {
                 &mut crate::random::seeded(self.training.seed),
             ),
         }
+    }
+
+    /// These settings with `best_effort`: a fit whose line search stalls is kept at its best
+    /// point, its termination saying so — for the check's fits of two parameters and the fits on
+    /// few inputs, whose evidence near noise-free data is flat at the noise floor within
+    /// round-off.
+    pub(crate) fn forgiving(&self) -> Self {
+        let mut forgiving = self.clone();
+        forgiving.training.best_effort = true;
+        forgiving
     }
 
     /// These settings with the observer, if any, told that its fits are the calibration check's.
@@ -410,8 +419,7 @@ impl ValidSsgpParams {
         // The random-feature fit trains two parameters and is kept at its best point if its line
         // search stalls (near noise-free data leaves its evidence flat within round-off along
         // σn² at the floor); its summary's termination says so when it is the model kept.
-        let mut forgiving = quiet.clone();
-        forgiving.training.best_effort = true;
+        let forgiving = quiet.forgiving();
         let random_fit =
             forgiving.fit_random_features(&fit, &start, &used, Remedy::RandomFeatures)?;
         let random = held_out(&random_fit, &held, (narrowest, f64::INFINITY))?;
@@ -444,8 +452,7 @@ impl ValidSsgpParams {
         let (mut fitted, trained_on) = match (keep_random, learned_on_all) {
             _ if mean_kept => (self.fit_mean(data, &start, columns, remedy)?, data),
             (true, _) => {
-                let mut forgiving = self.clone();
-                forgiving.training.best_effort = true;
+                let forgiving = self.forgiving();
                 let features = forgiving.fit_random_features(data, &start, columns, remedy)?;
                 (features, data)
             }
