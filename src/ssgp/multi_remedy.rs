@@ -6,14 +6,15 @@
 //! held-out rows is scored as one output's is, with the variance factor its own rows ask for
 //! (σ0p² and so σnp² = ρσ0p² scaled, A and the means unchanged); the fits are compared by the
 //! outputs' summed held-out MNLP (the one-standard-error rule on the rows' summed differences),
-//! and every output keeps its own factor. Without the check the multi-output fit on small or wide
+//! and every output keeps its own factor (for a learned fit refitted on all rows, a narrowing is
+//! taken as the noise level the held-out rows asked for, as for one output). Without the check the multi-output fit on small or wide
 //! data is as overconfident as one output's: n = 100, D = 20, two outputs, m = 50 (seeds 1–4),
 //! test coverage 0.06–0.28, mean z² 30–506.
 
 use super::multi_posterior::FittedMultiSsgp;
 use super::remedy::{
-    held_out, held_out_split, held_out_target, standard_error_of_difference, CalibrationGuard,
-    Comparison, HeldOutScore, Verdict,
+    held_out, held_out_split, held_out_target, narrowed_to_the_measured_level,
+    standard_error_of_difference, CalibrationGuard, Comparison, HeldOutScore, Verdict,
 };
 use super::{MultiSsgpEvidence, ValidSsgpParams};
 use crate::data::{groups_of_equal_inputs, Dataset, InputColumns};
@@ -229,7 +230,7 @@ impl ValidSsgpParams {
             ..
         } = verdict;
         let kept = if keep_random { &random } else { &learned };
-        let remedies: Vec<Remedy> = kept
+        let mut remedies: Vec<Remedy> = kept
             .iter()
             .map(|score| {
                 verdict.remedy(
@@ -241,6 +242,7 @@ impl ValidSsgpParams {
                 )
             })
             .collect();
+        let measured_noise = learned_fit.noise_variances();
         let (fitted, (tx, ty)) = match (keep_random, learned_on_all) {
             (true, _) => {
                 let forgiving = self.forgiving();
@@ -251,7 +253,17 @@ impl ValidSsgpParams {
             (false, None) => {
                 let mut stopped = self.clone();
                 stopped.training.optim.max_evaluations = learned_budget;
-                (stopped.fit_multi_stages(x, y, start, &[])?.0, (x, y))
+                let refit = stopped.fit_multi_stages(x, y, start, &[])?.0;
+                let refit_noise = refit.noise_variances();
+                for (p, remedy) in remedies.iter_mut().enumerate() {
+                    *remedy = narrowed_to_the_measured_level(
+                        *remedy,
+                        measured_noise[p],
+                        refit_noise[p],
+                        0.0,
+                    );
+                }
+                (refit, (x, y))
             }
         };
         let scales: Vec<f64> = remedies.iter().map(|r| r.variance_scale()).collect();

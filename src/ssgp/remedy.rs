@@ -467,7 +467,9 @@ impl ValidSsgpParams {
                 let mut stopped = self.clone();
                 stopped.training.optim.max_evaluations = learned_budget;
                 let refit = stopped.fit_from(data, start, columns)?;
-                remedy = narrowed_to_the_measured_level(remedy, measured_noise, &refit, narrowest);
+                let refit_noise = refit.noise_variance();
+                remedy =
+                    narrowed_to_the_measured_level(remedy, measured_noise, refit_noise, narrowest);
                 (refit, data)
             }
         };
@@ -581,20 +583,22 @@ impl ValidSsgpParams {
 }
 
 /// `remedy` for a learned fit refitted on all rows: a narrowing s the held-out rows asked of the
-/// fit on 3/4 of them is taken as the noise level they ask for, s·σn² of that fit, and the
-/// refit's factor becomes s·σn²(3/4)/σn²(refit) (at least `narrowest`, at most 1). The refit has
+/// fit on 3/4 of them (noise variance `measured_noise`) is taken as the noise level they ask
+/// for, s·σn² of that fit, and the refit's factor becomes s·σn²(3/4)/σn²(refit) with
+/// σn²(refit) = `refit_noise` (at least `narrowest`, at most 1); one output's check and each
+/// output of the multi-output one. The refit has
 /// the same budget on more rows and its frequencies absorb more noise: as a factor of its own
 /// σn², the narrowing was applied twice (sin x on [0, 50], 400 rows, stopped at 125
 /// evaluations: ×0.032 of the refit, test coverage 0.21, mean z² 31). A widening or no scaling
 /// is kept as it is.
-fn narrowed_to_the_measured_level(
+pub(super) fn narrowed_to_the_measured_level(
     mut remedy: Remedy,
     measured_noise: f64,
-    refit: &FittedSsgp,
+    refit_noise: f64,
     narrowest: f64,
 ) -> Remedy {
     if let Remedy::HeldOut { variance_scale, .. } = &mut remedy {
-        let level = *variance_scale * measured_noise / refit.noise_variance();
+        let level = *variance_scale * measured_noise / refit_noise;
         if *variance_scale < 1.0 && level.is_finite() {
             *variance_scale = level.clamp(narrowest.min(1.0), 1.0);
         }
