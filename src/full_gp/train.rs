@@ -120,7 +120,8 @@ impl ValidFullGpParams {
     /// rows, noise 0.05) fits as noise, ℓ = 22 and σn² = 0.98·var y, test NMSE 1 — a long
     /// lengthscale's optimum that the optimiser does not leave. A shorter start is kept when its
     /// −log p is lower by more than one nat; a shorter start that fails is passed over. The
-    /// report (and so the training summary) is the kept run's alone.
+    /// report (and so the training summary) is the kept run's, but for its iterations and
+    /// evaluations: those of every run that returned, kept or not, the cost of the fit.
     fn shorter_starts(
         &self,
         (data, evidence): (&Dataset, &FullGpEvidence),
@@ -128,6 +129,7 @@ impl ValidFullGpParams {
         mut report: OptimReport,
     ) -> Result<OptimReport> {
         let variance = data.y_variance();
+        let (mut iterations, mut evaluations) = (report.iterations, report.evaluations);
         for factor in SHORTER_STARTS {
             if evidence.unpack(&report.theta)?.noise_variance <= 0.5 * variance {
                 break;
@@ -138,11 +140,15 @@ impl ValidFullGpParams {
             };
             let theta0 = hyperparameters::pack(&shorter, self.training.noise(), None);
             if let Ok(retry) = self.training.minimize(evidence, theta0) {
+                iterations += retry.iterations;
+                evaluations += retry.evaluations;
                 if retry.value < report.value - 1.0 {
                     report = retry;
                 }
             }
         }
+        report.iterations = iterations;
+        report.evaluations = evaluations;
         Ok(report)
     }
 

@@ -123,6 +123,29 @@ fn a_signal_turning_many_times_is_not_fitted_as_noise() {
         let error = nmse(test.y(), &p, train.y_mean()).unwrap();
         assert!(error < 0.02, "ω = {omega}: full GP NMSE {error}");
         assert!(full.noise_variance() < 0.01 * train.y_variance());
+        // The kept shorter start, given explicitly, is the same fit with fewer evaluations than
+        // the default counts (the half range's run and every retry's).
+        if n == 400 {
+            let column = train.x().column(0);
+            let half_range = 0.5 * (column.max() - column.min());
+            let kept: Vec<_> = ssgp::full_gp::SHORTER_STARTS
+                .iter()
+                .map(|factor| {
+                    FullGp::params()
+                        .initial_lengthscales(DVector::from_element(1, factor * half_range))
+                        .fit(&train)
+                        .unwrap()
+                })
+                .filter(|shorter| shorter.parameters() == full.parameters())
+                .collect();
+            assert_eq!(kept.len(), 1, "ω = {omega}: one shorter start kept");
+            assert!(
+                full.training().evaluations > kept[0].training().evaluations,
+                "ω = {omega}: {} evaluations counted, {} in the kept run",
+                full.training().evaluations,
+                kept[0].training().evaluations
+            );
+        }
         let ssgp = Ssgp::params(50).seed(1).fit(&train).unwrap();
         let p = ssgp.predict(test.x()).unwrap();
         let error = nmse(test.y(), &p, train.y_mean()).unwrap();
