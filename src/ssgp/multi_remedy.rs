@@ -260,7 +260,7 @@ impl ValidSsgpParams {
                         *remedy,
                         measured_noise[p],
                         refit_noise[p],
-                        0.0,
+                        plan.learned_range.0,
                     );
                 }
                 (refit, (x, y))
