@@ -237,21 +237,23 @@ pub enum Remedy {
         mean_kept: bool,
     },
     /// Too few rows for the held-out comparison: the learned fit was kept, its LOO diagnostic
-    /// not fitting the training points too well — a distributed fit's below 100 held-out rows.
-    /// (Earlier builds also saved it for one process's fits on fewer than 20 rows, now
-    /// [`Remedy::FewInputs`], and above `HELD_OUT_MAX_ROWS` rows, which then kept such a
-    /// learned fit unchecked.)
+    /// not fitting the training points too well. Saved by earlier builds only, for a
+    /// distributed fit below 100 held-out rows and one process's fits on fewer than 20 rows
+    /// (both now [`Remedy::FewInputs`], flagged), and above `HELD_OUT_MAX_ROWS` rows, which then
+    /// kept such a learned fit unchecked.
     LooChecked,
     /// Too few rows for the held-out comparison: the learned fit's LOO diagnostic
     /// fitted its training points too well ([`LooDiagnostic::fits_too_well`]), and the
-    /// random-feature fit replaced it — a distributed fit's below 100 held-out rows (earlier
-    /// builds: one process's fits on fewer than 20 rows, now [`Remedy::FewInputs`]).
+    /// random-feature fit replaced it. Saved by earlier builds only, for a distributed fit below
+    /// 100 held-out rows and one process's fits on fewer than 20 rows (both now
+    /// [`Remedy::FewInputs`]).
     LooFitsTooWell,
     /// The random-feature fit, as asked for (`CalibrationGuard::RandomFeatures`).
     RandomFeatures,
     /// Too few distinct inputs for the held-out comparison (fewer than
     /// [`CalibrationGuard::HELD_OUT_MIN_ROWS`](crate::ssgp::CalibrationGuard::HELD_OUT_MIN_ROWS),
-    /// or fewer rows than that: none to hold out); the rows of a replicated input are held out
+    /// or fewer rows than that: none to hold out; across MPI ranks, fewer than 100 held-out
+    /// rows, about 200 rows, `inputs` then the ranks' distinct inputs summed); the rows of a replicated input are held out
     /// together, so the comparison would judge
     /// the error bars by one to four inputs: on 80 rows of 2 inputs it widened them
     /// ×2·10⁴. The learned fit was judged by its LOO diagnostic instead (on fewer rows than

@@ -16,7 +16,8 @@
 //!   random-feature fit, or the training mean it hardly beats, where the learned one is
 //!   overconfident on test data (mean z² above 5; the check's below 1.5), on D = 5 it keeps the learned fit's means bit for bit and moves its
 //!   test mean z² towards 1, and with noise 100 times the signal it keeps the training mean
-//!   (every prediction ȳ); the same model and held-out score on every rank;
+//!   (every prediction ȳ); the same model and held-out score on every rank; on 150 and 30 rows
+//!   (fewer than 100 held out) the fit is flagged for too few inputs, as one process's;
 //! - `disagreement`: when the last rank cannot read its file, or its data have another D, every
 //!   rank returns an error (none waits forever in a collective); with m = 2·10⁶ the fit and the
 //!   evidence are an allocation error on every rank (before, an abort);
@@ -387,6 +388,54 @@ fn calibration_check(cluster: &Cluster) -> Result<(), String> {
                      alone, {z2_checked} checked"
                 ));
             }
+        }
+    }
+    few_rows(cluster)
+}
+
+/// Below 100 held-out rows over all ranks the distributed fit is flagged for too few inputs, as
+/// one process's below 40 distinct inputs: the learned fit judged by its LOO on 150 rows, the
+/// random-feature fit kept without it on 30 rows (no more than m·D = 100); the ranks' distinct
+/// inputs summed; the same model on every rank. (Before, both were `LooChecked`, unflagged.)
+fn few_rows(cluster: &Cluster) -> Result<(), String> {
+    let text = |e: ssgp::Error| e.to_string();
+    for n in [150, 30] {
+        let problem = Problem {
+            n,
+            dim: 2,
+            relevant: 2,
+            roughness: Roughness::Smooth,
+            noise: 0.1,
+            seed: 8,
+        };
+        let (all, _) = problem.generate(10).map_err(text)?;
+        let rows: Vec<usize> = row_share(all.len(), cluster.rank(), cluster.size()).collect();
+        let local = all.subset(&rows).map_err(text)?;
+        let params = Ssgp::params(50).seed(1).max_evaluations(200);
+        let fitted = params
+            .check()
+            .map_err(text)?
+            .fit_distributed(&local, cluster)
+            .map_err(text)?
+            .model;
+        let summary = fitted.training();
+        let Some(Remedy::FewInputs {
+            inputs,
+            random_features,
+        }) = summary.remedy
+        else {
+            return Err(format!("n = {n}: {:?}", summary.remedy));
+        };
+        if inputs != n || !summary.flags().few_inputs || !summary.is_flagged() {
+            return Err(format!("n = {n}: {inputs} inputs, {}", summary.diagnosis()));
+        }
+        if n == 30 && !(random_features && fitted.fixed_spectral_points()) {
+            return Err("n = 30: the random-feature fit not kept".into());
+        }
+        let mut mine: Vec<f64> = fitted.parameters().iter().copied().collect();
+        mine.push(fitted.neg_log_evidence());
+        if !same_on_every_rank(&mine) {
+            return Err(format!("n = {n}: the ranks hold different models"));
         }
     }
     Ok(())

@@ -33,9 +33,9 @@ use nalgebra::DVector;
 
 /// The fewest held-out rows, over all ranks, on which the distributed check compares the two
 /// fits: those on which the single-process check scales a learned fit both ways
-/// ([`CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS`], as the proxy does). On fewer the
-/// learned fit's LOO diagnostic decides, as below [`CalibrationGuard::HELD_OUT_MIN_ROWS`] in one
-/// process.
+/// ([`CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS`], as the proxy does). On fewer the fit
+/// is flagged for too few inputs, as below [`CalibrationGuard::HELD_OUT_MIN_ROWS`] distinct
+/// inputs in one process.
 const MIN_HELD_OUT_ROWS: usize = crate::ssgp::CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS;
 
 impl ValidSsgpParams {
@@ -49,7 +49,6 @@ impl ValidSsgpParams {
         absolute_floor: f64,
     ) -> Result<FittedSsgp> {
         let (cluster, local) = (share.cluster, share.local);
-        let mut learned_on_all = self.train_learned(share, start.clone(), columns)?;
         let (group_of, groups) = cluster.agree(groups_of_equal_inputs(local.x()))?;
         let seed = self.training.seed.wrapping_add(cluster.rank() as u64);
         let split = held_out_split(
@@ -58,15 +57,13 @@ impl ValidSsgpParams {
             seed,
         );
         let (held, fit) = split.order.split_at(split.held);
-        let mut held_rows = [held.len() as f64];
+        let mut held_rows = [held.len() as f64, groups as f64];
         cluster.sum_as_root(&mut held_rows);
         if (held_rows[0] as usize) < MIN_HELD_OUT_ROWS {
-            if learned_on_all.record.training.loo_fits_too_well() {
-                return self.train_random_features(share, &start, columns, Remedy::LooFitsTooWell);
-            }
-            learned_on_all.record.training.remedy = Some(Remedy::LooChecked);
-            return Ok(learned_on_all);
+            let inputs = held_rows[1] as usize;
+            return self.few_inputs_across(share, start, columns, inputs);
         }
+        let learned_on_all = self.train_learned(share, start.clone(), columns)?;
         let held = cluster.agree((!held.is_empty()).then(|| local.subset(held)).transpose())?;
         let fit = cluster.agree(local.subset(fit))?;
         let halves = Share::of(&fit, cluster, share.spent.get())?;
@@ -131,6 +128,36 @@ impl ValidSsgpParams {
         };
         fitted.record.training.remedy = Some(remedy);
         share.rescaled(self, fitted, columns)
+    }
+
+    /// Collective: the fit on too few rows for the check (fewer than [`MIN_HELD_OUT_ROWS`] held
+    /// out over all ranks), as one process's on too few distinct inputs: flagged
+    /// [`Remedy::FewInputs`] (`inputs`: the ranks' distinct inputs summed, an input on two ranks
+    /// counted twice), the random-feature fit kept without the learned one where the rows are no
+    /// more than m·D and fewer than [`CalibrationGuard::HELD_OUT_MIN_ROWS`], else the learned fit
+    /// unless its LOO diagnostic fits its rows too well; either kept at its best point if its
+    /// line search stalls.
+    fn few_inputs_across(
+        &self,
+        share: &Share<'_>,
+        start: Hyperparameters,
+        columns: &InputColumns,
+        inputs: usize,
+    ) -> Result<FittedSsgp> {
+        let remedy = |random_features| Remedy::FewInputs {
+            inputs,
+            random_features,
+        };
+        let forgiving = self.forgiving();
+        if self.frequencies_outnumber(share.stats.n, share.local.dim()) {
+            return forgiving.train_random_features(share, &start, columns, remedy(true));
+        }
+        let mut fitted = forgiving.train_learned(share, start.clone(), columns)?;
+        if fitted.record.training.loo_fits_too_well() {
+            return forgiving.train_random_features(share, &start, columns, remedy(true));
+        }
+        fitted.record.training.remedy = Some(remedy(false));
+        Ok(fitted)
     }
 }
 

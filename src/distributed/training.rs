@@ -131,10 +131,11 @@ impl ValidSsgpParams {
     ///   unless the random-feature fit scores better, which is then trained on all rows, or
     ///   neither beats the training mean by one standard error, which is then the model — so
     ///   the check costs about a quarter of the learned fit's evaluations more, plus the
-    ///   random-feature fits' few. Below 100 held-out rows over all ranks, the learned fit's LOO
-    ///   diagnostic decides, as in one process below 40 distinct inputs (there the fit is also
-    ///   flagged, which a distributed fit is not). Replicated inputs are held out
-    ///   together within a rank, not across ranks.
+    ///   random-feature fits' few. Below 100 held-out rows over all ranks (about 200 rows) the
+    ///   fit is as one process's below 40 distinct inputs: the learned fit judged by its LOO
+    ///   diagnostic (the random-feature fit kept without it on fewer than 40 rows and no more
+    ///   than m·D), flagged [`Remedy::FewInputs`] with the ranks' distinct inputs summed.
+    ///   Replicated inputs are held out together within a rank, not across ranks.
     ///
     /// Every rank returns the same model, or an error (no rank is left waiting in a collective).
     /// For fixed data split, seed and number of ranks the fit is reproducible.

@@ -299,7 +299,7 @@ impl ValidSsgpParams {
     /// random-feature fit in their place was calibrated on 15 of 96 problems against 10, and
     /// within 1.1× the full GP's NMSE on 66 against 49 (`Remedy::FewInputs` flags either: too few
     /// inputs to check the error bars).
-    pub(super) fn frequencies_outnumber(&self, rows: usize, dim: usize) -> bool {
+    pub(crate) fn frequencies_outnumber(&self, rows: usize, dim: usize) -> bool {
         rows < CalibrationGuard::HELD_OUT_MIN_ROWS && self.m.saturating_mul(dim) >= rows
     }
 
