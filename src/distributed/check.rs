@@ -22,8 +22,8 @@ use crate::hyperparameters::Hyperparameters;
 use crate::metrics::nlp_and_mnlp;
 use crate::predictive::Predictive;
 use crate::ssgp::remedy::{
-    held_out_factor, held_out_split, held_out_target, mean_wins, with_mean, Comparison,
-    HeldOutScore,
+    few_inputs_fit, held_out_factor, held_out_split, held_out_target, mean_wins, with_mean,
+    Comparison, HeldOutScore,
 };
 #[cfg(doc)]
 use crate::ssgp::CalibrationGuard;
@@ -144,20 +144,13 @@ impl ValidSsgpParams {
         columns: &InputColumns,
         inputs: usize,
     ) -> Result<FittedSsgp> {
-        let remedy = |random_features| Remedy::FewInputs {
-            inputs,
-            random_features,
-        };
         let forgiving = self.forgiving();
-        if self.frequencies_outnumber(share.stats.n, share.local.dim()) {
-            return forgiving.train_random_features(share, &start, columns, remedy(true));
-        }
-        let mut fitted = forgiving.train_learned(share, start.clone(), columns)?;
-        if fitted.record.training.loo_fits_too_well() {
-            return forgiving.train_random_features(share, &start, columns, remedy(true));
-        }
-        fitted.record.training.remedy = Some(remedy(false));
-        Ok(fitted)
+        few_inputs_fit(
+            inputs,
+            self.frequencies_outnumber(share.stats.n, share.local.dim()),
+            || forgiving.train_learned(share, start.clone(), columns),
+            |remedy| forgiving.train_random_features(share, &start, columns, remedy),
+        )
     }
 }
 

@@ -268,24 +268,13 @@ impl ValidSsgpParams {
                         learned_on_all,
                     );
                 }
-                let remedy = |random_features| Remedy::FewInputs {
-                    inputs,
-                    random_features,
-                };
-                // On few rows of near noise-free data either fit's line search can stall at the
-                // noise floor, its evidence flat there within round-off (20 rows of sin x at
-                // x = 0, 1, …, 19): its best point is kept, its termination saying so, and the
-                // fit is flagged for its few inputs.
                 let forgiving = self.forgiving();
-                if self.frequencies_outnumber(n, data.dim()) {
-                    return forgiving.fit_random_features(data, &start, columns, remedy(true));
-                }
-                let mut fitted = forgiving.fit_from(data, start.clone(), columns)?;
-                if fitted.record.training.loo_fits_too_well() {
-                    return forgiving.fit_random_features(data, &start, columns, remedy(true));
-                }
-                fitted.record.training.remedy = Some(remedy(false));
-                Ok(fitted)
+                few_inputs_fit(
+                    inputs,
+                    self.frequencies_outnumber(n, data.dim()),
+                    || forgiving.fit_from(data, start.clone(), columns),
+                    |remedy| forgiving.fit_random_features(data, &start, columns, remedy),
+                )
             }
         }
     }
@@ -583,6 +572,35 @@ impl ValidSsgpParams {
         training.remedy = Some(remedy);
         fixed.build(data, &evidence, &theta, training, columns.clone())
     }
+}
+
+/// The fit on too few distinct inputs for the held-out comparison, one process's and across MPI
+/// ranks': the random-feature fit (`random_features`, given its remedy) where the learned fit's
+/// frequencies outnumber the rows, else the learned fit (`learned`) unless its LOO diagnostic
+/// fits its rows too well, flagged [`Remedy::FewInputs`] either way. The fits are expected to be
+/// trained forgivingly ([`ValidSsgpParams::forgiving`]): on few rows of near noise-free data
+/// either fit's line search can stall at the noise floor, its evidence flat there within
+/// round-off (20 rows of sin x at x = 0, 1, …, 19); its best point is kept, its termination
+/// saying so.
+pub(crate) fn few_inputs_fit(
+    inputs: usize,
+    frequencies_outnumber: bool,
+    learned: impl FnOnce() -> Result<FittedSsgp>,
+    random_features: impl FnOnce(Remedy) -> Result<FittedSsgp>,
+) -> Result<FittedSsgp> {
+    let remedy = |random_features| Remedy::FewInputs {
+        inputs,
+        random_features,
+    };
+    if frequencies_outnumber {
+        return random_features(remedy(true));
+    }
+    let mut fitted = learned()?;
+    if fitted.record.training.loo_fits_too_well() {
+        return random_features(remedy(true));
+    }
+    fitted.record.training.remedy = Some(remedy(false));
+    Ok(fitted)
 }
 
 /// `remedy` for a learned fit refitted on all rows, where the held-out rows did not widen the fit
