@@ -14,8 +14,10 @@
 //! - `check`: the default fit runs the calibration check across the ranks (each rank holding out
 //!   half its rows): on wide data (n = 2 400, D = 30, 10 relevant inputs) it keeps the
 //!   random-feature fit, or the training mean it hardly beats, where the learned one is
-//!   overconfident on test data (mean z² above 5; the check's below 1.5), on D = 5 it keeps the learned fit's means bit for bit and moves its
-//!   test mean z² towards 1, and with noise 100 times the signal it keeps the training mean
+//!   overconfident on test data (mean z² above 5; the check's below 1.5), on D = 5 it keeps the learned fit's means bit for bit and its
+//!   test mean z² no further from 1 (the fit on all rows is narrowed no further than the noise
+//!   level its proxy's held-out rows measured: at these 200 evaluations its σn² is below that
+//!   level already, and on one rank it is kept at ×1, test z² 0.42), and with noise 100 times the signal it keeps the training mean
 //!   (every prediction ȳ); the same model and held-out score on every rank; on 150 and 30 rows
 //!   (fewer than 100 held out) the fit is flagged for too few inputs, as one process's;
 //! - `disagreement`: when the last rank cannot read its file, or its data have another D, every
@@ -381,7 +383,7 @@ fn calibration_check(cluster: &Cluster) -> Result<(), String> {
             if mean_kept
                 || random_features
                 || !same_means
-                || z2_checked.ln().abs() >= z2_alone.ln().abs()
+                || z2_checked.ln().abs() > z2_alone.ln().abs()
             {
                 return Err(format!(
                     "D = 5: the learned fit's means kept: {same_means}; test z² {z2_alone} \

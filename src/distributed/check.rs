@@ -22,8 +22,8 @@ use crate::hyperparameters::Hyperparameters;
 use crate::metrics::nlp_and_mnlp;
 use crate::predictive::Predictive;
 use crate::ssgp::remedy::{
-    few_inputs_fit, held_out_factor, held_out_split, held_out_target, mean_wins, with_mean,
-    Comparison, HeldOutScore,
+    few_inputs_fit, held_out_factor, held_out_split, held_out_target, mean_wins,
+    narrowed_to_the_measured_level, with_mean, Comparison, HeldOutScore,
 };
 #[cfg(doc)]
 use crate::ssgp::CalibrationGuard;
@@ -105,7 +105,7 @@ impl ValidSsgpParams {
         // Collective, so taken on every rank whether or not the rule asks for it.
         let mean_error = standard_error_across(kept, &mean, cluster);
         let mean_kept = mean_wins(kept, &mean, || mean_error);
-        let remedy = with_mean(
+        let mut remedy = with_mean(
             verdict.remedy(
                 &plan,
                 kept,
@@ -124,6 +124,11 @@ impl ValidSsgpParams {
             let forgiving = self.forgiving();
             forgiving.train_random_features(share, &start, columns, remedy)?
         } else {
+            let (measured, all) = (
+                learned_fit.noise_variance(),
+                learned_on_all.noise_variance(),
+            );
+            remedy = narrowed_to_the_measured_level(remedy, measured, all, plan.learned_range.0);
             learned_on_all
         };
         fitted.record.training.remedy = Some(remedy);

@@ -248,7 +248,18 @@ impl ValidSsgpParams {
                 let forgiving = self.forgiving();
                 (forgiving.fit_multi_random_features(x, y, start)?, (x, y))
             }
-            (false, Some(fitted)) => (fitted, (x, y)),
+            (false, Some(fitted)) => {
+                let all_noise = fitted.noise_variances();
+                for (p, remedy) in remedies.iter_mut().enumerate() {
+                    *remedy = narrowed_to_the_measured_level(
+                        *remedy,
+                        measured_noise[p],
+                        all_noise[p],
+                        plan.learned_range.0,
+                    );
+                }
+                (fitted, (x, y))
+            }
             (false, None) if on_comparison_rows => (learned_fit, (&fit_x, &fit_y)),
             (false, None) => {
                 let mut stopped = self.clone();
