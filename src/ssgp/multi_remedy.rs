@@ -242,41 +242,33 @@ impl ValidSsgpParams {
                 )
             })
             .collect();
+        // The learned fit on all rows: the one the proxy checked, or the refit.
+        let learned_on_all_rows = !keep_random && (proxy || !on_comparison_rows);
         let measured_noise = learned_fit.noise_variances();
         let (fitted, (tx, ty)) = match (keep_random, learned_on_all) {
             (true, _) => {
                 let forgiving = self.forgiving();
                 (forgiving.fit_multi_random_features(x, y, start)?, (x, y))
             }
-            (false, Some(fitted)) => {
-                let all_noise = fitted.noise_variances();
-                for (p, remedy) in remedies.iter_mut().enumerate() {
-                    *remedy = narrowed_to_the_measured_level(
-                        *remedy,
-                        measured_noise[p],
-                        all_noise[p],
-                        plan.learned_range.0,
-                    );
-                }
-                (fitted, (x, y))
-            }
+            (false, Some(fitted)) => (fitted, (x, y)),
             (false, None) if on_comparison_rows => (learned_fit, (&fit_x, &fit_y)),
             (false, None) => {
                 let mut stopped = self.clone();
                 stopped.training.optim.max_evaluations = learned_budget;
-                let refit = stopped.fit_multi_stages(x, y, start, &[])?.0;
-                let refit_noise = refit.noise_variances();
-                for (p, remedy) in remedies.iter_mut().enumerate() {
-                    *remedy = narrowed_to_the_measured_level(
-                        *remedy,
-                        measured_noise[p],
-                        refit_noise[p],
-                        plan.learned_range.0,
-                    );
-                }
-                (refit, (x, y))
+                (stopped.fit_multi_stages(x, y, start, &[])?.0, (x, y))
             }
         };
+        if learned_on_all_rows {
+            let all_noise = fitted.noise_variances();
+            for (p, remedy) in remedies.iter_mut().enumerate() {
+                *remedy = narrowed_to_the_measured_level(
+                    *remedy,
+                    measured_noise[p],
+                    all_noise[p],
+                    plan.learned_range.0,
+                );
+            }
+        }
         let scales: Vec<f64> = remedies.iter().map(|r| r.variance_scale()).collect();
         let mut fitted = self.multi_rescaled(fitted, (tx, ty), &scales)?;
         fitted.set_remedies(remedies.into_iter().map(Some).collect());

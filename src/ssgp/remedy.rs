@@ -440,7 +440,8 @@ impl ValidSsgpParams {
             &mean,
             mean_kept,
         );
-        let mut remedy = remedy;
+        // The learned fit on all rows: the one the proxy checked, or the refit.
+        let learned_on_all_rows = !mean_kept && !keep_random && (proxy || !on_comparison_rows);
         let measured_noise = learned_fit.noise_variance();
         let (mut fitted, trained_on) = match (keep_random, learned_on_all) {
             _ if mean_kept => (self.fit_mean(data, &start, columns, remedy)?, data),
@@ -449,12 +450,7 @@ impl ValidSsgpParams {
                 let features = forgiving.fit_random_features(data, &start, columns, remedy)?;
                 (features, data)
             }
-            (false, Some(fitted)) => {
-                let all_noise = fitted.noise_variance();
-                let lowest = plan.learned_range.0;
-                remedy = narrowed_to_the_measured_level(remedy, measured_noise, all_noise, lowest);
-                (fitted, data)
-            }
+            (false, Some(fitted)) => (fitted, data),
             (false, None) if on_comparison_rows => {
                 let mut candidate = learned_fit;
                 candidate.record.columns = columns.clone();
@@ -464,13 +460,15 @@ impl ValidSsgpParams {
             (false, None) => {
                 let mut stopped = self.clone();
                 stopped.training.optim.max_evaluations = learned_budget;
-                let refit = stopped.fit_from(data, start, columns)?;
-                let refit_noise = refit.noise_variance();
-                let lowest = plan.learned_range.0;
-                remedy =
-                    narrowed_to_the_measured_level(remedy, measured_noise, refit_noise, lowest);
-                (refit, data)
+                (stopped.fit_from(data, start, columns)?, data)
             }
+        };
+        let remedy = if learned_on_all_rows {
+            let all_noise = fitted.noise_variance();
+            let lowest = plan.learned_range.0;
+            narrowed_to_the_measured_level(remedy, measured_noise, all_noise, lowest)
+        } else {
+            remedy
         };
         fitted.record.training.remedy = Some(remedy);
         self.rescaled(trained_on, fitted, columns)
