@@ -6,10 +6,11 @@
 //! held-out rows is scored as one output's is, with the variance factor its own rows ask for
 //! (σ0p² and so σnp² = ρσ0p² scaled, A and the means unchanged); the fits are compared by the
 //! outputs' summed held-out MNLP (the one-standard-error rule on the rows' summed differences),
-//! and every output keeps its own factor (for a learned fit refitted on all rows, a narrowing is
-//! taken as the noise level the held-out rows asked for, as for one output). Without the check the multi-output fit on small or wide
-//! data is as overconfident as one output's: n = 100, D = 20, two outputs, m = 50 (seeds 1–4),
-//! test coverage 0.06–0.28, mean z² 30–506.
+//! and every output keeps its own factor (for the learned fit on all rows, refitted or checked
+//! by the proxy, one the rows did not widen takes the noise level they asked for, as for one
+//! output). Without the check the multi-output fit on small or wide data is as overconfident as
+//! one output's: n = 100, D = 20, two outputs, m = 50 (seeds 1–4), test coverage 0.06–0.28, mean
+//! z² 30–506.
 
 use super::multi_posterior::FittedMultiSsgp;
 use super::remedy::{
@@ -167,7 +168,8 @@ impl ValidSsgpParams {
     /// [`CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS`] held-out rows, compared by the
     /// summed held-out MNLP, the winner refitted on all rows (or kept as measured, or, with
     /// `learned_on_all`, the proxy on half the rows) and each output's variances scaled by its
-    /// own factor.
+    /// own factor — for the learned fit on all rows, the noise level its held-out rows asked for
+    /// where they did not widen it (`narrowed_to_the_measured_level`, as for one output).
     fn multi_held_out_check(
         &self,
         (x, y, groups): (&DMatrix<f64>, &DMatrix<f64>, (&[usize], usize)),

@@ -614,7 +614,7 @@ pub(crate) fn few_inputs_fit(
 /// on half; noise variance `measured_noise`): their mean z² of that fit (its factor s where they
 /// narrowed it, else their z² within chance of 1) times its σn² is taken as the noise level they
 /// ask for, and the factor of the fit on all rows becomes z²·σn²(scored)/σn²(all) with σn²(all)
-/// = `refit_noise`, at least `lowest` (the learned range's: 1 where a learned fit may not be
+/// = `all_rows_noise`, at least `lowest` (the learned range's: 1 where a learned fit may not be
 /// narrowed) and at most 1 — one output's check, each output of the multi-output one, and the
 /// check across ranks. The fit on all rows has more rows (and, for the proxy, twice the
 /// evaluations), and its σn² differs: above 2 000 rows the proxy of sin x₁ + sin 2x₂ + sin 3x₃
@@ -628,7 +628,7 @@ pub(crate) fn few_inputs_fit(
 pub(crate) fn narrowed_to_the_measured_level(
     mut remedy: Remedy,
     measured_noise: f64,
-    refit_noise: f64,
+    all_rows_noise: f64,
     lowest: f64,
 ) -> Remedy {
     if let Remedy::HeldOut {
@@ -638,7 +638,7 @@ pub(crate) fn narrowed_to_the_measured_level(
     } = &mut remedy
     {
         let z2 = held_out.map_or(*variance_scale, |h| *variance_scale * h.mean_z2);
-        let level = z2 * measured_noise / refit_noise;
+        let level = z2 * measured_noise / all_rows_noise;
         if *variance_scale <= 1.0 && level.is_finite() {
             *variance_scale = level.clamp(lowest.min(1.0), 1.0);
         }
