@@ -124,11 +124,19 @@ impl ValidSsgpParams {
             let forgiving = self.forgiving();
             forgiving.train_random_features(share, &start, columns, remedy)?
         } else {
-            let (measured, all) = (
+            let noise = (
                 learned_fit.noise_variance(),
                 learned_on_all.noise_variance(),
             );
-            remedy = narrowed_to_the_measured_level(remedy, measured, all, plan.learned_range.0);
+            // Its own z² on the held-out rows (its training rows, in all columns).
+            let held_all = cluster.agree(
+                held.as_ref()
+                    .map(|h| Dataset::new(columns.expand_columns(h.x(), 0.0), h.y().clone()))
+                    .transpose(),
+            )?;
+            let own = held_out_across(&learned_on_all, held_all.as_ref(), (1.0, 1.0), cluster)?;
+            let lowest = plan.learned_range.0;
+            remedy = narrowed_to_the_measured_level(remedy, noise, own.unscaled_z2, lowest);
             learned_on_all
         };
         fitted.record.training.remedy = Some(remedy);

@@ -21,6 +21,7 @@ use super::{MultiSsgpEvidence, ValidSsgpParams};
 use crate::data::{groups_of_equal_inputs, Dataset, InputColumns};
 use crate::error::{Error, Result};
 use crate::hyperparameters::Hyperparameters;
+use crate::metrics::calibration;
 use crate::optim::Objective;
 use crate::termination::{Remedy, TrainingSummary};
 use nalgebra::{DMatrix, DVector};
@@ -262,11 +263,14 @@ impl ValidSsgpParams {
         };
         if learned_on_all_rows {
             let all_noise = fitted.noise_variances();
+            let own = fitted.predict(&held_x)?;
             for (p, remedy) in remedies.iter_mut().enumerate() {
+                let truth = held_y.column(p).into_owned();
+                let own_z2 = calibration(&truth, &own[p])?.mean_squared_z;
                 *remedy = narrowed_to_the_measured_level(
                     *remedy,
-                    measured_noise[p],
-                    all_noise[p],
+                    (measured_noise[p], all_noise[p]),
+                    own_z2,
                     plan.learned_range.0,
                 );
             }

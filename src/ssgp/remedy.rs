@@ -464,9 +464,10 @@ impl ValidSsgpParams {
             }
         };
         let remedy = if learned_on_all_rows {
-            let all_noise = fitted.noise_variance();
-            let lowest = plan.learned_range.0;
-            narrowed_to_the_measured_level(remedy, measured_noise, all_noise, lowest)
+            let held_all = fitted.input_columns().expand_columns(held.x(), 0.0);
+            let own_z2 = calibration(held.y(), &fitted.predict(&held_all)?)?.mean_squared_z;
+            let noise = (measured_noise, fitted.noise_variance());
+            narrowed_to_the_measured_level(remedy, noise, own_z2, plan.learned_range.0)
         } else {
             remedy
         };
@@ -624,11 +625,16 @@ pub(crate) fn few_inputs_fit(
 /// of the refit, test coverage 0.21, mean z² 31), and a refit that called more of the signal
 /// noise than the fit measured kept error bars several times too wide (sin 6x on [0, 20], 800
 /// rows: held-out z² 0.97, within chance of 1; test z² of the refit 0.37 unscaled, 1.01 at
-/// ×0.370). A widening is kept as it is.
+/// ×0.370). The factor is never below `own_z2`, the mean z² of the fit on all rows on the same
+/// held-out rows: they are among its training rows, so that z² is a lower bound on what its
+/// variances need, and the level assumes the fit on all rows errs as much as the fit scored —
+/// not so where it is the worse of the two (a multi-output proxy of sin x₁ + … on [0, 8]³,
+/// 4 000 rows, second output: ×0.008 from the level, test mean z² 174; at least its own z²,
+/// ×1). A widening is kept as it is.
 pub(crate) fn narrowed_to_the_measured_level(
     mut remedy: Remedy,
-    measured_noise: f64,
-    all_rows_noise: f64,
+    (measured_noise, all_rows_noise): (f64, f64),
+    own_z2: f64,
     lowest: f64,
 ) -> Remedy {
     if let Remedy::HeldOut {
@@ -638,7 +644,7 @@ pub(crate) fn narrowed_to_the_measured_level(
     } = &mut remedy
     {
         let z2 = held_out.map_or(*variance_scale, |h| *variance_scale * h.mean_z2);
-        let level = z2 * measured_noise / all_rows_noise;
+        let level = (z2 * measured_noise / all_rows_noise).max(own_z2);
         if *variance_scale <= 1.0 && level.is_finite() {
             *variance_scale = level.clamp(lowest.min(1.0), 1.0);
         }
@@ -1165,5 +1171,76 @@ mod tests {
                 split.held
             );
         }
+    }
+
+    /// The factor of the learned fit on all rows: the noise level the held-out rows measured on
+    /// the fit they scored (its z² times its σn², over the fit on all rows' σn²), never below
+    /// that fit's own z² on the same rows nor above 1, and a widening left alone — against the
+    /// formula written out.
+    #[test]
+    fn the_fit_on_all_rows_takes_the_measured_level_at_least_its_own_z2() {
+        let remedy = |variance_scale: f64, mean_z2: f64| Remedy::HeldOut {
+            learned_mnlp: 0.0,
+            random_features_mnlp: 1.0,
+            variance_scale,
+            held_out: Some(HeldOutCalibration {
+                rows: 500,
+                mean_z2,
+                nmse: 0.01,
+            }),
+            on_comparison_rows: false,
+            learned_budget: None,
+            random_features_by_margin: false,
+            start_hyperparameters: 0,
+            start_rows: 0,
+            mean_mnlp: None,
+            mean_kept: false,
+        };
+        let factor = |r: Remedy| r.variance_scale();
+        // Narrowed ×0.03 on a fit of σn² 0.08; the fit on all rows has σn² 0.005.
+        let level = 0.03 * 0.08 / 0.005;
+        let narrowed = remedy(0.03, 1.0);
+        let at = |own: f64, lowest: f64| {
+            factor(narrowed_to_the_measured_level(
+                narrowed,
+                (0.08, 0.005),
+                own,
+                lowest,
+            ))
+        };
+        assert_eq!(at(0.1, 0.0), level);
+        // Its own z² on the held-out rows above the level: that z².
+        assert_eq!(at(0.7, 0.0), 0.7);
+        assert_eq!(at(3.0, 0.0), 1.0);
+        assert_eq!(at(0.1, 0.9), 0.9);
+        // Unscaled (z² 0.9 within chance): the level of z² 0.9.
+        let unscaled = remedy(1.0, 0.9);
+        let f = factor(narrowed_to_the_measured_level(
+            unscaled,
+            (0.01, 0.05),
+            0.1,
+            0.0,
+        ));
+        assert_eq!(f, 0.9 * 0.01 / 0.05);
+        // A widening, or no learned range to narrow in, is kept.
+        let widened = remedy(2.0, 1.0);
+        assert_eq!(
+            factor(narrowed_to_the_measured_level(
+                widened,
+                (0.01, 0.05),
+                0.1,
+                0.0
+            )),
+            2.0
+        );
+        assert_eq!(
+            factor(narrowed_to_the_measured_level(
+                unscaled,
+                (0.01, 0.05),
+                0.1,
+                1.0
+            )),
+            1.0
+        );
     }
 }
