@@ -124,6 +124,7 @@ impl ValidSsgpParams {
             let forgiving = self.forgiving();
             forgiving.train_random_features(share, &start, columns, remedy)?
         } else {
+            let mut learned_on_all = learned_on_all;
             let noise = (
                 learned_fit.noise_variance(),
                 learned_on_all.noise_variance(),
@@ -134,7 +135,11 @@ impl ValidSsgpParams {
                     .map(|h| Dataset::new(columns.expand_columns(h.x(), 0.0), h.y().clone()))
                     .transpose(),
             )?;
-            let own = held_out_across(&learned_on_all, held_all.as_ref(), (1.0, 1.0), cluster)?;
+            // Not a prediction of the user's: the observer is not told of it.
+            let observer = learned_on_all.record.observer.take();
+            let own = held_out_across(&learned_on_all, held_all.as_ref(), (1.0, 1.0), cluster);
+            learned_on_all.record.observer = observer;
+            let own = own?;
             let lowest = plan.learned_range.0;
             remedy = narrowed_to_the_measured_level(remedy, noise, own.unscaled_z2, lowest);
             learned_on_all

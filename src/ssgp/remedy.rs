@@ -465,7 +465,11 @@ impl ValidSsgpParams {
         };
         let remedy = if learned_on_all_rows {
             let held_all = fitted.input_columns().expand_columns(held.x(), 0.0);
-            let own_z2 = calibration(held.y(), &fitted.predict(&held_all)?)?.mean_squared_z;
+            // Not a prediction of the user's: the observer is not told of it.
+            let observer = fitted.record.observer.take();
+            let own = fitted.predict(&held_all);
+            fitted.record.observer = observer;
+            let own_z2 = calibration(held.y(), &own?)?.mean_squared_z;
             let noise = (measured_noise, fitted.noise_variance());
             narrowed_to_the_measured_level(remedy, noise, own_z2, plan.learned_range.0)
         } else {
