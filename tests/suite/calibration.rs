@@ -68,6 +68,24 @@ fn assert_calibrated_and_unflagged(model: &ssgp::FittedSsgp, test: &ssgp::Datase
     assert!(!summary.is_flagged(), "{}", summary.diagnosis());
 }
 
+/// Tables of a sum of sines: each call draws `n` rows with one input per frequency in `omega`,
+/// uniform on [0, `upper`), and targets Σ_d sin(ω_d x_d) plus uniform noise of sd 0.049 (all
+/// inputs first, then each target's noise, from one generator seeded `seed`).
+fn sine_rows(seed: u64, upper: f64, omega: &[f64]) -> impl FnMut(usize) -> ssgp::Dataset + '_ {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    move |n| {
+        let x = nalgebra::DMatrix::from_fn(n, omega.len(), |_, _| rng.random_range(0.0..upper));
+        let y = nalgebra::DVector::from_fn(n, |i, _| {
+            let s: f64 = (0..omega.len())
+                .map(|d| f64::sin(omega[d] * x[(i, d)]))
+                .sum();
+            s + 0.05 * rng.random_range(-1.7..1.7)
+        });
+        ssgp::Dataset::new(x, y).unwrap()
+    }
+}
+
 /// Mean z² and 95 % coverage of `model`'s predictions on `test`.
 fn calibration(model: &ssgp::FittedSsgp, test: &ssgp::Dataset) -> (f64, f64) {
     let p = model.predict(test.x()).unwrap();
@@ -896,15 +914,7 @@ fn a_fit_on_fewer_than_forty_inputs_is_flagged_and_keeps_random_features() {
 /// refit is calibrated.
 #[test]
 fn a_narrowing_is_the_noise_level_the_held_out_rows_asked_for() {
-    use rand::{Rng, SeedableRng};
-    let mut rng = rand::rngs::StdRng::seed_from_u64(1);
-    let mut rows = |n: usize| {
-        let x = nalgebra::DMatrix::from_fn(n, 1, |_, _| rng.random_range(0.0..50.0));
-        let y = nalgebra::DVector::from_fn(n, |i, _| {
-            f64::sin(x[(i, 0)]) + 0.05 * rng.random_range(-1.7..1.7)
-        });
-        ssgp::Dataset::new(x, y).unwrap()
-    };
+    let mut rows = sine_rows(1, 50.0, &[1.0]);
     let (train, test) = (rows(400), rows(1000));
     let fit = Ssgp::params(50).seed(1).fit(&train).unwrap();
     let Some(Remedy::HeldOut {
@@ -928,15 +938,7 @@ fn a_narrowing_is_the_noise_level_the_held_out_rows_asked_for() {
 /// noise level the held-out rows measured, as a narrowed one does.
 #[test]
 fn a_refit_takes_the_noise_level_its_unscaled_held_out_rows_measured() {
-    use rand::{Rng, SeedableRng};
-    let mut rng = rand::rngs::StdRng::seed_from_u64(4);
-    let mut rows = |n: usize| {
-        let x = nalgebra::DMatrix::from_fn(n, 1, |_, _| rng.random_range(0.0..20.0));
-        let y = nalgebra::DVector::from_fn(n, |i, _| {
-            f64::sin(6.0 * x[(i, 0)]) + 0.05 * rng.random_range(-1.7..1.7)
-        });
-        ssgp::Dataset::new(x, y).unwrap()
-    };
+    let mut rows = sine_rows(4, 20.0, &[6.0]);
     let (train, test) = (rows(800), rows(1000));
     let fit = Ssgp::params(50).seed(1).fit(&train).unwrap();
     let Some(Remedy::HeldOut {
@@ -964,16 +966,7 @@ fn a_refit_takes_the_noise_level_its_unscaled_held_out_rows_measured() {
 /// proxy's held-out rows asked for.
 #[test]
 fn the_fit_on_all_rows_takes_the_noise_level_its_proxy_measured() {
-    use rand::{Rng, SeedableRng};
-    let mut rng = rand::rngs::StdRng::seed_from_u64(2);
-    let mut rows = |n: usize| {
-        let x = nalgebra::DMatrix::from_fn(n, 3, |_, _| rng.random_range(0.0..8.0));
-        let y = nalgebra::DVector::from_fn(n, |i, _| {
-            let s: f64 = (0..3).map(|d| f64::sin((d + 1) as f64 * x[(i, d)])).sum();
-            s + 0.05 * rng.random_range(-1.7..1.7)
-        });
-        ssgp::Dataset::new(x, y).unwrap()
-    };
+    let mut rows = sine_rows(2, 8.0, &[1.0, 2.0, 3.0]);
     let (train, test) = (rows(4000), rows(2000));
     let fit = Ssgp::params(50).seed(1).fit(&train).unwrap();
     let Some(Remedy::HeldOut {
