@@ -371,7 +371,10 @@
 //! checked as one output's is (the default [`CalibrationGuard::Check`](crate::ssgp::CalibrationGuard::Check)):
 //! each output's LOO diagnostic, held-out calibration and variance factor are in
 //! [`FittedMultiSsgp::output_training`](crate::ssgp::FittedMultiSsgp::output_training), and
-//! `training().is_flagged()` says whether any output is flagged.
+//! `training().is_flagged()` says whether any output is flagged. An output that no fit explains
+//! better than its training mean on the held-out rows predicts by that mean (N(ȳ_p, var y_p),
+//! times its factor), as one output's fit would, and the others are fitted again without it
+//! (a shared noise ratio with pure noise costs them accuracy).
 //!
 //! **Online.** `update` adds samples at fixed θ: SSGP by rank-one updates (O(m²) per sample, its
 //! memory constant — the model keeps sufficient statistics, not data; keep the data yourself if

@@ -280,6 +280,32 @@ fn unit_scale() -> f64 {
     1.0
 }
 
+#[cfg(test)]
+impl Remedy {
+    /// A held-out check's record for tests: the two fits' held-out MNLPs, the kept one's factor
+    /// and calibration, every other field at its plainest (refitted on all rows, the whole
+    /// budget, no margin, no start learned, no mean scored).
+    pub(crate) fn held_out_for_test(
+        (learned_mnlp, random_features_mnlp): (f64, f64),
+        variance_scale: f64,
+        held_out: Option<HeldOutCalibration>,
+    ) -> Self {
+        Self::HeldOut {
+            learned_mnlp,
+            random_features_mnlp,
+            variance_scale,
+            held_out,
+            on_comparison_rows: false,
+            learned_budget: None,
+            random_features_by_margin: false,
+            start_hyperparameters: 0,
+            start_rows: 0,
+            mean_mnlp: None,
+            mean_kept: false,
+        }
+    }
+}
+
 impl Remedy {
     /// The fewest rows per hyperparameter of the lengthscale start for which a held-out check
     /// vouches for the error bars ([`Remedy::start_overfits`]).
@@ -968,19 +994,11 @@ mod tests {
         };
         TrainingSummary {
             diagnostic: Some(loo),
-            remedy: Some(Remedy::HeldOut {
-                learned_mnlp,
-                random_features_mnlp,
-                variance_scale: 1.0,
+            remedy: Some(Remedy::held_out_for_test(
+                (learned_mnlp, random_features_mnlp),
+                1.0,
                 held_out,
-                on_comparison_rows: false,
-                learned_budget: None,
-                random_features_by_margin: false,
-                start_hyperparameters: 0,
-                start_rows: 0,
-                mean_mnlp: None,
-                mean_kept: false,
-            }),
+            )),
             ..TrainingSummary::untrained(0.0)
         }
     }
@@ -998,30 +1016,20 @@ mod tests {
             mean_z2,
             nmse: 1.0,
         };
-        let mean = |summary: TrainingSummary, mean_kept: bool| match summary.remedy {
-            Some(Remedy::HeldOut {
-                learned_mnlp,
-                random_features_mnlp,
-                variance_scale,
-                held_out,
+        let mean = |mut summary: TrainingSummary, kept: bool| {
+            let Some(Remedy::HeldOut {
+                start_hyperparameters,
+                start_rows,
+                mean_mnlp,
+                mean_kept,
                 ..
-            }) => TrainingSummary {
-                remedy: Some(Remedy::HeldOut {
-                    learned_mnlp,
-                    random_features_mnlp,
-                    variance_scale,
-                    held_out,
-                    on_comparison_rows: false,
-                    learned_budget: None,
-                    random_features_by_margin: false,
-                    start_hyperparameters: 52,
-                    start_rows: 50,
-                    mean_mnlp: Some(0.7),
-                    mean_kept,
-                }),
-                ..summary
-            },
-            other => panic!("{other:?}"),
+            }) = &mut summary.remedy
+            else {
+                panic!("{:?}", summary.remedy);
+            };
+            (*start_hyperparameters, *start_rows) = (52, 50);
+            (*mean_mnlp, *mean_kept) = (Some(0.7), kept);
+            summary
         };
         let kept = mean(checked(explains_nothing, true, Some(held(1.0))), true);
         assert!(kept.remedy.unwrap().mean_kept() && !kept.remedy.unwrap().random_features());

@@ -157,8 +157,7 @@ impl Dataset {
     /// The targets' (1/n) variance, var(y) = Σ(y_i − ȳ)²/n: the start of σ0² and the scale of the
     /// relative noise floor.
     pub fn y_variance(&self) -> f64 {
-        let mean = self.y_mean();
-        self.y.map(|v| (v - mean).powi(2)).mean()
+        variance(&self.y)
     }
 
     /// The targets' spread, their standard deviation √(Σ(y − ȳ)²/n), finite for targets of any
@@ -331,6 +330,13 @@ pub const SMALLEST_TARGET_SPREAD: f64 = 1e-152;
 /// Below this plain spread, [`standard_deviation`] takes the relative sum: the squares of
 /// deviations under about 1e-154 leave the normal f64 numbers, and under about 1e-162 they are 0.
 const PLAIN_SPREAD_MIN: f64 = 1e-140;
+
+/// The (1/n) variance Σ(y_i − ȳ)²/n of `y` ([`Dataset::y_variance`], and of a target column
+/// or the training rows of a check's fits).
+pub(crate) fn variance(y: &DVector<f64>) -> f64 {
+    let mean = y.mean();
+    y.map(|v| (v - mean).powi(2)).mean()
+}
 
 /// The standard deviation √(Σ(v − mean)²/n) of `values` about `mean`; when the squares
 /// overflow f64 (a spread beyond about 1e154) or underflow it (below about 1e-154, where a

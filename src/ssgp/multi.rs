@@ -585,8 +585,10 @@ impl ValidSsgpParams {
     /// 1 000 rows, `ssgp::data::multi_output_suite`) it took 0.8–1.4 times the unchecked fit's
     /// time: the refit's budget is the one the held-out rows chose (about 2.2 times where that
     /// is the whole budget). Each output's LOO diagnostic and check are in
-    /// [`FittedMultiSsgp::output_training`]. A noise bound ([`super::NoiseBound`]) is not
-    /// supported here.
+    /// [`FittedMultiSsgp::output_training`]; an output that no fit explains better than its
+    /// training mean on the held-out rows keeps that mean, as one output's fit does, and the
+    /// others are fitted and checked again without it. A noise bound ([`super::NoiseBound`]) is
+    /// not supported here.
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for a noise bound; [`Error::ConstantInput`] if every input is

@@ -50,6 +50,9 @@ pub struct FittedMultiSsgp {
     /// Per output, how the samples [`Self::update`] added were predicted before they were
     /// added ([`Self::prequential`]).
     prequential: Vec<Prequential>,
+    /// Per output, the training mean as one output's model where the calibration check kept it
+    /// ([`Remedy::mean_kept`]): that output's predictions, updates and [`Self::output`] are its.
+    means: Vec<Option<FittedSsgp>>,
 }
 
 impl FittedMultiSsgp {
@@ -85,6 +88,7 @@ impl FittedMultiSsgp {
             threads: params.training.threads,
             updates: 0,
             prequential: vec![Prequential::default(); outputs],
+            means: vec![None; outputs],
         }
     }
 
@@ -103,7 +107,9 @@ impl FittedMultiSsgp {
         self.omega.nrows()
     }
 
-    /// The hyperparameters in natural units, for the used input columns.
+    /// The hyperparameters in natural units, for the used input columns (an output whose
+    /// training mean the calibration check kept predicts by that model, [`Self::output`]; its
+    /// σ0p² here is that model's, 10⁻⁴⁰ of its σn²).
     pub fn hyperparameters(&self) -> &MultiSsgpHyperparameters {
         &self.hyper
     }
@@ -113,9 +119,16 @@ impl FittedMultiSsgp {
         &self.theta
     }
 
-    /// The noise variances σnp² = ρσ0p² (P).
+    /// The noise variances σnp² = ρσ0p² (P), or, for an output whose training mean the
+    /// calibration check kept, that model's σn² (var y_p times its factor).
     pub fn noise_variances(&self) -> DVector<f64> {
-        self.hyper.noise_variances()
+        let mut noise = self.hyper.noise_variances();
+        for (p, mean) in self.means.iter().enumerate() {
+            if let Some(mean) = mean {
+                noise[p] = mean.noise_variance();
+            }
+        }
+        noise
     }
 
     /// The training targets' means ȳ_p (P).
@@ -181,9 +194,80 @@ impl FittedMultiSsgp {
         self.summarise();
     }
 
+    /// Each output's training mean where the calibration check kept it (P; one output's model
+    /// on the same rows and columns, its remedy [`Remedy::mean_kept`]): that output then predicts
+    /// and updates by it, its weights (α and B columns) are 0, its σ0p², ȳ_p, −log p(y_p) (in the
+    /// sum), LOO diagnostic and remedy are the mean model's.
+    pub(super) fn keep_means(&mut self, means: Vec<Option<FittedSsgp>>) {
+        let d = self.hyper.lengthscales.len();
+        for (p, mean) in means.into_iter().enumerate() {
+            let Some(mut mean) = mean else {
+                continue;
+            };
+            mean.record.observer = None;
+            self.hyper.signal_variances[p] = mean.signal_variance();
+            self.theta[d + p] = 0.5 * mean.signal_variance().ln();
+            self.alpha.column_mut(p).fill(0.0);
+            self.rhs.column_mut(p).fill(0.0);
+            self.y_means[p] = mean.record.y_mean;
+            self.neg_log_evidence += mean.record.neg_log_evidence - self.per_output[p];
+            self.per_output[p] = mean.record.neg_log_evidence;
+            self.diagnostics[p] = mean.record.training.diagnostic;
+            self.remedies[p] = mean.record.training.remedy;
+            self.means[p] = Some(mean);
+        }
+        self.summarise();
+    }
+
+    /// The model of P = `means.len()` outputs whose outputs p with `means[p]` keep that training
+    /// mean ([`Self::keep_means`]) and whose others, in order, are `shared`'s: a multi-output fit
+    /// on those outputs alone, on the same rows and columns.
+    pub(super) fn with_mean_outputs(shared: Self, means: Vec<Option<FittedSsgp>>) -> Self {
+        let outputs = means.len();
+        let others: Vec<usize> = (0..outputs).filter(|&p| means[p].is_none()).collect();
+        let columns = |m: &DMatrix<f64>| {
+            let mut all = DMatrix::zeros(m.nrows(), outputs);
+            for (q, &p) in others.iter().enumerate() {
+                all.set_column(p, &m.column(q));
+            }
+            all
+        };
+        let entries = |v: &[f64]| {
+            let all = columns(&DMatrix::from_row_slice(1, v.len(), v));
+            DVector::from_row_slice(all.as_slice())
+        };
+        let d = shared.hyper.lengthscales.len();
+        let theta = shared.theta.as_slice();
+        let mut all_theta = theta[..d].to_vec();
+        all_theta.extend(entries(&theta[d..d + others.len()]).iter());
+        all_theta.extend_from_slice(&theta[d + others.len()..]);
+        let mut model = Self {
+            hyper: MultiSsgpHyperparameters {
+                signal_variances: entries(shared.hyper.signal_variances.as_slice()),
+                ..shared.hyper.clone()
+            },
+            alpha: columns(&shared.alpha),
+            rhs: columns(&shared.rhs),
+            y_means: entries(shared.y_means.as_slice()),
+            theta: DVector::from_vec(all_theta),
+            per_output: entries(shared.per_output.as_slice()),
+            diagnostics: spread(&shared.diagnostics, &others, outputs),
+            remedies: spread(&shared.remedies, &others, outputs),
+            prequential: vec![Prequential::default(); outputs],
+            means: spread(&shared.means, &others, outputs),
+            ..shared
+        };
+        model.keep_means(means);
+        model
+    }
+
     /// The model on `columns` of the caller's inputs (it was trained on the used ones).
     pub(super) fn use_columns(&mut self, columns: InputColumns) {
         self.training.ignored_inputs = columns.ignored();
+        for mean in self.means.iter_mut().flatten() {
+            mean.record.training.ignored_inputs = columns.ignored();
+            mean.record.columns = columns.clone();
+        }
         self.columns = columns;
     }
 
@@ -232,13 +316,17 @@ impl FittedMultiSsgp {
     }
 
     /// Output p's predictive at `x` (n*×D), eq. 7: φ(x*)ᵀα_p + ȳ_p and σnp²(1 + ‖L⁻¹φ(x*)‖²),
-    /// as [`FittedSsgp::predict`].
+    /// as [`FittedSsgp::predict`] (or its training mean's, where the check kept it:
+    /// [`Self::output`]).
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`] for p ≥ P; as [`FittedSsgp::predict`].
     pub fn predict_output<X: Inputs + ?Sized>(&self, x: &X, p: usize) -> Result<Predictive> {
         let x = &*x.to_matrix()?;
         self.check_output(p)?;
+        if let Some(mean) = &self.means[p] {
+            return mean.predict(x);
+        }
         let v = self.view(p);
         let rows = Rows {
             columns: &self.columns,
@@ -274,6 +362,9 @@ impl FittedMultiSsgp {
         p: usize,
     ) -> Result<PredictiveGradients> {
         self.check_output(p)?;
+        if let Some(mean) = &self.means[p] {
+            return mean.predict_gradients(x);
+        }
         let v = self.view(p);
         gradients_in_chunks(
             x,
@@ -310,13 +401,20 @@ impl FittedMultiSsgp {
     /// Output p as a stand-alone single-output [`FittedSsgp`] with the same posterior (a copy of
     /// the factor, O(m²)): for joint samples, posterior function samples, `FittedRegressor`, and
     /// saving (feature `serde`) one output. Its θ is the single-output layout
-    /// [log ℓ, log σ0p, log σnp, W] (noise floor 0), its evidence output p's term.
+    /// [log ℓ, log σ0p, log σnp, W] (noise floor 0), its evidence output p's term. Where the
+    /// calibration check kept output p's training mean (its remedy's
+    /// [`Remedy::mean_kept`]), that model, as one output's check builds it.
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`] for p ≥ P; [`Error::InvalidParameter`] if a variance under-
     /// or overflows in the single-output layout.
     pub fn output(&self, p: usize) -> Result<FittedSsgp> {
         self.check_output(p)?;
+        if let Some(mean) = &self.means[p] {
+            let mut mean = mean.clone();
+            mean.record.training = self.summary_of(p);
+            return Ok(mean);
+        }
         let h = &self.hyper;
         let noise = NoiseParam { floor: 0.0 };
         let single = Hyperparameters {
@@ -408,6 +506,13 @@ impl FittedMultiSsgp {
         );
         self.alpha = solve_weights(&self.l, &self.rhs);
         self.updates += phi.nrows();
+        // An output whose training mean was kept takes the samples into that model (the samples
+        // are valid: checked above).
+        for (p, mean) in self.means.iter_mut().enumerate() {
+            if let Some(mean) = mean {
+                mean.update_forgetting(x, &y.column(p).into_owned(), forgetting)?;
+            }
+        }
         crate::data::check_finite("weights after the update", &self.alpha)
     }
 
@@ -424,7 +529,10 @@ impl FittedMultiSsgp {
     /// As [`Self::output`] for p ≥ P.
     pub fn prequential(&self, p: usize) -> Result<Option<HeldOutCalibration>> {
         self.check_output(p)?;
-        Ok(self.prequential[p].calibration())
+        Ok(match &self.means[p] {
+            Some(mean) => mean.prequential(),
+            None => self.prequential[p].calibration(),
+        })
     }
 
     /// Output p's [`FittedSsgp::online_variance_factor`]: the recent one-step-ahead mean z² of
@@ -434,6 +542,18 @@ impl FittedMultiSsgp {
     /// As [`Self::output`] for p ≥ P.
     pub fn online_variance_factor(&self, p: usize) -> Result<f64> {
         self.check_output(p)?;
-        Ok(self.prequential[p].variance_factor())
+        Ok(match &self.means[p] {
+            Some(mean) => mean.online_variance_factor(),
+            None => self.prequential[p].variance_factor(),
+        })
     }
+}
+
+/// `values` of the outputs `others` (in order) in their places among `outputs`, `None` elsewhere.
+fn spread<T: Clone>(values: &[Option<T>], others: &[usize], outputs: usize) -> Vec<Option<T>> {
+    let mut all = vec![None; outputs];
+    for (value, &p) in values.iter().zip(others) {
+        all[p] = value.clone();
+    }
+    all
 }

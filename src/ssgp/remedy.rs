@@ -425,7 +425,7 @@ impl ValidSsgpParams {
             ..
         } = verdict;
         let kept = if keep_random { &random } else { &learned };
-        let mean = held_out_mean(&fit, &held, (narrowest, f64::INFINITY))?;
+        let mean = held_out_mean(fit.y(), &held, (narrowest, f64::INFINITY))?;
         let mean_kept = mean_wins(kept, &mean, || {
             standard_error_of_difference(&kept.row_nlp, &mean.row_nlp)
         });
@@ -484,7 +484,7 @@ impl ValidSsgpParams {
     /// is kept, since A = ΦᵀΦ + (mσn²/σ0²)I does not change, so the predictive mean is the same
     /// and every predictive variance σn²(1 + ‖L⁻¹φ‖²) is multiplied by s. θ, −log p(y|θ) and the
     /// LOO diagnostic are those of the scaled model, σ0² and σn² decoded from θ as on loading.
-    fn rescaled(
+    pub(super) fn rescaled(
         &self,
         data: &Dataset,
         mut fitted: FittedSsgp,
@@ -537,7 +537,7 @@ impl ValidSsgpParams {
     /// `start`'s ℓ, σn² = var y (the 1/n variance, at least the noise floor) and σ0² = 10⁻⁴⁰·σn²,
     /// so that every weight's posterior mean is below 10⁻⁴⁰ of the targets' scale and the
     /// predictive is N(ȳ, σn²) to f64's precision; not trained, `remedy` recorded.
-    fn fit_mean(
+    pub(super) fn fit_mean(
         &self,
         data: &Dataset,
         start: &Hyperparameters,
@@ -987,11 +987,16 @@ pub(super) fn held_out(
     )
 }
 
-/// The training mean's [`HeldOutScore`] on `held`: N(ȳ, var y) of the rows `trained` (the
-/// 1/n variance), scored as [`held_out`] scores a fit, its factor within `range`.
-fn held_out_mean(trained: &Dataset, held: &Dataset, range: (f64, f64)) -> Result<HeldOutScore> {
+/// The training mean's [`HeldOutScore`] on `held`: N(ȳ, var y) of the targets `trained` of the
+/// rows the fits were trained on (the 1/n variance, as [`Dataset::y_variance`]), scored as
+/// [`held_out`] scores a fit, its factor within `range`.
+pub(super) fn held_out_mean(
+    trained: &DVector<f64>,
+    held: &Dataset,
+    range: (f64, f64),
+) -> Result<HeldOutScore> {
     let rows = held.len();
-    let (mean, variance) = (trained.y_mean(), trained.y_variance());
+    let (mean, variance) = (trained.mean(), crate::data::variance(trained));
     let p = Predictive {
         mean: DVector::from_element(rows, mean),
         y_variance: DVector::from_element(rows, variance),
@@ -1183,22 +1188,13 @@ mod tests {
     /// formula written out.
     #[test]
     fn the_fit_on_all_rows_takes_the_measured_level_at_least_its_own_z2() {
-        let remedy = |variance_scale: f64, mean_z2: f64| Remedy::HeldOut {
-            learned_mnlp: 0.0,
-            random_features_mnlp: 1.0,
-            variance_scale,
-            held_out: Some(HeldOutCalibration {
+        let remedy = |variance_scale: f64, mean_z2: f64| {
+            let held_out = HeldOutCalibration {
                 rows: 500,
                 mean_z2,
                 nmse: 0.01,
-            }),
-            on_comparison_rows: false,
-            learned_budget: None,
-            random_features_by_margin: false,
-            start_hyperparameters: 0,
-            start_rows: 0,
-            mean_mnlp: None,
-            mean_kept: false,
+            };
+            Remedy::held_out_for_test((0.0, 1.0), variance_scale, Some(held_out))
         };
         let factor = |r: Remedy| r.variance_scale();
         // Narrowed ×0.03 on a fit of σn² 0.08; the fit on all rows has σn² 0.005.
