@@ -20,9 +20,9 @@
 
 use super::multi_posterior::FittedMultiSsgp;
 use super::remedy::{
-    held_out, held_out_mean, held_out_split, held_out_target, mean_wins,
+    few_inputs_fit, held_out, held_out_mean, held_out_split, held_out_target, mean_wins,
     narrowed_to_the_measured_level, standard_error_of_difference, with_mean, CalibrationGuard,
-    Comparison, HeldOutScore, Verdict,
+    Comparison, FewInputsCandidate, HeldOutScore, Verdict,
 };
 use super::{FittedSsgp, MultiSsgpEvidence, ValidSsgpParams};
 use crate::data::{groups_of_equal_inputs, variance, Dataset, InputColumns};
@@ -109,6 +109,17 @@ fn summed_standard_error(a: &[HeldOutScore], b: &[HeldOutScore]) -> f64 {
     standard_error_of_difference(&summed(a), &summed(b))
 }
 
+impl FewInputsCandidate for FittedMultiSsgp {
+    fn loo_fits_too_well(&self) -> bool {
+        (0..self.outputs()).any(|p| self.output_training(p).is_ok_and(|t| t.loo_fits_too_well()))
+    }
+
+    fn with_remedy(mut self, remedy: Remedy) -> Self {
+        self.set_remedies(vec![Some(remedy); self.outputs()]);
+        self
+    }
+}
+
 impl ValidSsgpParams {
     /// Trains the multi-output SSGP on `x` (n×D, the used columns) and `y` (n×P) from `start`
     /// as [`CalibrationGuard`] says, one output's check on all outputs at once (see the
@@ -120,14 +131,11 @@ impl ValidSsgpParams {
         start: &Hyperparameters,
     ) -> Result<FittedMultiSsgp> {
         let n = x.nrows();
-        let outputs = y.ncols();
         match self.calibration {
             CalibrationGuard::Off => Ok(self.fit_multi_stages(x, y, start, &[])?.0),
-            CalibrationGuard::RandomFeatures => {
-                let mut fitted = self.fit_multi_random_features(x, y, start)?;
-                fitted.set_remedies(vec![Some(Remedy::RandomFeatures); outputs]);
-                Ok(fitted)
-            }
+            CalibrationGuard::RandomFeatures => Ok(self
+                .fit_multi_random_features(x, y, start)?
+                .with_remedy(Remedy::RandomFeatures)),
             CalibrationGuard::Check => {
                 let (group_of, inputs) = groups_of_equal_inputs(x)?;
                 if inputs >= CalibrationGuard::HELD_OUT_MIN_ROWS {
@@ -143,29 +151,15 @@ impl ValidSsgpParams {
                 }
                 // Forgiving as one output's fit on few inputs (`fit_calibrated`).
                 let forgiving = self.forgiving();
-                let (mut fitted, random_features) = if self.frequencies_outnumber(n, x.ncols()) {
-                    (forgiving.fit_multi_random_features(x, y, start)?, true)
-                } else {
-                    let learned = forgiving.fit_multi_stages(x, y, start, &[])?.0;
-                    let too_well = (0..outputs).any(|p| {
-                        learned
-                            .output_training(p)
-                            .is_ok_and(|t| t.loo_fits_too_well())
-                    });
-                    if too_well {
-                        (forgiving.fit_multi_random_features(x, y, start)?, true)
-                    } else {
-                        (learned, false)
-                    }
-                };
-                fitted.set_remedies(vec![
-                    Some(Remedy::FewInputs {
-                        inputs,
-                        random_features
-                    });
-                    outputs
-                ]);
-                Ok(fitted)
+                few_inputs_fit(
+                    inputs,
+                    self.frequencies_outnumber(n, x.ncols()),
+                    || Ok(forgiving.fit_multi_stages(x, y, start, &[])?.0),
+                    |remedy| {
+                        let fitted = forgiving.fit_multi_random_features(x, y, start)?;
+                        Ok(fitted.with_remedy(remedy))
+                    },
+                )
             }
         }
     }

@@ -584,20 +584,42 @@ impl ValidSsgpParams {
     }
 }
 
-/// The fit on too few distinct inputs for the held-out comparison, one process's and across MPI
-/// ranks': the random-feature fit (`random_features`, given its remedy) where the learned fit's
-/// frequencies outnumber the rows, else the learned fit (`learned`) unless its LOO diagnostic
-/// fits its rows too well, flagged [`Remedy::FewInputs`] either way. The fits are expected to be
-/// trained forgivingly ([`ValidSsgpParams::forgiving`]): on few rows of near noise-free data
-/// either fit's line search can stall at the noise floor, its evidence flat there within
-/// round-off (20 rows of sin x at x = 0, 1, …, 19); its best point is kept, its termination
-/// saying so.
-pub(crate) fn few_inputs_fit(
+/// A fit [`few_inputs_fit`] chooses: one output's ([`FittedSsgp`], in one process or across MPI
+/// ranks) or the multi-output one's.
+pub(crate) trait FewInputsCandidate: Sized {
+    /// Whether its LOO diagnostic fits its training rows too well (of several outputs, any
+    /// one's).
+    fn loo_fits_too_well(&self) -> bool;
+
+    /// The fit with `remedy` recorded (for every output).
+    fn with_remedy(self, remedy: Remedy) -> Self;
+}
+
+impl FewInputsCandidate for FittedSsgp {
+    fn loo_fits_too_well(&self) -> bool {
+        self.record.training.loo_fits_too_well()
+    }
+
+    fn with_remedy(mut self, remedy: Remedy) -> Self {
+        self.record.training.remedy = Some(remedy);
+        self
+    }
+}
+
+/// The fit on too few distinct inputs for the held-out comparison, one process's, across MPI
+/// ranks' and the multi-output one's: the random-feature fit (`random_features`, given its
+/// remedy) where the learned fit's frequencies outnumber the rows, else the learned fit
+/// (`learned`) unless its LOO diagnostic fits its rows too well, flagged [`Remedy::FewInputs`]
+/// either way. The fits are expected to be trained forgivingly ([`ValidSsgpParams::forgiving`]):
+/// on few rows of near noise-free data either fit's line search can stall at the noise floor, its
+/// evidence flat there within round-off (20 rows of sin x at x = 0, 1, …, 19); its best point is
+/// kept, its termination saying so.
+pub(crate) fn few_inputs_fit<M: FewInputsCandidate>(
     inputs: usize,
     frequencies_outnumber: bool,
-    learned: impl FnOnce() -> Result<FittedSsgp>,
-    random_features: impl FnOnce(Remedy) -> Result<FittedSsgp>,
-) -> Result<FittedSsgp> {
+    learned: impl FnOnce() -> Result<M>,
+    random_features: impl FnOnce(Remedy) -> Result<M>,
+) -> Result<M> {
     let remedy = |random_features| Remedy::FewInputs {
         inputs,
         random_features,
@@ -605,12 +627,11 @@ pub(crate) fn few_inputs_fit(
     if frequencies_outnumber {
         return random_features(remedy(true));
     }
-    let mut fitted = learned()?;
-    if fitted.record.training.loo_fits_too_well() {
+    let fitted = learned()?;
+    if fitted.loo_fits_too_well() {
         return random_features(remedy(true));
     }
-    fitted.record.training.remedy = Some(remedy(false));
-    Ok(fitted)
+    Ok(fitted.with_remedy(remedy(false)))
 }
 
 /// `remedy` for a learned fit on all rows — refitted after the comparison, or, above
