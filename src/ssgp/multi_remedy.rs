@@ -617,6 +617,56 @@ mod tests {
         }
     }
 
+    /// Three outputs with pure noise in the middle: the other two are the check on them alone,
+    /// bit for bit, in their places (predictions, summaries, θ's signal entries, ȳ_p), and the
+    /// middle one is its training mean, its entries the mean model's.
+    #[test]
+    fn a_kept_mean_between_two_outputs_leaves_them_in_their_places() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let (n, dim, m) = (440, 2, 8);
+        let x: DMatrix<f64> = DMatrix::from_fn(n, dim, |_, _| rng.random_range(-2.0..2.0));
+        let y = DMatrix::from_fn(n, 3, |i, p| {
+            let noise = rng.random_range(-1.0..1.0);
+            match p {
+                1 => 3.0 + noise,
+                _ => {
+                    let f = (1.3 * x[(i, 0)] + p as f64).sin() * (0.7 * x[(i, 1)]).cos();
+                    (p as f64 + 1.0) * f + 0.05 * noise
+                }
+            }
+        });
+        let params = checked_params(m);
+        let start = unit_start(dim);
+        let fitted = params.fit_multi_calibrated(&x, &y, &start).unwrap();
+        let alone = params
+            .fit_multi_calibrated(&x, &y.select_columns(&[0, 2]), &start)
+            .unwrap();
+        let mean = fitted.output(1).unwrap();
+        assert!(mean.training().remedy.unwrap().mean_kept());
+        let xt = DMatrix::from_fn(5, dim, |_, _| rng.random_range(-3.0..3.0));
+        let theta = fitted.parameters();
+        for (p, q) in [(0, 0), (2, 1)] {
+            assert_eq!(
+                fitted.predict_output(&xt, p).unwrap(),
+                alone.predict_output(&xt, q).unwrap()
+            );
+            assert_eq!(
+                fitted.output_training(p).unwrap(),
+                alone.output_training(q).unwrap()
+            );
+            assert_eq!(theta[dim + p], alone.parameters()[dim + q]);
+            assert_eq!(fitted.y_means()[p], alone.y_means()[q]);
+        }
+        assert_eq!(theta[dim + 1], 0.5 * mean.signal_variance().ln());
+        assert_eq!(fitted.y_means()[1], mean.y_mean());
+        assert_eq!(fitted.noise_variances()[1], mean.noise_variance());
+        assert_eq!(theta.len(), alone.parameters().len() + 1);
+        assert_eq!(
+            theta.rows(dim + 3, theta.len() - dim - 3),
+            alone.parameters().rows(dim + 2, theta.len() - dim - 3)
+        );
+    }
+
     /// Rescaling multiplies each output's predictive variances by its own factor and leaves the
     /// means (bit for bit), the noise ratio and every other output alone.
     #[test]
