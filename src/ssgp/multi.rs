@@ -587,7 +587,7 @@ impl ValidSsgpParams {
     /// is the whole budget). Each output's LOO diagnostic and check are in
     /// [`FittedMultiSsgp::output_training`]; an output that no fit explains better than its
     /// training mean on the held-out rows keeps that mean, as one output's fit does, and the
-    /// others are fitted and checked again without it. A noise bound ([`super::NoiseBound`]) is
+    /// others are fitted and checked again without it (a second check, on fewer outputs). A noise bound ([`super::NoiseBound`]) is
     /// not supported here.
     ///
     /// # Errors
