@@ -165,9 +165,11 @@ pub enum Remedy {
     /// on all rows (`mean_kept`) — the inputs explained nothing the held-out rows can tell
     /// from chance.
     HeldOut {
-        /// The learned fit's held-out MNLP (`f64::MAX` if not finite).
+        /// The learned fit's held-out MNLP (`f64::MAX` if not finite; the multi-output check's
+        /// is summed over the outputs, as the fits are compared).
         learned_mnlp: f64,
-        /// The random-feature fit's held-out MNLP (`f64::MAX` if not finite).
+        /// The random-feature fit's held-out MNLP (`f64::MAX` if not finite; summed over the
+        /// outputs as `learned_mnlp`).
         random_features_mnlp: f64,
         /// The factor s on the kept fit's σ0² and σn² (so on every predictive variance; the
         /// mean is unchanged): for a widened random-feature fit the least factor its held-out
@@ -221,8 +223,9 @@ pub enum Remedy {
         /// The rows the lengthscale start learned them on (0 as above).
         #[cfg_attr(feature = "serde", serde(default))]
         start_rows: usize,
-        /// The training mean's held-out MNLP (`f64::MAX` if not finite; `None` where it was not
-        /// scored: the multi-output check, and files saved before it existed).
+        /// The training mean's held-out MNLP (`f64::MAX` if not finite; for the multi-output
+        /// check, the outputs' summed MNLP with this output's mean in place of its fit, beside
+        /// the summed MNLPs above; `None` in files saved before it was scored).
         #[cfg_attr(
             feature = "serde",
             serde(default, skip_serializing_if = "Option::is_none")

@@ -235,6 +235,7 @@ impl ValidSsgpParams {
             ..
         } = verdict;
         let kept = if keep_random { &random } else { &learned };
+        let kept_mnlp = total_mnlp(kept);
         // Each output's training mean, scored and kept as one output's is (its settings resolved
         // against that output's variance, as one output's fit is).
         let mean_settings: Vec<ValidSsgpParams> = (0..outputs)
@@ -248,10 +249,17 @@ impl ValidSsgpParams {
                 f64::INFINITY,
             );
             let held_p = Dataset::new(held_x.clone(), held_y.column(p).into_owned())?;
-            let mean = held_out_mean(&fit_y.column(p).into_owned(), &held_p, range)?;
+            let mut mean = held_out_mean(&fit_y.column(p).into_owned(), &held_p, range)?;
             let mean_kept = mean_wins(score, &mean, || {
                 standard_error_of_difference(&score.row_nlp, &mean.row_nlp)
             });
+            // Recorded beside the fits' summed MNLPs: the sum with this output's mean in place
+            // of its fit (the same difference the rule judged).
+            mean.mnlp = if [kept_mnlp, score.mnlp, mean.mnlp].contains(&f64::MAX) {
+                f64::MAX
+            } else {
+                kept_mnlp - score.mnlp + mean.mnlp
+            };
             let remedy = verdict.remedy(
                 &plan,
                 score,
@@ -562,6 +570,29 @@ mod tests {
                     "{}",
                     summary(p).diagnosis()
                 );
+                // The mean's MNLP is recorded beside the fits' summed ones: their sum with
+                // this output's mean in place of its fit.
+                let Remedy::HeldOut {
+                    learned_mnlp,
+                    random_features_mnlp,
+                    random_features_by_margin,
+                    mean_mnlp: Some(mean_mnlp),
+                    ..
+                } = summary(p).remedy.unwrap()
+                else {
+                    panic!("{:?}", summary(p));
+                };
+                let fit = if random_features_by_margin || random_features_mnlp < learned_mnlp {
+                    random_features_mnlp
+                } else {
+                    learned_mnlp
+                };
+                println!("output {p}: fits' MNLP {fit:.3}, with the mean {mean_mnlp:.3}");
+                if p == e {
+                    assert!((mean_mnlp - fit).abs() < 0.1, "{}", summary(p).diagnosis());
+                } else {
+                    assert!(mean_mnlp - fit > 1.0, "{}", summary(p).diagnosis());
+                }
             }
             let pred = fitted.predict_output(&xt, e).unwrap();
             let expected_variance = variance(&noise) * remedy.variance_scale();
