@@ -233,8 +233,11 @@ impl FittedMultiSsgp {
             all
         };
         let entries = |v: &[f64]| {
-            let all = columns(&DMatrix::from_row_slice(1, v.len(), v));
-            DVector::from_row_slice(all.as_slice())
+            let mut all = DVector::zeros(outputs);
+            for (q, &p) in others.iter().enumerate() {
+                all[p] = v[q];
+            }
+            all
         };
         let d = shared.hyper.lengthscales.len();
         let theta = shared.theta.as_slice();
