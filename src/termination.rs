@@ -145,7 +145,8 @@ pub enum Remedy {
     /// factor the held-out rows ask for (their mean z², where it differs from 1 beyond chance; a
     /// learned fit is only widened on fewer than
     /// [`CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS`](crate::ssgp::CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS)
-    /// held-out rows, and not scaled on fewer than early stopping needs; from
+    /// held-out rows unless they hold as many distinct inputs as early stopping needs rows, and
+    /// not scaled on fewer rows than that; from
     /// [`CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS`](crate::ssgp::CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS)
     /// of them the learned fit was stopped early, `learned_budget`); the
     /// one with the lower MNLP was refitted on all rows (the random-feature
@@ -232,7 +233,7 @@ pub enum Remedy {
         )]
         mean_mnlp: Option<f64>,
         /// Whether the model is the training mean: the kept fit's held-out MNLP was not lower
-        /// than the mean's (by more than one standard error, from 75 held-out rows). Its predictive is N(ȳ, s·var y) on
+        /// than the mean's (by more than one standard error, from 55 held-out rows). Its predictive is N(ȳ, s·var y) on
         /// all rows (an SSGP whose σ0² is 10⁻⁴⁰ of its σn² = var y, so that every weight's
         /// posterior mean vanishes), `held_out` and `variance_scale` are the mean's. `false` in
         /// files saved before it existed.

@@ -73,7 +73,8 @@ impl ValidSsgpParams {
         proxy.training.optim.max_evaluations =
             (learned_on_all.record.training.evaluations / 2).max(1);
         let budget = proxy.training.optim.max_evaluations;
-        let plan = Comparison::new(held_rows[0] as usize, true, narrowest, budget);
+        let held_count = held_rows[0] as usize;
+        let plan = Comparison::new((held_count, held_count), true, narrowest, budget);
         let all = InputColumns::all(local.dim());
         let learned_fit = proxy.train_learned(&halves, start.clone(), &all)?;
         let learned = held_out_across(&learned_fit, held.as_ref(), plan.learned_range, cluster)?;

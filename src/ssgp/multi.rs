@@ -580,7 +580,7 @@ impl ValidSsgpParams {
     /// fit is, by the [`super::CalibrationGuard`] of the settings (the default
     /// [`super::CalibrationGuard::Check`]: the learned fit against the random-feature fit on
     /// held-out rows, compared by the outputs' summed MNLP, each output's variances scaled by
-    /// its own held-out factor; from 75 held-out rows the learned fit stopped early, its budget
+    /// its own held-out factor; from 55 held-out rows the learned fit stopped early, its budget
     /// chosen by those rows). On the tables measured (n = 100–3 000, the robot arm example's
     /// 1 000 rows, `ssgp::data::multi_output_suite`) it took 0.8–1.4 times the unchecked fit's
     /// time: the refit's budget is the one the held-out rows chose (about 2.2 times where that

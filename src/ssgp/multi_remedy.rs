@@ -197,7 +197,7 @@ impl ValidSsgpParams {
         // The noise floor bounds the ratio ρ, which a factor on σ0p² and σnp² leaves alone: no
         // factor is too narrow.
         let plan = Comparison::new(
-            held_rows.len(),
+            (held_rows.len(), split.held_inputs),
             proxy,
             0.0,
             proxy_params.training.optim.max_evaluations,
