@@ -97,6 +97,21 @@ fn messy_table(name: &str, n_test: usize) -> (ssgp::Dataset, ssgp::Dataset) {
         .unwrap()
 }
 
+/// `model`'s check and the kept fit's calibration on its held-out rows, printed with the
+/// summary's diagnosis; panics unless the check held rows out and scored the fit on them.
+fn held_out_check(model: &ssgp::FittedSsgp) -> (Remedy, ssgp::HeldOutCalibration) {
+    let summary = model.training();
+    let remedy = summary.remedy.unwrap();
+    println!("{remedy}; {}", summary.diagnosis());
+    match remedy {
+        Remedy::HeldOut {
+            held_out: Some(held),
+            ..
+        } => (remedy, held),
+        _ => panic!("no held-out calibration: {remedy}"),
+    }
+}
+
 /// Mean z² and 95 % coverage of `model`'s predictions on `test`.
 fn calibration(model: &ssgp::FittedSsgp, test: &ssgp::Dataset) -> (f64, f64) {
     let p = model.predict(test.x()).unwrap();
@@ -678,16 +693,17 @@ fn five_smooth_inputs(n: usize) -> ssgp::data::Problem {
 fn the_check_stops_the_learned_fit_early_from_55_held_out_rows() {
     let (train, test) = five_smooth_inputs(270).generate(1000).unwrap();
     let fitted = Ssgp::params(50).seed(1).fit(&train).unwrap();
-    let remedy = fitted.training().remedy.unwrap();
-    println!("{remedy}; {}", fitted.training().diagnosis());
-    let Remedy::HeldOut {
-        held_out: Some(held),
-        learned_budget: Some(_),
-        ..
-    } = remedy
-    else {
-        panic!("no early stopping: {remedy}")
-    };
+    let (remedy, held) = held_out_check(&fitted);
+    assert!(
+        matches!(
+            remedy,
+            Remedy::HeldOut {
+                learned_budget: Some(_),
+                ..
+            }
+        ),
+        "no early stopping: {remedy}"
+    );
     assert!(
         (CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS..75).contains(&held.rows),
         "{} held-out rows",
@@ -715,15 +731,7 @@ fn the_check_stops_the_learned_fit_early_from_55_held_out_rows() {
 fn a_learned_fit_is_narrowed_from_55_distinct_held_out_inputs() {
     let (train, test) = five_smooth_inputs(230).generate(1000).unwrap();
     let fitted = Ssgp::params(50).seed(2).fit(&train).unwrap();
-    let remedy = fitted.training().remedy.unwrap();
-    println!("{remedy}; {}", fitted.training().diagnosis());
-    let Remedy::HeldOut {
-        held_out: Some(held),
-        ..
-    } = remedy
-    else {
-        panic!("{remedy}")
-    };
+    let (remedy, held) = held_out_check(&fitted);
     assert!(
         held.rows < CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS,
         "{}",
@@ -759,20 +767,21 @@ fn a_learned_fit_is_narrowed_from_55_distinct_held_out_inputs() {
 fn a_learned_refit_is_widened_least_on_distinct_inputs() {
     let (train, test) = messy_table("n315-D9-r5-smooth-0.05-coarse", 1000);
     let fitted = Ssgp::params(50).seed(1).fit(&train).unwrap();
-    let remedy = fitted.training().remedy.unwrap();
-    println!("{remedy}; {}", fitted.training().diagnosis());
-    let Remedy::HeldOut {
-        held_out: Some(held),
-        on_comparison_rows: false,
-        ..
-    } = remedy
-    else {
-        panic!("{remedy}")
-    };
+    let (remedy, held) = held_out_check(&fitted);
     assert!(held.rows < CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS);
     assert!(
         !remedy.random_features() && !remedy.mean_kept() && remedy.variance_scale() > 1.0,
         "{remedy}"
+    );
+    assert!(
+        matches!(
+            remedy,
+            Remedy::HeldOut {
+                on_comparison_rows: false,
+                ..
+            }
+        ),
+        "refitted: {remedy}"
     );
     assert_eq!(
         held.mean_z2,
@@ -814,17 +823,14 @@ fn the_learned_fit_is_not_stopped_early_on_few_held_out_rows() {
 fn a_learned_fit_is_widened_from_the_early_stopping_rows() {
     let (train, test) = messy_table("n315-D9-r5-smooth-0.3-replicated3", 1000);
     let fitted = Ssgp::params(50).seed(1).fit(&train).unwrap();
-    let summary = fitted.training();
-    let remedy = summary.remedy.unwrap();
-    println!("{remedy}; {}", summary.diagnosis());
-    let Remedy::HeldOut {
-        held_out: Some(held),
-        on_comparison_rows,
-        ..
-    } = remedy
-    else {
-        panic!("{remedy}")
-    };
+    let (remedy, held) = held_out_check(&fitted);
+    let on_comparison_rows = matches!(
+        remedy,
+        Remedy::HeldOut {
+            on_comparison_rows: true,
+            ..
+        }
+    );
     assert!(
         (CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS
             ..CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS)
