@@ -6,18 +6,23 @@
 //! `--only` keeps the named methods, `--m` sets the m of the SSGP, FITC and VFE cases (default
 //! 50, 100, 250, 375).
 //!
-//! The machine line: `isa` (the widest f64 instruction set the CPU reports: `avx512f`,
-//! `avx2+fma`, or `sse2`), `gemm_isa` (the one the crate's packed gemm runs: `private-gemm-x86`'s
-//! `avx512f` or `avx2+fma` kernels, else `gemm-f64`'s, reported as `portable`), `flops_per_cycle` per core at `isa` (two FMA ports × lanes × 2: 32, 16, or 4 for
+//! The machine line: `cpu` (the model the OS reports: one instruction set runs at different
+//! rates on different generations), `isa` (the widest f64 instruction set the CPU reports:
+//! `avx512f`, `avx2+fma`, or `sse2`), `gemm_isa` (the one the crate's packed gemm runs:
+//! `private-gemm-x86`'s `avx512f` or `avx2+fma` kernels, else `gemm-f64`'s, reported as
+//! `portable`), `flops_per_cycle` per core at `isa` (two FMA ports × lanes × 2: 32, 16, or 4 for
 //! SSE2's separate add and multiply; a core with one AVX-512 FMA port does half), `ghz` (the clock
 //! measured now by a chain of dependent integer additions, one per cycle), `peak_gflops_per_core`
 //! = their product, `threads`, and `openblas` (the library the reference dgemm came from, or
 //! `null` when no `libopenblas.so.0` could be loaded: `apt-get install libopenblas0` on Debian).
 //!
-//! A case: `method`, `n`, `m`, `d`, `threads`, `seconds_median`, `flops`, `gflops`,
-//! `gemm_gflops` (the crate's own gemm), `openblas_gflops` (or `null`), `best_gemm_gflops` (the larger),
-//! `efficiency` (= gflops / best_gemm_gflops, the figure the README quotes), `of_own_gemm`
-//! (= gflops / gemm_gflops), `of_openblas`, and `of_peak` (= gflops / (peak × threads)).
+//! A case: `method`, `n`, `m`, `d`, `threads`, `seconds_median` with `seconds_min` and
+//! `seconds_max` (the fastest and slowest repetition: their spread is the run's noise, ±15 % on
+//! a VM whose other tenants share the memory and the last-level cache), `flops`, `gflops` (at the
+//! median), `gemm_gflops` (the crate's own gemm), `openblas_gflops` (or `null`),
+//! `best_gemm_gflops` (the larger), `efficiency` (= gflops / best_gemm_gflops, the figure the
+//! README quotes), `of_own_gemm` (= gflops / gemm_gflops), `of_openblas`, and `of_peak`
+//! (= gflops / (peak × threads)).
 //!
 //! Flop counts are fixed definitions, so the figure cannot be flattered:
 //! - SSGP: 12·n·m² = 3·n·(2m)²: the symmetric rank-2m product ΦᵀΦ and the two triangular solves
@@ -42,7 +47,8 @@ use ssgp::ssgp::{Ssgp, SsgpHyperparameters};
 use ssgp::{Dataset, Fitc, FullGp, Hyperparameters, ParamGuard, Vfe};
 use std::time::Instant;
 
-fn median_seconds(reps: usize, mut f: impl FnMut()) -> f64 {
+/// The times (seconds) of `reps` calls of `f` after one unmeasured call, sorted.
+fn sorted_seconds(reps: usize, mut f: impl FnMut()) -> Vec<f64> {
     f();
     let mut times: Vec<f64> = (0..reps)
         .map(|_| {
@@ -52,7 +58,31 @@ fn median_seconds(reps: usize, mut f: impl FnMut()) -> f64 {
         })
         .collect();
     times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
+    times
+}
+
+fn median_seconds(reps: usize, f: impl FnMut()) -> f64 {
+    Timing::of(reps, f).median
+}
+
+/// A case's repetitions: the median, and the fastest and slowest (on a VM whose other tenants
+/// take the memory bandwidth and the shared cache, their spread says how far one median can be
+/// trusted).
+struct Timing {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Timing {
+    fn of(reps: usize, f: impl FnMut()) -> Self {
+        let times = sorted_seconds(reps, f);
+        Self {
+            median: times[times.len() / 2],
+            min: times[0],
+            max: times[times.len() - 1],
+        }
+    }
 }
 
 /// Rate (GFLOP/s) of the crate's packed gemm at (k×n)·(n×r), as used for ΦᵀΦ when r = k.
@@ -219,6 +249,31 @@ fn instruction_sets() -> (&'static str, f64, &'static str) {
     }
 }
 
+/// The CPU as the OS reports it (Linux's `/proc/cpuinfo`: its name, vendor, family and model of
+/// the first core; `unknown` elsewhere): the same instruction set runs at different rates on
+/// different generations, so a figure is quoted with the CPU it was measured on.
+fn cpu_model() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |key: &str| {
+        info.lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == key).then(|| v.trim().to_string())
+            })
+            .unwrap_or_else(|| "?".into())
+    };
+    if info.is_empty() {
+        return "unknown".into();
+    }
+    format!(
+        "{} ({} family {} model {})",
+        field("model name"),
+        field("vendor_id"),
+        field("cpu family"),
+        field("model")
+    )
+}
+
 /// The core's clock now (GHz), from a chain of dependent integer additions (one cycle each on
 /// every x86-64 core): the median of 7 timings of 2·10⁸ additions.
 fn measured_ghz() -> f64 {
@@ -290,17 +345,19 @@ struct Case<'a> {
 }
 
 impl Case<'_> {
-    /// Prints the case's JSON line: its rate at `flops` in `secs`, against both dgemms and the
-    /// peak of its `threads` cores.
-    fn emit(&self, secs: f64, flops: f64, gemm: &Gemm, peak_per_core: f64) {
-        let gflops = flops / secs / 1e9;
+    /// Prints the case's JSON line: its rate at `flops` in the median of `time`, against both
+    /// dgemms and the peak of its `threads` cores, and the spread of its repetitions.
+    fn emit(&self, time: &Timing, flops: f64, gemm: &Gemm, peak_per_core: f64) {
+        let gflops = flops / time.median / 1e9;
         let line = serde_json::json!({
             "method": self.method,
             "n": self.n,
             "m": self.m,
             "d": self.d,
             "threads": self.threads,
-            "seconds_median": secs,
+            "seconds_median": time.median,
+            "seconds_min": time.min,
+            "seconds_max": time.max,
             "flops": flops,
             "gflops": gflops,
             "gemm_gflops": gemm.own,
@@ -364,6 +421,7 @@ fn main() {
         "{}",
         serde_json::json!({
             "machine": {
+                "cpu": cpu_model(),
                 "isa": isa,
                 "gemm_isa": gemm_isa,
                 "flops_per_cycle": flops_per_cycle,
@@ -396,11 +454,11 @@ fn main() {
             unit_frequencies: DMatrix::from_fn(m, d, |_, _| rng.random_range(-2.0..2.0)),
         };
         let theta = objective.pack(&hyper).expect("valid");
-        let secs = median_seconds(reps, || {
+        let time = Timing::of(reps, || {
             objective.value_and_gradient(&theta).expect("evaluates");
         });
         let gemm = Gemm::measure(blas.as_ref(), (n, 2 * m, 2 * m), threads, reps);
-        case("ssgp", m).emit(secs, 12.0 * n as f64 * (m * m) as f64, &gemm, peak);
+        case("ssgp", m).emit(&time, 12.0 * n as f64 * (m * m) as f64, &gemm, peak);
     }
     for &m in sizes.iter().filter(|_| runs("fitc") || runs("vfe")) {
         let theta = inducing_theta(&data, m);
@@ -408,18 +466,18 @@ fn main() {
         if runs("fitc") {
             let fitc = Fitc::params(m).threads(threads).check().expect("valid");
             let objective = fitc.evidence(&data).expect("valid");
-            let secs = median_seconds(reps, || {
+            let time = Timing::of(reps, || {
                 objective.value_and_gradient(&theta).expect("evaluates");
             });
-            case("fitc", m).emit(secs, 7.0 * n as f64 * (m * m) as f64, &gemm, peak);
+            case("fitc", m).emit(&time, 7.0 * n as f64 * (m * m) as f64, &gemm, peak);
         }
         if runs("vfe") {
             let vfe = Vfe::params(m).threads(threads).check().expect("valid");
             let objective = vfe.evidence(&data).expect("valid");
-            let secs = median_seconds(reps, || {
+            let time = Timing::of(reps, || {
                 objective.value_and_gradient(&theta).expect("evaluates");
             });
-            case("vfe", m).emit(secs, 7.0 * n as f64 * (m * m) as f64, &gemm, peak);
+            case("vfe", m).emit(&time, 7.0 * n as f64 * (m * m) as f64, &gemm, peak);
         }
     }
     let full_sizes: &[usize] = match (runs("full"), quick) {
@@ -434,7 +492,7 @@ fn main() {
         let mut theta = DVector::zeros(d + 2);
         theta[d + 1] = 0.5 * 0.1f64.ln();
         let full_reps = if nf >= 10_000 { 1 } else { reps.min(3) };
-        let secs = median_seconds(full_reps, || {
+        let time = Timing::of(full_reps, || {
             objective.value_and_gradient(&theta).expect("evaluates");
         });
         let gemm = Gemm::measure(blas.as_ref(), (nf, nf, 512), threads, 3);
@@ -445,6 +503,6 @@ fn main() {
             d,
             threads,
         }
-        .emit(secs, (nf as f64).powi(3), &gemm, peak);
+        .emit(&time, (nf as f64).powi(3), &gemm, peak);
     }
 }
