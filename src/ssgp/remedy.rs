@@ -170,9 +170,9 @@ impl CalibrationGuard {
     /// ones (seeds 1–3) at 1.5–1.6 times the full GP's test NMSE (geometric mean) and 0.3 nats
     /// worse in MNLP; from 55 rows, with the narrowing and a learned refit widened least,
     /// 0.82–0.95 times it and its MNLP, 58 of 72 fits calibrated against 65 (the full GP: 20 of
-    /// 24), overconfident (mean z² > 1.5) 8 against 5 (the full GP: 4 of 24). With every input three times (27 distinct inputs
-    /// among 79 held-out rows) a narrowing left a fit at coverage 0.82: narrowing counts
-    /// distinct inputs.
+    /// 24), overconfident (mean z² > 1.5) 8 against 5 (the full GP: 4 of 24). With every input
+    /// three times (27 distinct inputs among 79 held-out rows) a narrowing left a fit at coverage
+    /// 0.82: narrowing counts distinct inputs.
     pub const EARLY_STOPPING_MIN_HELD_OUT_ROWS: usize = 55;
 }
 
@@ -744,9 +744,9 @@ impl Verdict {
     /// the least factor its held-out rows ask for when they widen it
     /// ([`HeldOutScore::least_widening`]; compared, both fits had their maximum-likelihood
     /// factor), and so does a learned one where `plan` says so
-    /// ([`Comparison::widens_refit_least`]); with the fits' held-out MNLPs (learned, random-feature), the learned fit's
-    /// budget (recorded where `plan` stopped early) and what the start learned from the rows
-    /// (hyperparameters, rows).
+    /// ([`Comparison::widens_refit_least`]); with the fits' held-out MNLPs (learned,
+    /// random-feature), the learned fit's budget (recorded where `plan` stopped early) and what
+    /// the start learned from the rows (hyperparameters, rows).
     pub(crate) fn remedy(
         &self,
         plan: &Comparison,
