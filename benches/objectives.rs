@@ -47,20 +47,6 @@ use ssgp::ssgp::{Ssgp, SsgpHyperparameters};
 use ssgp::{Dataset, Fitc, FullGp, Hyperparameters, ParamGuard, Vfe};
 use std::time::Instant;
 
-/// The times (seconds) of `reps` calls of `f` after one unmeasured call, sorted.
-fn sorted_seconds(reps: usize, mut f: impl FnMut()) -> Vec<f64> {
-    f();
-    let mut times: Vec<f64> = (0..reps)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64()
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    times
-}
-
 fn median_seconds(reps: usize, f: impl FnMut()) -> f64 {
     Timing::of(reps, f).median
 }
@@ -75,8 +61,17 @@ struct Timing {
 }
 
 impl Timing {
-    fn of(reps: usize, f: impl FnMut()) -> Self {
-        let times = sorted_seconds(reps, f);
+    /// The times of `reps` calls of `f` after one unmeasured call.
+    fn of(reps: usize, mut f: impl FnMut()) -> Self {
+        f();
+        let mut times: Vec<f64> = (0..reps)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64()
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
         Self {
             median: times[times.len() / 2],
             min: times[0],
