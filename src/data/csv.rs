@@ -1,7 +1,8 @@
 //! CSV loading: [`CsvOptions`] (delimiter, header, target column, row range) and a streaming
 //! parser whose errors name the file, the 1-based line and the column.
 //!
-//! Lines are read one at a time through a buffered reader. Values go straight into one growing
+//! Lines are read one at a time through a buffered reader, into one buffer grown fallibly (a
+//! line longer than memory holds is an [`Error::Allocation`]). Values go straight into one growing
 //! buffer holding blocks of [`BLOCK_ROWS`] rows, each block stored column by column; at the end
 //! the blocks are rearranged in place into the column-major input matrix and the target column
 //! is copied out. Peak memory is the data's own size, 8·n·(D+1) bytes, plus the targets' copy
@@ -11,7 +12,7 @@ use super::Dataset;
 use crate::error::{Error, Result};
 use nalgebra::{DMatrix, DVector};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, ErrorKind, Read};
 use std::ops::{Bound, RangeBounds};
 use std::path::Path;
 
@@ -29,12 +30,24 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// Longest cell shown in an error message, in characters.
 const SHOWN_CHARS: usize = 32;
 
+/// Most column names an error message lists.
+const SHOWN_NAMES: usize = 12;
+
+/// Longest line the loader reads, in bytes: as long as a `Vec` may be. A longer line, or one
+/// that memory cannot hold, is an [`Error::Allocation`] (tests give the loader a lower limit).
+const LINE_LIMIT: usize = isize::MAX as usize;
+
+/// What [`Error::EmptyCsv`] says of a source without a non-blank line.
+const NO_LINES: &str = "the source is empty or holds only blank lines";
+
 /// Whether the first non-blank line of a CSV source is a header of column names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Header {
     /// A header when none of its fields is a number (the default). A first line that mixes
     /// numbers and text (a data row with a typo, `1,2x,3`) is an [`Error::Csv`] naming the line,
     /// never a row dropped as a header: say [`Header::Present`] for a header with numbers in it.
+    /// Nor is a line of missing-value marks and empty fields only (`NA,NA`, `?,?`, `,`) a
+    /// header: it is a data row with missing values, refused as any such row.
     #[default]
     Detect,
     /// Always a header.
@@ -101,19 +114,16 @@ impl Default for CsvOptions {
 }
 
 impl CsvOptions {
-    /// The field delimiter.
-    pub(crate) fn delimiter_byte(&self) -> u8 {
-        self.delimiter
-    }
-
     /// The defaults: comma-separated, header detected, target in the last column, every row.
     pub fn new() -> Self {
         Self::default()
     }
 
     /// The byte separating fields (`b','` by default; `b';'`, `b'\t'`, `b' '` …). Fields are
-    /// trimmed of surrounding whitespace and of one pair of double quotes; quoted fields holding
-    /// the delimiter are not supported (every field is a number or a column name).
+    /// trimmed of surrounding whitespace and of one pair of double quotes; a quoted name in the
+    /// header may hold the delimiter, a quoted number may not. With `b' '` a run of spaces is one
+    /// separator and spaces at the start or end of a line are ignored, as in whitespace-aligned
+    /// tables; with any other delimiter two in a row enclose an empty field.
     #[must_use]
     pub fn delimiter(mut self, delimiter: u8) -> Self {
         self.delimiter = delimiter;
@@ -209,11 +219,7 @@ impl Dataset {
     /// [`Dataset::from_reader`].
     pub fn from_csv_with(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Self> {
         let path = path.as_ref();
-        let file = File::open(path).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        Self::from_reader(file, options, path)
+        Self::from_reader(open(path)?, options, path)
     }
 
     /// The number of data rows of a CSV file (what [`CsvOptions::rows`] indexes: the header and
@@ -226,16 +232,8 @@ impl Dataset {
         let path = path.as_ref();
         let options = options.clone().rows(usize::MAX..);
         options.validate()?;
-        let file = File::open(path).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let loader = Loader {
-            options: &options,
-            source: path,
-        };
-        let (_, rows) = loader.scan(
-            BufReader::with_capacity(1 << 16, file),
+        let (_, rows) = Loader::new(&options, path).scan(
+            BufReader::with_capacity(1 << 16, open(path)?),
             &mut Blocks::default(),
         )?;
         Ok(rows)
@@ -243,8 +241,10 @@ impl Dataset {
 
     /// Parses CSV from any reader — a file, a socket, text in memory (`text.as_bytes()`) —
     /// read as `options` say; `source` names it in error messages. One point per line: D inputs
-    /// and one target; lines end in `\n` or `\r\n`; a leading UTF-8 byte-order mark and blank
-    /// lines are skipped. The inputs are n×D in file order without the target column.
+    /// and one target; lines end in `\n`, `\r\n` or a lone `\r` (old Mac files); a leading UTF-8
+    /// byte-order mark and blank lines are skipped. The inputs are n×D in file order without the
+    /// target column. A first line of missing values only (`NA`, `?`, empty fields …) is data,
+    /// refused as a later row would be, never dropped as a header.
     ///
     /// Memory: the data's own size 8·n·(D+1) bytes plus 8·n, streamed without a copy of the
     /// text.
@@ -258,6 +258,7 @@ impl Dataset {
     ///   target column;
     /// - [`Error::EmptyCsv`] naming the source when it has no data line (empty, blank lines, a
     ///   header alone) or none in the row range;
+    /// - [`Error::Allocation`] for a line longer than memory can hold;
     /// - [`Error::Io`] if reading fails.
     pub fn from_reader(
         reader: impl Read,
@@ -265,12 +266,58 @@ impl Dataset {
         source: impl AsRef<Path>,
     ) -> Result<Self> {
         options.validate()?;
-        let (x, y) = Loader {
-            options,
-            source: source.as_ref(),
-        }
-        .load(BufReader::with_capacity(1 << 16, reader))?;
+        let (x, y) = Loader::new(options, source.as_ref())
+            .load(BufReader::with_capacity(1 << 16, reader))?;
         Self::new(x, y)
+    }
+}
+
+/// Opens the file at `path` for reading.
+///
+/// # Errors
+/// [`Error::Io`] naming the file if it cannot be opened.
+fn open(path: &Path) -> Result<File> {
+    File::open(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The first non-blank line of a CSV file, read, split and detected as a header by the loader
+/// itself: [`super::MultiDataset::from_csv_with`] finds its target columns in it, so they are
+/// the columns [`Dataset::from_csv_with`] then loads.
+pub(super) struct FirstLine {
+    line: Vec<u8>,
+    number: usize,
+    columns: usize,
+    header: bool,
+    delimiter: u8,
+}
+
+impl FirstLine {
+    /// Reads the first non-blank line of the file at `path` as `options` say (their target
+    /// aside).
+    ///
+    /// # Errors
+    /// As [`Dataset::from_csv_with`] on that line; [`Error::EmptyCsv`] if there is none.
+    pub(super) fn read(path: &Path, options: &CsvOptions) -> Result<Self> {
+        let options = options.clone().target(Target::Last);
+        options.validate()?;
+        Loader::new(&options, path).first_line(BufReader::with_capacity(1 << 16, open(path)?))
+    }
+
+    /// The line's number of fields.
+    pub(super) fn columns(&self) -> usize {
+        self.columns
+    }
+
+    /// The zero-based index of the column named `name` in the line, which must be a header.
+    ///
+    /// # Errors
+    /// The reason, for an error, when the line is data or no column or two have that name.
+    pub(super) fn named(&self, name: &str) -> std::result::Result<usize, String> {
+        let fields = QuotedFields::new(trimmed(&self.line, self.number), self.delimiter);
+        named_column(fields, name, self.header)
     }
 }
 
@@ -282,19 +329,64 @@ struct Layout {
     header_line: Option<usize>,
 }
 
-/// One load: the options and the source's name for messages.
+/// One load: the options, the source's name for messages and the longest line it reads.
 struct Loader<'a> {
     options: &'a CsvOptions,
     source: &'a Path,
+    line_limit: usize,
 }
 
-impl Loader<'_> {
+impl<'a> Loader<'a> {
+    /// A load of `source` read as `options` say, its lines up to [`LINE_LIMIT`] bytes.
+    fn new(options: &'a CsvOptions, source: &'a Path) -> Self {
+        Self {
+            options,
+            source,
+            line_limit: LINE_LIMIT,
+        }
+    }
+
+    /// The lines of `reader`.
+    fn lines<R: BufRead>(&self, reader: R) -> Lines<'a, R> {
+        Lines {
+            reader,
+            line: Vec::new(),
+            number: 0,
+            after_cr: false,
+            limit: self.line_limit,
+            source: self.source,
+        }
+    }
+
+    /// Reads lines of `reader` up to the first non-blank one, and its layout.
+    ///
+    /// # Errors
+    /// As [`Loader::layout`]; [`Error::EmptyCsv`] if every line is blank; as [`Lines::next`].
+    fn first_line(&self, reader: impl BufRead) -> Result<FirstLine> {
+        let mut lines = self.lines(reader);
+        while let Some(number) = lines.next()? {
+            let line = lines.current();
+            if line.is_empty() {
+                continue;
+            }
+            let layout = self.layout(line, number)?;
+            return Ok(FirstLine {
+                line: lines.line,
+                number,
+                columns: layout.columns,
+                header: layout.header_line.is_some(),
+                delimiter: self.options.delimiter,
+            });
+        }
+        Err(self.empty(NO_LINES.into()))
+    }
+
     /// Streams the lines of `reader` into blocks and returns the inputs (n×D) and targets (n).
     fn load(&self, reader: impl BufRead) -> Result<(DMatrix<f64>, DVector<f64>)> {
         let mut blocks = Blocks::default();
         let (layout, rows_seen) = self.scan(reader, &mut blocks)?;
         let Some(layout) = layout else {
-            return Err(self.empty("the source is empty or holds only blank lines".into()));
+            return Err(self.empty(NO_LINES.into()));
         };
         if blocks.rows == 0 {
             return Err(self.empty(match (rows_seen, layout.header_line) {
@@ -311,32 +403,12 @@ impl Loader<'_> {
     /// Reads the lines of `reader`, pushing the data rows in the options' range into `blocks`;
     /// returns the layout (if any line was not blank) and the data rows seen (all of them when
     /// the range is open-ended).
-    fn scan(
-        &self,
-        mut reader: impl BufRead,
-        blocks: &mut Blocks,
-    ) -> Result<(Option<Layout>, usize)> {
-        let mut buffer = Vec::new();
-        let mut number = 0;
+    fn scan(&self, reader: impl BufRead, blocks: &mut Blocks) -> Result<(Option<Layout>, usize)> {
+        let mut lines = self.lines(reader);
         let mut layout: Option<Layout> = None;
         let mut rows_seen = 0;
-        loop {
-            buffer.clear();
-            let read = reader
-                .read_until(b'\n', &mut buffer)
-                .map_err(|source| Error::Io {
-                    path: self.source.to_path_buf(),
-                    source,
-                })?;
-            if read == 0 {
-                break;
-            }
-            number += 1;
-            let mut line = buffer.as_slice();
-            if number == 1 {
-                line = line.strip_prefix(BOM).unwrap_or(line);
-            }
-            let line = line.trim_ascii();
+        while let Some(number) = lines.next()? {
+            let line = lines.current();
             if line.is_empty() {
                 continue;
             }
@@ -367,24 +439,38 @@ impl Loader<'_> {
     }
 
     /// Reads the first non-blank line (line `number`): its number of fields, whether it is a
-    /// header, and the target's index.
+    /// header, and the target's index. Detected, the line is a header when none of its fields
+    /// is a number and one is text other than a missing-value marker; it is data when it holds
+    /// numbers and no such text.
     ///
     /// # Errors
-    /// [`Error::Csv`] for fewer than two fields or a target that is not among them.
+    /// [`Error::Csv`] for fewer than two fields, a target that is not among them, and, detecting
+    /// the header, a line that mixes numbers and text or holds only missing values.
     fn layout(&self, line: &[u8], number: usize) -> Result<Layout> {
-        let fields = split_quoted(line, self.options.delimiter);
-        let columns = fields.len();
+        let fields = || QuotedFields::new(line, self.options.delimiter);
+        let columns = fields().count();
         let header = match self.options.header {
             Header::Present => true,
             Header::Absent => false,
             Header::Detect => {
-                let numbers = fields.iter().filter(|f| parse_number(f).is_some()).count();
-                let text = fields
-                    .iter()
-                    .find(|f| !f.is_empty() && parse_number(f).is_none());
+                let numbers = fields().filter(|f| parse_number(f).is_some()).count();
+                let text = fields()
+                    .find(|f| !f.is_empty() && !is_missing_marker(f) && parse_number(f).is_none());
                 match (numbers, text) {
-                    (0, _) => true,
-                    (_, None) => false,
+                    (0, Some(_)) => true,
+                    (_, None) => {
+                        if let (0, Some(first)) = (numbers, fields().next()) {
+                            return Err(self.error(
+                                number,
+                                format!(
+                                    "{}; a first line of missing values is data, not a header: \
+                                     say `Header::Present` if it is one",
+                                    field_problem(0, first, false)
+                                ),
+                            ));
+                        }
+                        false
+                    }
                     (_, Some(text)) => {
                         return Err(self.error(
                             number,
@@ -429,34 +515,8 @@ impl Loader<'_> {
                     format!("target column index {k} (zero-based), but {columns} columns"),
                 ))
             }
-            Target::Named(name) if !header => {
-                return Err(self.error(
-                    number,
-                    format!("the target is named `{name}`, but this line is data, not a header"),
-                ))
-            }
             Target::Named(name) => {
-                let mut found = fields
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, f)| **f == name.as_bytes())
-                    .map(|(j, _)| j);
-                match (found.next(), found.next()) {
-                    (Some(j), None) => j,
-                    (Some(a), Some(b)) => {
-                        return Err(self.error(
-                            number,
-                            format!("two columns are named `{name}`: {} and {}", a + 1, b + 1),
-                        ))
-                    }
-                    (None, _) => {
-                        let names: Vec<_> = fields.iter().map(|f| shown(f)).collect();
-                        return Err(self.error(
-                            number,
-                            format!("no column named `{name}` in ({})", names.join(", ")),
-                        ));
-                    }
-                }
+                named_column(fields(), name, header).map_err(|reason| self.error(number, reason))?
             }
         };
         Ok(Layout {
@@ -484,28 +544,195 @@ impl Loader<'_> {
     }
 }
 
+/// A source read one line at a time into one reused buffer, grown fallibly by the pieces the
+/// reader holds: lines end in `\n`, `\r\n` or a lone `\r`.
+struct Lines<'a, R> {
+    reader: R,
+    line: Vec<u8>,
+    /// The 1-based number of the line in the buffer (0 before the first).
+    number: usize,
+    /// Whether the last line ended in `\r`, so that a `\n` next ends no other line.
+    after_cr: bool,
+    /// The longest line read, in bytes.
+    limit: usize,
+    source: &'a Path,
+}
+
+impl<R: BufRead> Lines<'_, R> {
+    /// Reads the next line into the buffer and returns its 1-based number, or `None` at the end
+    /// of the source.
+    ///
+    /// # Errors
+    /// [`Error::Allocation`] for a line longer than the limit or than memory can hold;
+    /// [`Error::Io`] if reading fails.
+    fn next(&mut self) -> Result<Option<usize>> {
+        self.line.clear();
+        let mut read = false;
+        loop {
+            let piece = match self.reader.fill_buf() {
+                Ok(piece) => piece,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(source) => {
+                    return Err(Error::Io {
+                        path: self.source.to_path_buf(),
+                        source,
+                    })
+                }
+            };
+            let Some(&first) = piece.first() else { break };
+            if std::mem::take(&mut self.after_cr) && first == b'\n' {
+                self.reader.consume(1);
+                continue;
+            }
+            let end = piece.iter().position(|&b| b == b'\n' || b == b'\r');
+            let text = &piece[..end.unwrap_or(piece.len())];
+            let bytes = self.line.len().saturating_add(text.len());
+            if bytes > self.limit || self.line.try_reserve(text.len()).is_err() {
+                return Err(Error::Allocation {
+                    what: "a line of the CSV source",
+                    bytes,
+                });
+            }
+            self.line.extend_from_slice(text);
+            read = true;
+            let Some(end) = end else {
+                let used = piece.len();
+                self.reader.consume(used);
+                continue;
+            };
+            self.after_cr = piece[end] == b'\r';
+            self.reader.consume(end + 1);
+            break;
+        }
+        if !read {
+            return Ok(None);
+        }
+        self.number += 1;
+        Ok(Some(self.number))
+    }
+
+    /// The line last read, as the loader parses it ([`trimmed`]).
+    fn current(&self) -> &[u8] {
+        trimmed(&self.line, self.number)
+    }
+}
+
+/// Line `number` as the loader parses it: without surrounding whitespace nor, on line 1, a
+/// leading byte-order mark.
+fn trimmed(line: &[u8], number: usize) -> &[u8] {
+    let line = match number {
+        1 => line.strip_prefix(BOM).unwrap_or(line),
+        _ => line,
+    };
+    line.trim_ascii()
+}
+
+/// The text between delimiters of a line trimmed of surrounding whitespace; with the space
+/// delimiter, the empty text between two spaces of a run is none (runs of spaces separate).
+fn pieces(line: &[u8], delimiter: u8) -> impl Iterator<Item = &[u8]> {
+    line.split(move |&b| b == delimiter)
+        .filter(move |piece| delimiter != b' ' || !piece.is_empty())
+}
+
 /// The fields of a line, each trimmed of whitespace and of one pair of surrounding quotes.
-/// A data line's fields are numbers, so a delimiter between quotes is not looked for (the line's
-/// column count is its delimiters plus one): see [`split_quoted`] for the first line.
+/// A data line's fields are numbers, so a delimiter between quotes is not looked for: see
+/// [`QuotedFields`] for the first line.
 fn split(line: &[u8], delimiter: u8) -> impl Iterator<Item = &[u8]> {
-    line.split(move |&b| b == delimiter).map(unquoted)
+    pieces(line, delimiter).map(unquoted)
 }
 
 /// The fields of the first line, as [`split`] but with no split at a delimiter between double
-/// quotes: a header's names may hold one (`"temperature, °C"`).
-fn split_quoted(line: &[u8], delimiter: u8) -> Vec<&[u8]> {
-    let mut fields = Vec::new();
-    let (mut start, mut quoted) = (0, false);
-    for (i, &b) in line.iter().enumerate() {
-        if b == b'"' {
-            quoted = !quoted;
-        } else if b == delimiter && !quoted {
-            fields.push(unquoted(&line[start..i]));
-            start = i + 1;
+/// quotes: a header's names may hold one (`"temperature, °C"`). Lazy, so that a line of
+/// millions of fields needs no list of them.
+#[derive(Clone)]
+struct QuotedFields<'l> {
+    /// The rest of the line, `None` after its last field.
+    rest: Option<&'l [u8]>,
+    delimiter: u8,
+}
+
+impl<'l> QuotedFields<'l> {
+    /// The fields of `line` (trimmed of surrounding whitespace).
+    fn new(line: &'l [u8], delimiter: u8) -> Self {
+        Self {
+            rest: Some(line),
+            delimiter,
         }
     }
-    fields.push(unquoted(&line[start..]));
-    fields
+}
+
+impl<'l> Iterator for QuotedFields<'l> {
+    type Item = &'l [u8];
+
+    fn next(&mut self) -> Option<&'l [u8]> {
+        loop {
+            let rest = self.rest?;
+            let mut quoted = false;
+            let end = rest.iter().position(|&b| {
+                quoted ^= b == b'"';
+                b == self.delimiter && !quoted
+            });
+            let (piece, after) = match end {
+                Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+                None => (rest, None),
+            };
+            self.rest = after;
+            if self.delimiter != b' ' || !piece.is_empty() {
+                return Some(unquoted(piece));
+            }
+        }
+    }
+}
+
+/// The zero-based index of the column named `name` among the `fields` of a first line, which
+/// must be a `header`.
+///
+/// # Errors
+/// The reason, for an error, when the line is data or no column or two have that name.
+fn named_column<'f>(
+    fields: impl Iterator<Item = &'f [u8]> + Clone,
+    name: &str,
+    header: bool,
+) -> std::result::Result<usize, String> {
+    if !header {
+        return Err(format!(
+            "the target is named `{name}`, but this line is data, not a header"
+        ));
+    }
+    let mut found = fields
+        .clone()
+        .enumerate()
+        .filter(|(_, f)| *f == name.as_bytes())
+        .map(|(j, _)| j);
+    match (found.next(), found.next()) {
+        (Some(j), None) => Ok(j),
+        (Some(a), Some(b)) => Err(format!(
+            "two columns are named `{name}`: {} and {}",
+            a + 1,
+            b + 1
+        )),
+        (None, _) => Err(format!("no column named `{name}` in ({})", listed(fields))),
+    }
+}
+
+/// Column names for a message: the first [`SHOWN_NAMES`] of them, and how many there are if
+/// more.
+fn listed<'f>(fields: impl Iterator<Item = &'f [u8]>) -> String {
+    let mut text = String::new();
+    let mut count = 0;
+    for field in fields {
+        if count < SHOWN_NAMES {
+            if count > 0 {
+                text.push_str(", ");
+            }
+            text.push_str(&shown(field));
+        }
+        count += 1;
+    }
+    if count > SHOWN_NAMES {
+        text.push_str(&format!(", … ({count} columns)"));
+    }
+    text
 }
 
 /// A field trimmed of whitespace and of one pair of surrounding quotes.
@@ -527,6 +754,30 @@ fn is_missing_marker(field: &[u8]) -> bool {
         b"na", b"n/a", b"null", b"none", b"?", b"-", b".", b"missing",
     ];
     MARKERS.iter().any(|m| field.eq_ignore_ascii_case(m))
+}
+
+/// Why field `j` (zero-based) of a data line, which is not a finite number, is refused, with a
+/// hint at the likely cause; `ends_line` when it is the empty last field of a line that ends with
+/// the delimiter.
+fn field_problem(j: usize, field: &[u8], ends_line: bool) -> String {
+    let column = j + 1;
+    let (problem, hint) = match parse_number(field) {
+        Some(v) if v.is_nan() => ("is not a finite number", MISSING),
+        Some(_) => ("is not a finite number", ""),
+        None if ends_line => {
+            return format!(
+                "column {column}: the line ends with a delimiter (an empty last field): remove \
+                 it, or fill in the missing value"
+            )
+        }
+        None if field.is_empty() => return format!("column {column}: empty field{MISSING}"),
+        None if is_missing_marker(field) => ("is not a number", MISSING),
+        None if decimal_comma(field) => {
+            ("is not a number", " (a decimal comma? write it as a point)")
+        }
+        None => ("is not a number", ""),
+    };
+    format!("column {column}: `{}` {problem}{hint}", shown(field))
 }
 
 /// Whether a field is a number written with a decimal comma (`1,5` where the delimiter is not a
@@ -619,15 +870,18 @@ impl Blocks {
         columns: usize,
         delimiter: u8,
     ) -> std::result::Result<(), String> {
-        let found = line.iter().filter(|&&b| b == delimiter).count() + 1;
+        let found = pieces(line, delimiter).count();
+        let trailing = line.last() == Some(&delimiter);
         if found != columns {
-            let quotes = if line.contains(&b'"') {
+            let hint = if trailing && found == columns + 1 {
+                " (the line ends with a delimiter: remove it)"
+            } else if line.contains(&b'"') {
                 " (a delimiter between quotes splits a data line too: numbers need no quotes)"
             } else {
                 ""
             };
             return Err(format!(
-                "{found} columns, but the first line has {columns}{quotes}"
+                "{found} columns, but the first line has {columns}{hint}"
             ));
         }
         self.columns = columns;
@@ -635,27 +889,13 @@ impl Blocks {
         let r = self.rows % run;
         let base = self.values.len() - run * columns;
         for (j, field) in split(line, delimiter).enumerate() {
-            let (problem, hint) = match parse_number(field) {
-                Some(v) if v.is_finite() => {
-                    self.values[base + j * run + r] = v;
-                    continue;
+            match parse_number(field) {
+                Some(v) if v.is_finite() => self.values[base + j * run + r] = v,
+                _ => {
+                    let ends_line = trailing && j + 1 == columns && field.is_empty();
+                    return Err(field_problem(j, field, ends_line));
                 }
-                Some(v) if v.is_nan() => ("is not a finite number", MISSING),
-                Some(_) => ("is not a finite number", ""),
-                None if field.is_empty() => {
-                    return Err(format!("column {}: empty field{MISSING}", j + 1))
-                }
-                None if is_missing_marker(field) => ("is not a number", MISSING),
-                None if decimal_comma(field) => {
-                    ("is not a number", " (a decimal comma? write it as a point)")
-                }
-                None => ("is not a number", ""),
-            };
-            return Err(format!(
-                "column {}: `{}` {problem}{hint}",
-                j + 1,
-                shown(field)
-            ));
+            }
         }
         self.rows += 1;
         Ok(())
@@ -718,6 +958,66 @@ fn transpose_blocks(values: &mut [f64], blocks: usize, columns: usize, run: usiz
 mod tests {
     use super::*;
     use rand::{rngs::StdRng, Rng, SeedableRng};
+
+    /// Loads `text` with the default options, read in pieces of `capacity` bytes, its lines up to
+    /// `limit` bytes.
+    fn load(text: &[u8], capacity: usize, limit: usize) -> Result<(DMatrix<f64>, DVector<f64>)> {
+        let options = CsvOptions::new();
+        let loader = Loader {
+            line_limit: limit,
+            ..Loader::new(&options, Path::new("t"))
+        };
+        loader.load(BufReader::with_capacity(capacity, text))
+    }
+
+    /// A line longer than the loader may hold (a number without end, a data line or a first line
+    /// of delimiters) is an allocation error, whether the line is the first (the multi-output
+    /// loader's header) or a later one, and whatever pieces it is read in; one at the limit loads.
+    #[test]
+    fn a_line_beyond_the_limit_is_an_allocation_error() {
+        let digits = vec![b'1'; 1000];
+        let row = [b"1,2\n".as_slice(), &[b','; 1000]].concat();
+        let commas = vec![b','; 1000];
+        for text in [&digits, &row, &commas] {
+            for capacity in [1, 7, 64, 4096] {
+                let e = load(text, capacity, 100).unwrap_err();
+                assert!(
+                    matches!(e, Error::Allocation { what: "a line of the CSV source", bytes }
+                        if bytes > 100),
+                    "{e:?}"
+                );
+            }
+            assert!(matches!(load(text, 64, LINE_LIMIT), Err(Error::Csv { .. })));
+        }
+        let options = CsvOptions::new();
+        let loader = Loader {
+            line_limit: 100,
+            ..Loader::new(&options, Path::new("t"))
+        };
+        let header = loader.first_line(BufReader::with_capacity(7, &commas[..]));
+        assert!(matches!(header, Err(Error::Allocation { .. })));
+        let at_limit = format!("1,{}\n3,4\n", "0".repeat(98));
+        assert_eq!(
+            load(at_limit.as_bytes(), 7, 100).unwrap().1.as_slice(),
+            [0.0, 4.0]
+        );
+    }
+
+    /// Line ends (`\n`, `\r\n`, a lone `\r`) split between the reader's pieces end one line each.
+    #[test]
+    fn line_ends_split_between_reads_end_one_line() {
+        let good = b"x,y\r\n1,2\r\r\n3,4\n\r5,6\r";
+        let bad = b"x,y\r\n1,2\r\r\n3,z\n";
+        for capacity in 1..=9 {
+            let (x, y) = load(good, capacity, LINE_LIMIT).unwrap();
+            assert_eq!(
+                (x.as_slice(), y.as_slice()),
+                ([1.0, 3.0, 5.0].as_slice(), [2.0, 4.0, 6.0].as_slice())
+            );
+            let e = load(bad, capacity, LINE_LIMIT).unwrap_err();
+            assert!(matches!(e, Error::Csv { line: 4, .. }), "{capacity}: {e}");
+        }
+    }
 
     #[test]
     fn transposing_blocks_matches_the_index_formula() {

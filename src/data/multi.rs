@@ -1,6 +1,6 @@
 //! Data with several target columns (P outputs sharing the inputs), for the multi-output SSGP.
 
-use super::csv::{CsvOptions, Target};
+use super::csv::{CsvOptions, FirstLine, Target};
 use super::{check_finite, Dataset};
 use crate::error::{Error, Result};
 use nalgebra::{DMatrix, DVector};
@@ -53,36 +53,22 @@ impl MultiDataset {
 
     /// Loads a CSV file with `options` (delimiter, header, rows; its target is ignored) and the
     /// target columns `targets` (by zero-based index, by name in the header, or the last
-    /// column), in that order; the other columns are the inputs, in file order.
+    /// column), in that order; the other columns are the inputs, in file order. The first line
+    /// is read, split and detected as a header by [`Dataset::from_csv_with`]'s own parser (a
+    /// byte-order mark dropped, a quoted name holding the delimiter one column).
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for no targets, a target named twice, an index beyond the
-    /// columns or a name not in the first line; [`Error::Io`] and the CSV errors of
-    /// [`Dataset::from_csv_with`].
+    /// [`Error::InvalidParameter`] for no targets, a column given twice, an index beyond the
+    /// columns, a name not in the header or in two of its columns, or a name when the first line
+    /// is data; [`Error::Io`] and the CSV errors of [`Dataset::from_csv_with`];
+    /// [`Error::DimensionMismatch`] if the file's columns changed between reading its first line
+    /// and loading it.
     pub fn from_csv_with(
         path: impl AsRef<Path>,
         options: &CsvOptions,
         targets: &[Target],
     ) -> Result<Self> {
         let path = path.as_ref();
-        let io = |source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let mut first_line = String::new();
-        let mut reader = std::io::BufReader::new(std::fs::File::open(path).map_err(io)?);
-        while first_line.trim().is_empty() {
-            first_line.clear();
-            if std::io::BufRead::read_line(&mut reader, &mut first_line).map_err(io)? == 0 {
-                break;
-            }
-        }
-        let delimiter = char::from(options.delimiter_byte());
-        let fields: Vec<String> = first_line
-            .split(delimiter)
-            .map(|f| f.trim().trim_matches('"').to_string())
-            .collect();
-        let columns = fields.len();
         let invalid = |reason: String| Error::InvalidParameter {
             name: "targets",
             reason,
@@ -90,6 +76,8 @@ impl MultiDataset {
         if targets.is_empty() {
             return Err(invalid("at least one target column is needed".into()));
         }
+        let first_line = FirstLine::read(path, options)?;
+        let columns = first_line.columns();
         let mut index = Vec::with_capacity(targets.len());
         for t in targets {
             let i = match t {
@@ -100,10 +88,7 @@ impl MultiDataset {
                         "column {i} is beyond the {columns} columns"
                     )))
                 }
-                Target::Named(name) => fields
-                    .iter()
-                    .position(|f| f == name)
-                    .ok_or_else(|| invalid(format!("no column named `{name}` in the header")))?,
+                Target::Named(name) => first_line.named(name).map_err(invalid)?,
             };
             if index.contains(&i) {
                 return Err(invalid(format!("column {i} is named twice")));
@@ -118,6 +103,13 @@ impl MultiDataset {
             .map(|&i| if i > first { i - 1 } else { i })
             .collect();
         let (n, c) = data.x().shape();
+        if c + 1 != columns {
+            return Err(Error::DimensionMismatch {
+                what: "CSV columns (the file changed while it was read)",
+                expected: columns,
+                found: c + 1,
+            });
+        }
         let inputs: Vec<usize> = (0..c).filter(|i| !shifted.contains(i)).collect();
         let x = DMatrix::from_fn(n, inputs.len(), |r, j| data.x()[(r, inputs[j])]);
         let y = DMatrix::from_fn(n, index.len(), |r, p| {

@@ -558,6 +558,106 @@ fn csv_errors_suggest_the_remedy() {
     );
 }
 
+/// A first line of missing values only (markers or empty fields) is a data row, never a header
+/// dropped in silence: the error a later row would give, at line 1, and the header's remedy.
+#[test]
+fn csv_a_first_line_of_missing_values_is_not_taken_for_a_header() {
+    let o = CsvOptions::new();
+    for (text, cell) in [
+        ("NA,NA\n1,2\n3,4\n", "`NA` is not a number"),
+        ("?,?,?\n1,2,3\n", "`?` is not a number"),
+        ("-,-\n1,2\n", "`-` is not a number"),
+        (",\n1,2\n", "empty field"),
+        (",,\n1,2,3\n", "empty field"),
+    ] {
+        assert_eq!(
+            parse_err(text, &o),
+            format!(
+                "f.csv:1: column 1: {cell} (a missing value? drop the row or fill it in); a first \
+                 line of missing values is data, not a header: say `Header::Present` if it is one"
+            ),
+            "{text:?}"
+        );
+    }
+    let told = CsvOptions::new().header(Header::Present);
+    assert_eq!(parse("NA,NA\n1,2\n3,4\n", &told).unwrap().len(), 2);
+    // A missing value among numbers on the first line is a missing value, not a header.
+    assert_eq!(
+        parse_err("NA,1\n2,3\n", &o),
+        "f.csv:1: column 1: `NA` is not a number (a missing value? drop the row or fill it in)"
+    );
+    assert_eq!(
+        parse_err("1,,3\n4,5,6\n", &o),
+        "f.csv:1: column 2: empty field (a missing value? drop the row or fill it in)"
+    );
+    // Text among them is still a line that mixes numbers and text.
+    assert!(parse_err("NA,1,x\n2,3,4\n", &o).starts_with("f.csv:1: the first line mixes"));
+}
+
+/// With the space delimiter, runs of spaces separate fields (whitespace-aligned tables), and
+/// leading or trailing spaces are no fields.
+#[test]
+fn csv_runs_of_spaces_are_one_separator() {
+    let o = CsvOptions::new().delimiter(b' ');
+    let data = parse("1  2\n   3 4  \n5     6\n", &o).unwrap();
+    assert_eq!(data.x().as_slice(), [1.0, 3.0, 5.0]);
+    assert_eq!(data.y().as_slice(), [2.0, 4.0, 6.0]);
+    let named = parse(
+        "  y     x\n 1   2\n 3   4\n",
+        &o.clone().target(Target::named("y")),
+    )
+    .unwrap();
+    assert_eq!(named.y().as_slice(), [1.0, 3.0]);
+    assert_eq!(
+        parse_err("1  2\n3   4   5\n", &o),
+        "f.csv:2: 3 columns, but the first line has 2"
+    );
+    // Other delimiters keep every field: two commas are an empty field between them.
+    assert_eq!(
+        parse_err("1,,2\n", &CsvOptions::new()),
+        "f.csv:1: column 2: empty field (a missing value? drop the row or fill it in)"
+    );
+}
+
+/// A line that ends with a delimiter is called so, not a missing value.
+#[test]
+fn csv_a_trailing_delimiter_is_named() {
+    let o = CsvOptions::new();
+    assert_eq!(
+        parse_err("1,2,\n3,4,\n", &o),
+        "f.csv:1: column 3: the line ends with a delimiter (an empty last field): remove it, or \
+         fill in the missing value"
+    );
+    assert_eq!(
+        parse_err("a,b,y\n1,2,\n", &o),
+        "f.csv:2: column 3: the line ends with a delimiter (an empty last field): remove it, or \
+         fill in the missing value"
+    );
+    assert_eq!(
+        parse_err("1,2\n3,4,\n", &o),
+        "f.csv:2: 3 columns, but the first line has 2 (the line ends with a delimiter: remove it)"
+    );
+}
+
+/// Lines end in `\n`, `\r\n` or a lone `\r` (old Mac files), mixed too; line numbers count each
+/// ending once.
+#[test]
+fn csv_lines_may_end_in_a_lone_carriage_return() {
+    let o = CsvOptions::new();
+    let data = parse("x,y\r1,2\r3,4\r", &o).unwrap();
+    assert_eq!(data.x().as_slice(), [1.0, 3.0]);
+    assert_eq!(data.y().as_slice(), [2.0, 4.0]);
+    assert_eq!(parse("1,2\r\n3,4\r5,6\n7,8", &o).unwrap().len(), 4);
+    assert_eq!(
+        parse_err("1,2\r3,4\r\r3,x\r", &o),
+        "f.csv:4: column 2: `x` is not a number"
+    );
+    assert_eq!(
+        parse_err("1,2\r\n\r\n3,x\r\n", &o),
+        "f.csv:3: column 2: `x` is not a number"
+    );
+}
+
 #[test]
 fn csv_files_load_from_disk_with_their_path_in_errors() {
     let (rows, y) = numbers(50, 2, 5);

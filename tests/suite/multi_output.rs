@@ -205,6 +205,44 @@ fn a_short_fit_learns_both_outputs() {
     assert!(fitted.noise_variances()[1] > fitted.noise_variances()[0]);
 }
 
+/// The targets are found in the header as one target's loader reads it: a quoted name holding
+/// the delimiter is one column, a leading byte-order mark is no part of the first name, and a
+/// name given to two columns is refused.
+#[test]
+fn several_targets_are_named_in_the_header_one_target_reads() {
+    let dir = std::env::temp_dir().join(format!("ssgp-multi-header-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("quoted.csv");
+    std::fs::write(&path, "\"a, b\",c,y1,y2\n1,2,3,4\n5,6,7,8\n").unwrap();
+    let o = CsvOptions::new();
+    let one = MultiDataset::from_csv_with(&path, &o, &[Target::named("y1")]).unwrap();
+    let single = Dataset::from_csv_with(&path, &o.clone().target(Target::named("y1"))).unwrap();
+    assert_eq!(one.x(), single.x());
+    assert_eq!(one.y().column(0), single.y().column(0));
+    assert_eq!(one.y().as_slice(), [3.0, 7.0]);
+    let two = MultiDataset::from_csv_with(&path, &o, &[Target::named("y1"), Target::named("y2")])
+        .unwrap();
+    let rows = MultiDataset::from_rows(&[[1.0, 2.0], [5.0, 6.0]], &[[3.0, 4.0], [7.0, 8.0]]);
+    assert_eq!(two, rows.unwrap());
+
+    let path = dir.join("bom.csv");
+    std::fs::write(&path, "\u{feff}y1,x,y2\n1,2,3\n5,6,7\n").unwrap();
+    let bom = MultiDataset::from_csv_with(&path, &o, &[Target::named("y1"), Target::named("y2")])
+        .unwrap();
+    let rows = MultiDataset::from_rows(&[[2.0], [6.0]], &[[1.0, 3.0], [5.0, 7.0]]);
+    assert_eq!(bom, rows.unwrap());
+
+    let path = dir.join("twice.csv");
+    std::fs::write(&path, "y,x,y,z\n1,2,3,4\n").unwrap();
+    let twice = MultiDataset::from_csv_with(&path, &o, &[Target::named("y"), Target::Last]);
+    assert!(
+        matches!(&twice, Err(ssgp::Error::InvalidParameter { reason, .. })
+            if reason == "two columns are named `y`: 1 and 3"),
+        "{twice:?}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn several_target_columns_load_from_csv_by_index_or_name_and_from_rows() {
     let dir = std::env::temp_dir().join(format!("ssgp-multi-{}", std::process::id()));
