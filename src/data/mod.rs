@@ -260,26 +260,46 @@ pub(crate) fn check_lengths(x_rows: usize, y_len: usize) -> Result<()> {
 }
 
 /// Checks a batch of new samples: `x` n×D on the model's inputs (restricted to the used
-/// columns), targets `y` (n×P), both finite; returns the used inputs.
+/// columns), targets `y` (n×P), both finite, each target within [`LARGEST_TARGET_SPREAD`] of its
+/// output's offset ȳ (`offsets`, P: the model's, as fitted) — the bound a fit puts on the
+/// targets' spread, so that the squares of the centred targets stay finite; returns the used
+/// inputs.
 ///
 /// # Errors
 /// [`Error::DimensionMismatch`] for a wrong D or P, [`Error::LengthMismatch`] for rows of `x`
-/// and `y` that disagree, [`Error::NonFinite`] for a NaN or infinity.
+/// and `y` that disagree, [`Error::NonFinite`] for a NaN or infinity, [`Error::Scale`] for a
+/// target too far from its ȳ.
 pub(crate) fn check_new_samples<'a>(
     columns: &InputColumns,
     x: &'a DMatrix<f64>,
     y: &DMatrix<f64>,
-    outputs: usize,
+    offsets: &[f64],
 ) -> Result<std::borrow::Cow<'a, DMatrix<f64>>> {
     check_lengths(x.nrows(), y.nrows())?;
-    if y.ncols() != outputs {
+    if y.ncols() != offsets.len() {
         return Err(Error::DimensionMismatch {
             what: "targets of the new samples (columns, P)",
-            expected: outputs,
+            expected: offsets.len(),
             found: y.ncols(),
         });
     }
     crate::data::check_finite("targets of the new samples", y)?;
+    for (column, &offset) in y.column_iter().zip(offsets) {
+        if let Some(&target) = column
+            .iter()
+            .find(|&&v| (v - offset).abs() > LARGEST_TARGET_SPREAD)
+        {
+            return Err(Error::Scale {
+                what: format!(
+                    "a new target, {target:e}, lies {:e} from the model's offset ȳ = {offset:e}, \
+                     beyond the {LARGEST_TARGET_SPREAD:e} a fit allows the targets' spread \
+                     (its square must stay finite); fit and update on targets divided by a \
+                     power of ten",
+                    (target - offset).abs()
+                ),
+            });
+        }
+    }
     if x.nrows() == 0 {
         return Ok(std::borrow::Cow::Borrowed(x));
     }

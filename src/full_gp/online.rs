@@ -30,13 +30,47 @@ impl FittedFullGp {
     /// predictive means K_nfᵀα and variances, the diagonal of CCᵀ less δ, come with the update.
     pub fn update(&mut self, x: &DMatrix<f64>, y: &DVector<f64>) -> Result<()> {
         let ym = DMatrix::from_column_slice(y.len(), 1, y.as_slice());
-        let xu = crate::data::check_new_samples(&self.record.columns, x, &ym, 1)?;
-        let (n, k) = (self.z.nrows(), xu.nrows());
-        if k == 0 {
+        let offsets = [self.record.y_mean];
+        let xu = crate::data::check_new_samples(&self.record.columns, x, &ym, &offsets)?;
+        if xu.nrows() == 0 {
             return Ok(());
         }
+        let (means, variances) = self.extend(&xu, y)?;
+        for (i, (&mean, &variance)) in means.iter().zip(&variances).enumerate() {
+            self.prequential
+                .add(y[i] - self.record.y_mean, mean, variance);
+        }
+        self.recentre_targets(self.record.y_mean);
+        Ok(())
+    }
+
+    /// Extends the factor, the scaled inputs and the data by the samples (used inputs `xu` k×D,
+    /// k ≥ 1, and targets `y`, checked) as [`Self::update`] describes, and records the block's
+    /// rows (`blocks`); returns the predictive means K_nfᵀα (less ȳ) and
+    /// variances of the samples under the model before. α and −log p are left to
+    /// [`Self::recentre_targets`]. A saved model replays its blocks through this on load, so the
+    /// loaded factor is the updated one bit for bit.
+    ///
+    /// # Errors
+    /// [`crate::error::Error::Allocation`] if the larger factor and the work matrices cannot be
+    /// allocated (8 bytes times (n + k)² plus nk plus k² plus 2(n + k)D); as [`Self::update`] for
+    /// the new block's factorisation. The model is unchanged on an error.
+    pub(crate) fn extend(
+        &mut self,
+        xu: &DMatrix<f64>,
+        y: &DVector<f64>,
+    ) -> Result<(DVector<f64>, Vec<f64>)> {
+        let (n, k, d) = (self.z.nrows(), xu.nrows(), xu.ncols());
+        let total = n.saturating_add(k);
+        let bytes = total
+            .saturating_mul(total)
+            .saturating_add(n.saturating_mul(k))
+            .saturating_add(k.saturating_mul(k))
+            .saturating_add(total.saturating_mul(d).saturating_mul(2))
+            .saturating_mul(8);
+        linalg::check_allocation(bytes, "the extended Cholesky factor of K + σn²I")?;
         let h = &self.hyperparameters;
-        let zt = kernel::shift_and_scale(&xu, &self.input_means, &h.lengthscales);
+        let zt = kernel::shift_and_scale(xu, &self.input_means, &h.lengthscales);
         let cov = self.covariance();
         // Bᵀ = L⁻¹K_fn (n×k), and the predictive means K_nf α (less ȳ) before the solve.
         let mut bt = cov.cross_scaled(&self.z, &zt, self.par());
@@ -59,7 +93,6 @@ impl FittedFullGp {
         // The predictive variances of the new targets: σ0² − ‖L⁻¹k_i‖² + σn², as `predict`.
         let variances: Vec<f64> = (0..k).map(|i| c[(i, i)] - self.jitter).collect();
         linalg::cholesky_in_place_lower(&mut c, "the new block of K + σn²I", self.par())?;
-        let total = n + k;
         let mut factor = linalg::try_zeros(total, total, "the n×n Cholesky factor of K + σn²I")?;
         for j in 0..n {
             factor
@@ -75,20 +108,19 @@ impl FittedFullGp {
             }
         }
         let mut x_all = self.data.x().clone().insert_rows(n, k, 0.0);
-        x_all.rows_mut(n, k).copy_from(&xu);
+        x_all.rows_mut(n, k).copy_from(xu);
         let y_all = DVector::from_iterator(total, self.data.y().iter().chain(y.iter()).copied());
         let data = Dataset::new(x_all, y_all)?;
         let mut z = self.z.clone().insert_rows(n, k, 0.0);
         z.rows_mut(n, k).copy_from(&zt);
-        for (i, (&mean, &variance)) in means.iter().zip(&variances).enumerate() {
-            self.prequential
-                .add(y[i] - self.record.y_mean, mean, variance);
-        }
         self.factor = Arc::new(factor);
         self.z = z;
         self.data = Arc::new(data);
-        self.recentre_targets(self.record.y_mean);
-        Ok(())
+        if self.blocks.is_empty() {
+            self.blocks.push(n);
+        }
+        self.blocks.push(k);
+        Ok((means, variances))
     }
 
     /// How the model predicted the samples [`Self::update`] added, each scored by the model

@@ -49,6 +49,9 @@ pub struct FittedFullGp {
     /// How the samples [`FittedFullGp::update`] added were predicted before the call that added
     /// them ([`FittedFullGp::prequential`]).
     pub(crate) prequential: crate::termination::Prequential,
+    /// The rows of the fit and of each [`FittedFullGp::update`] after it, in order (empty before
+    /// any update): a saved model replays them on load, to the same factor bit for bit.
+    pub(crate) blocks: Vec<usize>,
 }
 
 impl FittedFullGp {

@@ -3,11 +3,13 @@
 //! conditions again through [`ValidFullGpParams::condition_used`], the code path of fitting, with
 //! the same thread count, so the factor, α and the evidence are those of the fit, bit for bit.
 //!
-//! A model updated with new samples ([`FittedFullGp::update`]) saves all its data and its target
-//! offset ȳ (`y_mean`, the fit's, written only when it is not the targets' mean); loading
-//! refactorises K + σn²I from scratch, with the inputs centred on the mean of all the data, so its
-//! predictions equal the updated model's within round-off (1e-12 relative, tested), not bit for
-//! bit: the extended factor and the fresh one differ in the order of their sums.
+//! A model updated with new samples ([`FittedFullGp::update`]) saves all its data, its target
+//! offset ȳ (`y_mean`, the fit's, written only when it is not the targets' mean) and the rows of
+//! its fit and of each update (`blocks`); loading conditions on the fit's rows and extends the
+//! factor by each update's rows in turn, as the updates did, so it predicts what the updated
+//! model predicts, bit for bit. A file without `blocks` (format 10 and before) refactorises
+//! K + σn²I from scratch on all rows, with the inputs centred on their mean: its predictions
+//! equal the updated model's within round-off, not bit for bit.
 
 use super::params::ValidFullGpParams;
 use super::posterior::FittedFullGp;
@@ -32,6 +34,7 @@ impl FittedFullGp {
             targets: self.data.y().as_slice().to_vec(),
             training: (&self.record.training).into(),
             y_mean: (self.record.y_mean != self.data.y_mean()).then_some(self.record.y_mean),
+            blocks: (!self.blocks.is_empty()).then(|| self.blocks.clone()),
         }
     }
 
@@ -77,7 +80,26 @@ impl FittedFullGp {
             jitter: r.jitter,
         };
         let theta = DVector::from_vec(r.parameters);
-        let mut model = params.condition_used(Arc::new(data), &theta, columns, Some(training))?;
+        let mut model = match r.blocks.as_deref() {
+            Some(blocks) => {
+                check_blocks(blocks, n)?;
+                let fit = Dataset::new(
+                    data.x().rows(0, blocks[0]).into_owned(),
+                    data.y().rows(0, blocks[0]).into_owned(),
+                )?;
+                let mut model =
+                    params.condition_used(Arc::new(fit), &theta, columns, Some(training))?;
+                let mut start = blocks[0];
+                for &k in &blocks[1..] {
+                    let xu = data.x().rows(start, k).into_owned();
+                    model.extend(&xu, &data.y().rows(start, k).into_owned())?;
+                    model.recentre_targets(model.record.y_mean);
+                    start += k;
+                }
+                model
+            }
+            None => params.condition_used(Arc::new(data), &theta, columns, Some(training))?,
+        };
         if let Some(y_mean) = r.y_mean {
             model.recentre_targets(finite(y_mean, "full-GP y_mean")?);
         }
@@ -110,4 +132,23 @@ impl FittedFullGp {
         };
         Ok((model, bounds))
     }
+}
+
+/// Checks the saved `blocks` of an updated full GP: at least two (the fit's and one update's),
+/// none empty, adding up to the `n` saved rows.
+///
+/// # Errors
+/// [`crate::error::Error::InvalidParameter`] otherwise.
+fn check_blocks(blocks: &[usize], n: usize) -> Result<()> {
+    let total = blocks.iter().try_fold(0usize, |sum, &k| sum.checked_add(k));
+    if blocks.len() < 2 || blocks.contains(&0) || total != Some(n) {
+        return Err(crate::error::Error::InvalidParameter {
+            name: "blocks",
+            reason: format!(
+                "the rows of the fit and of its updates, {blocks:?}, must be at least two \
+                 blocks of at least one row adding up to the {n} saved rows"
+            ),
+        });
+    }
+    Ok(())
 }

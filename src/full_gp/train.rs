@@ -241,6 +241,7 @@ impl ValidFullGpParams {
                 columns,
             ),
             prequential: Default::default(),
+            blocks: Vec::new(),
         })
     }
 }

@@ -36,8 +36,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// training rows, for `Remedy::start_overfits`; absent, they read as 0: no flag); 9, SSGP's
 /// `Remedy::FewInputs` (a fit on enough rows but too few distinct inputs for the held-out
 /// check; files before it never hold one); 10, a held-out check's `mean_mnlp` and `mean_kept`
-/// (the training mean scored, and kept; absent, they read as none and false).
-pub const FORMAT_VERSION: u32 = 10;
+/// (the training mean scored, and kept; absent, they read as none and false); 11, an updated
+/// full GP's `blocks` (the rows of its fit and of each update, replayed on load to the same
+/// factor bit for bit; absent, the factor is computed afresh on all rows as before).
+pub const FORMAT_VERSION: u32 = 11;
 
 /// The oldest format version this build reads: a format-2 file is migrated on load (its
 /// training summaries have no diagnostic: the loaded model reports `diagnostic: None`, and

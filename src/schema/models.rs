@@ -147,6 +147,10 @@ pub(crate) struct FullGpRepr {
     /// keeps the mean of the data it was fitted on; absent when ȳ is the mean of `targets`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) y_mean: Option<f64>,
+    /// The rows of the fit and of each update after it, in order (they add up to n); absent for
+    /// a model never updated. Loading conditions on the fit's rows and replays the updates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) blocks: Option<Vec<usize>>,
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! outputs at once, and each output as a stand-alone [`FittedSsgp`] (samples, persistence).
 
 use super::multi::{MultiPass, MultiSsgpHyperparameters};
-use super::online::{absorb_and_score, new_sample_features, solve_weights};
+use super::online::{absorbed, new_sample_features, Absorbed};
 use super::posterior::{FittedSsgp, OutputView, WeightPosterior};
 use super::{features, SsgpHyperparameters, ValidSsgpParams};
 use crate::data::InputColumns;
@@ -483,8 +483,9 @@ impl FittedMultiSsgp {
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for γ outside (0, 1]; [`Error::LengthMismatch`],
-    /// [`Error::DimensionMismatch`] or [`Error::NonFinite`] for bad samples (the model is then
-    /// unchanged); [`Error::NonFinite`] naming the weights if they overflowed.
+    /// [`Error::DimensionMismatch`] or [`Error::NonFinite`] for bad samples; [`Error::Scale`] for
+    /// a target so far from its output's ȳ that its square overflows; [`Error::NonFinite`] naming
+    /// the weights if they overflowed. The model is unchanged on an error.
     pub fn update_forgetting(
         &mut self,
         x: &DMatrix<f64>,
@@ -492,31 +493,41 @@ impl FittedMultiSsgp {
         forgetting: f64,
     ) -> Result<()> {
         let features = (&self.centre, &self.omega);
-        let outputs = self.outputs();
-        let Some(phi) = new_sample_features(&self.columns, features, x, y, outputs, forgetting)?
+        let offsets = self.y_means.as_slice();
+        let Some(phi) = new_sample_features(&self.columns, features, x, y, offsets, forgetting)?
         else {
             return Ok(());
         };
         let means = &self.y_means;
         let yc = DMatrix::from_fn(y.nrows(), y.ncols(), |i, p| y[(i, p)] - means[p]);
         let noise = self.noise_variances();
-        absorb_and_score(
-            (&mut self.l, &mut self.rhs),
+        let Absorbed {
+            l,
+            rhs,
+            alpha,
+            scores,
+        } = absorbed(
+            (&self.l, self.rhs.clone()),
             (&self.alpha, &noise),
             (&phi, &yc),
             forgetting,
-            &mut self.prequential,
-        );
-        self.alpha = solve_weights(&self.l, &self.rhs);
-        self.updates += phi.nrows();
+            &self.prequential,
+        )?;
         // An output whose training mean was kept takes the samples into that model (the samples
-        // are valid: checked above).
-        for (p, mean) in self.means.iter_mut().enumerate() {
+        // are valid: checked above), on a copy until every part has succeeded.
+        let mut mean_outputs = self.means.clone();
+        for (p, mean) in mean_outputs.iter_mut().enumerate() {
             if let Some(mean) = mean {
                 mean.update_forgetting(x, &y.column(p).into_owned(), forgetting)?;
             }
         }
-        crate::data::check_finite("weights after the update", &self.alpha)
+        self.l = l;
+        self.rhs = rhs;
+        self.alpha = alpha;
+        self.prequential = scores;
+        self.means = mean_outputs;
+        self.updates += phi.nrows();
+        Ok(())
     }
 
     /// The number of samples added by [`Self::update`] since the fit.

@@ -62,22 +62,46 @@ pub(crate) fn score(
     }
 }
 
-/// Absorbs the samples (features `phi` n×2m, centred targets `y` n×P) into the factor `l` and
-/// the right-hand sides `rhs` ([`absorb`]) and scores the model before the call — `l`, weights
-/// `alpha`, noise variances `noise` — at them into `scores` ([`score`]): a call of one sample
-/// takes its leverage from the rank-one update itself ([`linalg::rank_one_update`]), a call of
-/// several from one triangular solve before it.
-pub(crate) fn absorb_and_score(
-    (l, rhs): (&mut DMatrix<f64>, &mut DMatrix<f64>),
+/// What an update changes: the factor L of A, the right-hand sides B, the weights α = A⁻¹B and
+/// the outputs' prequential records.
+pub(crate) struct Absorbed {
+    pub l: DMatrix<f64>,
+    pub rhs: DMatrix<f64>,
+    pub alpha: DMatrix<f64>,
+    pub scores: Vec<Prequential>,
+}
+
+/// The model's state after the samples (features `phi` n×2m, centred targets `y` n×P), computed
+/// on copies of its factor `l`, right-hand sides `rhs` and prequential records `scores`, so that
+/// a call that fails leaves the model as it was: the model before the call — `l`, weights
+/// `alpha`, noise variances `noise` — scores the samples ([`score`]; a call of one sample takes
+/// its leverage from the rank-one update itself, [`linalg::rank_one_update`], a call of several
+/// from one triangular solve before it), [`absorb`] takes them in, and α = A⁻¹B follows
+/// ([`solve_weights`]). The copies cost O(m² + mP), what absorbing one sample costs.
+///
+/// # Errors
+/// [`Error::NonFinite`] naming the weights if α overflowed (e.g. a forgetting factor so small that
+/// γA underflows).
+pub(crate) fn absorbed(
+    (l, rhs): (&DMatrix<f64>, DMatrix<f64>),
     (alpha, noise): (&DMatrix<f64>, &DVector<f64>),
     (phi, y): (&DMatrix<f64>, &DMatrix<f64>),
     forgetting: f64,
-    scores: &mut [Prequential],
-) {
-    let before = (phi.nrows() > 1).then(|| leverages(l, phi));
-    let first = absorb(l, rhs, phi, y, forgetting);
+    scores: &[Prequential],
+) -> Result<Absorbed> {
+    let (mut l, mut rhs, mut scores) = (l.clone(), rhs, scores.to_vec());
+    let before = (phi.nrows() > 1).then(|| leverages(&l, phi));
+    let first = absorb(&mut l, &mut rhs, phi, y, forgetting);
     let leverages = before.unwrap_or_else(|| vec![first]);
-    score((alpha, noise), phi, (y, &leverages), scores);
+    score((alpha, noise), phi, (y, &leverages), &mut scores);
+    let alpha = solve_weights(&l, &rhs);
+    crate::data::check_finite("weights after the update", &alpha)?;
+    Ok(Absorbed {
+        l,
+        rhs,
+        alpha,
+        scores,
+    })
 }
 
 /// Absorbs the rows of `phi` (len×2m design matrix) with centred targets `y` (len×P) into the
@@ -133,8 +157,9 @@ pub(crate) fn recover_rhs(l: &DMatrix<f64>, alpha: &DMatrix<f64>) -> DMatrix<f64
 }
 
 /// The design matrix Φ (n×2m, about the inputs' centre `centre` (D) with the scaled frequencies
-/// `omega` (m×D)) of new samples `x` (n×D) with targets `y` (n×`outputs`) on the model's
-/// `columns`, once the forgetting factor and the samples are checked; `None` for no samples.
+/// `omega` (m×D)) of new samples `x` (n×D) with targets `y` (n×P, P = the outputs' offsets ȳ
+/// in `offsets`) on the model's `columns`, once the forgetting factor and the samples are
+/// checked; `None` for no samples.
 ///
 /// # Errors
 /// As [`check_forgetting`] and [`crate::data::check_new_samples`]; [`Error::NonFinite`] for
@@ -144,11 +169,11 @@ pub(crate) fn new_sample_features(
     (centre, omega): (&DVector<f64>, &DMatrix<f64>),
     x: &DMatrix<f64>,
     y: &DMatrix<f64>,
-    outputs: usize,
+    offsets: &[f64],
     forgetting: f64,
 ) -> Result<Option<DMatrix<f64>>> {
     check_forgetting(forgetting)?;
-    let xu = crate::data::check_new_samples(columns, x, y, outputs)?;
+    let xu = crate::data::check_new_samples(columns, x, y, offsets)?;
     if xu.nrows() == 0 {
         return Ok(None);
     }
@@ -199,8 +224,9 @@ impl FittedSsgp {
     /// # Errors
     /// [`Error::InvalidParameter`] for γ outside (0, 1]; [`Error::LengthMismatch`] when `x` and
     /// `y` disagree on n; [`Error::DimensionMismatch`] for a wrong D; [`Error::NonFinite`] for a
-    /// NaN or infinity in the samples (the model is then unchanged); [`Error::NonFinite`] naming
-    /// the weights if they overflowed after absorbing the samples (the model is then unusable).
+    /// NaN or infinity in the samples; [`Error::Scale`] for a target so far from the fit's ȳ that
+    /// its square overflows; [`Error::NonFinite`] naming the weights if they overflowed after
+    /// absorbing the samples. The model is unchanged on an error.
     pub fn update_forgetting(
         &mut self,
         x: &DMatrix<f64>,
@@ -210,29 +236,37 @@ impl FittedSsgp {
         let y = DMatrix::from_column_slice(y.len(), 1, y.as_slice());
         let post = &self.posterior;
         let features = (&post.centre, &post.omega);
-        let Some(phi) = new_sample_features(&self.record.columns, features, x, &y, 1, forgetting)?
+        let offsets = [self.record.y_mean];
+        let Some(phi) =
+            new_sample_features(&self.record.columns, features, x, &y, &offsets, forgetting)?
         else {
             return Ok(());
         };
         let alpha = DMatrix::from_column_slice(post.alpha.len(), 1, post.alpha.as_slice());
-        let mut rhs = match self.rhs.take() {
-            Some(b) => b,
+        let rhs = match &self.rhs {
+            Some(b) => b.clone(),
             None => recover_rhs(&post.l, &alpha),
         };
         let yc = y.add_scalar(-self.record.y_mean);
         let noise = DVector::from_element(1, self.noise_variance());
-        absorb_and_score(
-            (&mut self.posterior.l, &mut rhs),
+        let Absorbed {
+            l,
+            rhs,
+            alpha,
+            mut scores,
+        } = absorbed(
+            (&post.l, rhs),
             (&alpha, &noise),
             (&phi, &yc),
             forgetting,
-            std::slice::from_mut(&mut self.prequential),
-        );
-        let alpha = solve_weights(&self.posterior.l, &rhs);
+            std::slice::from_ref(&self.prequential),
+        )?;
+        self.posterior.l = l;
         self.posterior.alpha.copy_from_slice(alpha.as_slice());
         self.rhs = Some(rhs);
+        self.prequential = scores.remove(0);
         self.updates += phi.nrows();
-        crate::data::check_finite_vector("weights after the update", &self.posterior.alpha)
+        Ok(())
     }
 
     /// The number of samples added by [`Self::update`] since the fit (0 for a fitted or loaded

@@ -288,12 +288,122 @@ fn full_gp_updates_equal_conditioning_from_scratch() {
     #[cfg(feature = "serde")]
     {
         use ssgp::persist::{from_json, to_json};
-        let loaded: ssgp::FittedFullGp = from_json(&to_json(&model).unwrap()).unwrap();
-        let q = loaded.predict(&xt).unwrap();
-        assert_close(&q.mean, &p.mean, 1e-12, "mean after load");
-        assert_close(&q.f_variance, &p.f_variance, 1e-12, "variance after load");
+        // The fit's rows and each update's are replayed on load: the same bits.
+        let json = to_json(&model).unwrap();
+        let loaded: ssgp::FittedFullGp = from_json(&json).unwrap();
+        assert_eq!(loaded.predict(&xt).unwrap(), p);
+        assert_eq!(
+            loaded.predict_covariance(&xt).unwrap(),
+            model.predict_covariance(&xt).unwrap()
+        );
+        assert_eq!(loaded.neg_log_evidence(), model.neg_log_evidence());
         assert_eq!(loaded.len(), 50);
+        // A file from before (no `blocks`) refactorises on all rows: within round-off.
+        let mut value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let blocks = value["model"]["full_gp"]
+            .as_object_mut()
+            .unwrap()
+            .remove("blocks");
+        assert_eq!(
+            blocks,
+            Some(serde_json::json!([30, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 10]))
+        );
+        value["format_version"] = serde_json::json!(10);
+        let old: ssgp::FittedFullGp = from_json(&value.to_string()).unwrap();
+        let q = old.predict(&xt).unwrap();
+        assert_close(&q.mean, &p.mean, 1e-12, "mean after an old file's load");
+        assert_close(
+            &q.f_variance,
+            &p.f_variance,
+            1e-12,
+            "variance after an old file's load",
+        );
     }
+}
+
+/// Samples whose factor memory cannot hold are an allocation error, never an abort, and a
+/// target too far from the fit's ȳ (its square overflows) a scale error; the model is unchanged.
+#[test]
+fn full_gp_update_checks_its_size_and_targets_and_leaves_the_model() {
+    let mut rng = StdRng::seed_from_u64(66);
+    let (xb, yb) = samples(30, 1, 0.0, &mut rng);
+    let mut model = FullGp::params()
+        .threads(1)
+        .max_evaluations(20)
+        .fit(&Dataset::new(xb, yb).unwrap())
+        .unwrap();
+    let xt = samples(5, 1, 0.0, &mut rng).0;
+    let before = model.predict(&xt).unwrap();
+    let k = 2_000_000;
+    let huge = model.update(
+        &DMatrix::from_fn(k, 1, |i, _| i as f64 / k as f64),
+        &DVector::from_element(k, 1.0),
+    );
+    assert!(
+        matches!(huge, Err(ssgp::Error::Allocation { .. })),
+        "{huge:?}"
+    );
+    let far = model.update(
+        &DMatrix::from_element(1, 1, 0.5),
+        &DVector::from_element(1, 1e300),
+    );
+    assert!(matches!(far, Err(ssgp::Error::Scale { .. })), "{far:?}");
+    assert_eq!(model.len(), 30);
+    assert_eq!(model.predict(&xt).unwrap(), before);
+    assert!(model.prequential().is_none());
+}
+
+/// An update that fails after absorbing the samples (γ so small that γA underflows and the
+/// weights overflow) or before (a target whose square overflows) leaves the model as it was:
+/// its predictions, its count and its prequential record.
+#[test]
+fn a_failed_ssgp_update_leaves_the_model_as_it_was() {
+    use ssgp::data::MultiDataset;
+    let mut rng = StdRng::seed_from_u64(67);
+    let (xb, yb) = samples(30, 2, 0.0, &mut rng);
+    let mut model = ssgp_model(&Dataset::new(xb.clone(), yb.clone()).unwrap(), 5, &mut rng);
+    let (xs, ys) = samples(6, 2, 0.5, &mut rng);
+    model
+        .update(&xs.rows(0, 3).into_owned(), &ys.rows(0, 3).into_owned())
+        .unwrap();
+    let xt = samples(4, 2, 0.0, &mut rng).0;
+    let (before, record) = (model.predict(&xt).unwrap(), model.prequential());
+    let mut twin = model.clone();
+    let (x3, y3) = (xs.rows(3, 3).into_owned(), ys.rows(3, 3).into_owned());
+    let tiny = model.update_forgetting(&x3, &y3, 1e-300);
+    assert!(
+        matches!(tiny, Err(ssgp::Error::NonFinite { .. })),
+        "{tiny:?}"
+    );
+    let far = model.update(&x3, &DVector::from_element(3, -1e300));
+    assert!(matches!(far, Err(ssgp::Error::Scale { .. })), "{far:?}");
+    assert_eq!(model.predict(&xt).unwrap(), before);
+    assert_eq!(model.prequential(), record);
+    assert_eq!(model.num_updates(), 3);
+    // It goes on as one that never saw the failed calls.
+    twin.update(&x3, &y3).unwrap();
+    model.update(&x3, &y3).unwrap();
+    assert_eq!(model.predict(&xt).unwrap(), twin.predict(&xt).unwrap());
+
+    let y2 = DMatrix::from_fn(30, 2, |i, p| yb[i] * (p + 1) as f64);
+    let mut multi = Ssgp::params(5)
+        .seed(1)
+        .threads(1)
+        .max_evaluations(20)
+        .fit_multi(&MultiDataset::new(xb, y2).unwrap())
+        .unwrap();
+    let before = multi.predict(&xt).unwrap();
+    let y3m = DMatrix::from_fn(3, 2, |i, p| y3[i] * (p + 1) as f64);
+    let tiny = multi.update_forgetting(&x3, &y3m, 1e-300);
+    assert!(
+        matches!(tiny, Err(ssgp::Error::NonFinite { .. })),
+        "{tiny:?}"
+    );
+    let far = multi.update(&x3, &DMatrix::from_element(3, 2, 1e300));
+    assert!(matches!(far, Err(ssgp::Error::Scale { .. })), "{far:?}");
+    assert_eq!(multi.predict(&xt).unwrap(), before);
+    assert_eq!(multi.num_updates(), 0);
+    assert_eq!(multi.prequential(0).unwrap(), None);
 }
 
 /// Running sums of one output's predictions against the targets, as `prequential` reports them.
