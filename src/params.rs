@@ -360,7 +360,9 @@ macro_rules! training_builder {
                 /// A callback that receives the optimiser's progress after every iteration and may
                 /// stop training by returning `ControlFlow::Break(())`.
                 observer(observer: $crate::optim::Observer) => training.optim.observer = Some;
-                /// Threads (0 = all of rayon's, by default one per core; 1 = sequential); at most
+                /// Threads (0 = all of rayon's, by default one per core; 1 = sequential; more = a
+                /// pool of that many, at most as many as the machine runs at once, built the first
+                /// time the count is asked for and shared by every model from then on); at most
                 /// [`MAX_THREADS`](crate::params::MAX_THREADS).
                 threads(threads: usize) => training.threads;
                 /// Lower bound on the noise variance, σn² = floor + e^{2p} (§5.2; e.g. bin²/12 for
