@@ -497,10 +497,12 @@ impl HeldOutCalibration {
 /// A model's running record of how it predicted the samples its online updates added, each
 /// before the call that added it (prequential: a stream's next samples are a test set the model
 /// has not seen): their count, Σzᵢ² with zᵢ = (yᵢ − μᵢ)/√vᵢ, Σ(yᵢ − μᵢ)² and Σ(yᵢ − ȳ)², ȳ the
-/// fit's target offset. One per output; counted from the fit or the load, not saved.
+/// fit's target offset. One per output; counted from the fit, saved with the model.
 /// It also keeps the recent mean z², weighted by [`Prequential::RECENT_DECAY`] per sample, for
 /// [`Prequential::variance_factor`].
 #[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub(crate) struct Prequential {
     rows: usize,
     sum_z2: f64,
@@ -542,6 +544,35 @@ impl Prequential {
         let d = Self::RECENT_DECAY;
         let weight = (1.0 - d.powf(self.rows as f64)) / (1.0 - d);
         (self.recent_z2 / weight).max(1.0)
+    }
+
+    /// Checks a loaded record of `updates` samples: its rows that many, its sums finite and not
+    /// negative, all of them 0 before any row.
+    ///
+    /// # Errors
+    /// [`crate::error::Error::InvalidParameter`] naming `prequential` otherwise.
+    #[cfg(feature = "serde")]
+    pub(crate) fn check(&self, updates: usize) -> crate::error::Result<()> {
+        let sums = [
+            self.sum_z2,
+            self.sum_squared_error,
+            self.sum_squared_deviation,
+            self.recent_z2,
+        ];
+        let valid = self.rows == updates
+            && sums.iter().all(|s| s.is_finite() && *s >= 0.0)
+            && (self.rows > 0 || sums.iter().all(|&s| s == 0.0));
+        if valid {
+            return Ok(());
+        }
+        Err(crate::error::Error::InvalidParameter {
+            name: "prequential",
+            reason: format!(
+                "the online record of {updates} updates ({sums:?} over {} rows) must count \
+                 them, its sums finite, not negative, and 0 before any row",
+                self.rows
+            ),
+        })
     }
 
     /// The mean z² and NMSE so far, as a [`HeldOutCalibration`] of that many rows (an NMSE of

@@ -126,7 +126,7 @@ impl FittedFullGp {
     /// How the model predicted the samples [`Self::update`] added, each scored by the model
     /// before the call that added it: count, mean z² (1 for calibrated error bars) and NMSE
     /// against the fit's ȳ, as SSGP's [`crate::FittedSsgp::prequential`]; `None` before any
-    /// update. Counted from the fit or the load (not saved).
+    /// update. Counted from the fit, and saved with the model.
     ///
     /// # Example
     /// ```

@@ -16,7 +16,7 @@ use super::posterior::FittedFullGp;
 use crate::data::{Dataset, InputColumns};
 use crate::error::Result;
 use crate::params::{check_threads, TrainingSettings};
-use crate::schema::{bounded, finite, rows, Bounds, FullGpRepr};
+use crate::schema::{bounded, finite, rows, Bounds, FullGpRepr, OnlineRecord};
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
 
@@ -35,6 +35,10 @@ impl FittedFullGp {
             training: (&self.record.training).into(),
             y_mean: (self.record.y_mean != self.data.y_mean()).then_some(self.record.y_mean),
             blocks: (!self.blocks.is_empty()).then(|| self.blocks.clone()),
+            online: self.prequential.calibration().map(|record| OnlineRecord {
+                updates: record.rows,
+                prequential: self.prequential.clone(),
+            }),
         }
     }
 
@@ -102,6 +106,10 @@ impl FittedFullGp {
         };
         if let Some(y_mean) = r.y_mean {
             model.recentre_targets(finite(y_mean, "full-GP y_mean")?);
+        }
+        if let Some(online) = r.online {
+            online.prequential.check(online.updates)?;
+            model.prequential = online.prequential;
         }
         crate::data::check_finite_vector("full-GP α = (K + σn²I)⁻¹(y − ȳ)", &model.alpha)?;
         finite(model.record.neg_log_evidence, "full-GP −log p(y|θ)")?;

@@ -14,7 +14,7 @@ pub(crate) use checks::{
     bounded, finite, lower_factor, matrix, positive, rows, vector, Bounds, FactorNorms,
 };
 pub(crate) use models::{
-    CombineRepr, EnsembleRepr, FitcRepr, FullGpRepr, ModelRepr, ScalerRepr, SsgpRepr,
+    CombineRepr, EnsembleRepr, FitcRepr, FullGpRepr, ModelRepr, OnlineRecord, ScalerRepr, SsgpRepr,
     StandardizedRepr, VfeRepr,
 };
 
@@ -38,7 +38,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// check; files before it never hold one); 10, a held-out check's `mean_mnlp` and `mean_kept`
 /// (the training mean scored, and kept; absent, they read as none and false); 11, an updated
 /// full GP's `blocks` (the rows of its fit and of each update, replayed on load to the same
-/// factor bit for bit; absent, the factor is computed afresh on all rows as before).
+/// factor bit for bit; absent, the factor is computed afresh on all rows as before) and an
+/// updated SSGP's or full GP's `online` record (the count of its updates and how it predicted
+/// them, `prequential`; absent, none).
 pub const FORMAT_VERSION: u32 = 11;
 
 /// The oldest format version this build reads: a format-2 file is migrated on load (its

@@ -8,7 +8,17 @@ use super::checks::{Rows, SummaryRepr};
 use crate::data::ColumnsRepr;
 use crate::kernel::Kernel;
 use crate::linalg::Jitter;
+use crate::termination::Prequential;
 use serde::{Deserialize, Serialize};
+
+/// What an updated model's online updates recorded: how many samples they added, and how the
+/// model predicted each before the call that added it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct OnlineRecord {
+    pub(crate) updates: usize,
+    pub(crate) prequential: Prequential,
+}
 
 /// The saved forms of the models, as the file holds them (unchecked).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -41,6 +51,9 @@ pub(crate) struct SsgpRepr {
     pub(crate) training: SummaryRepr,
     pub(crate) threads: usize,
     pub(crate) chunk_rows: usize,
+    /// The online updates' record (format 11); absent for a model never updated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) online: Option<OnlineRecord>,
 }
 
 #[cfg(test)]
@@ -151,6 +164,9 @@ pub(crate) struct FullGpRepr {
     /// a model never updated. Loading conditions on the fit's rows and replays the updates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) blocks: Option<Vec<usize>>,
+    /// The online updates' record (format 11); absent for a model never updated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) online: Option<OnlineRecord>,
 }
 
 #[cfg(test)]

@@ -269,8 +269,8 @@ impl FittedSsgp {
         Ok(())
     }
 
-    /// The number of samples added by [`Self::update`] since the fit (0 for a fitted or loaded
-    /// model that was not updated; a loaded model counts from its load).
+    /// The number of samples added by [`Self::update`] since the fit (0 for a model never
+    /// updated; saved with the model).
     pub fn num_updates(&self) -> usize {
         self.updates
     }
@@ -279,7 +279,8 @@ impl FittedSsgp {
     /// call that added it (prequential: the stream's next samples are the test set a model
     /// learning online has not seen): their number, mean z² (1 for calibrated error bars;
     /// [`HeldOutCalibration::overconfident`] beyond chance) and NMSE against the fit's ȳ.
-    /// `None` before any update; counted, as [`Self::num_updates`], from the fit or the load.
+    /// `None` before any update; counted, as [`Self::num_updates`], from the fit, and saved with
+    /// the model (so [`Self::online_variance_factor`] survives a save and load).
     /// A call of one sample takes its leverage from the update itself (no extra cost); a call of
     /// several costs one more triangular solve with them as right-hand sides.
     ///

@@ -11,7 +11,8 @@ use crate::hyperparameters::{self, NoiseParam};
 use crate::model::FitRecord;
 use crate::params::{check_at_least_one, check_threads};
 use crate::schema::{
-    bounded, finite, lower_factor, matrix, rows, vector, Bounds, FactorNorms, SsgpRepr,
+    bounded, finite, lower_factor, matrix, rows, vector, Bounds, FactorNorms, OnlineRecord,
+    SsgpRepr,
 };
 use nalgebra::DVector;
 
@@ -32,6 +33,10 @@ impl FittedSsgp {
             training: (&self.record.training).into(),
             threads: self.record.threads,
             chunk_rows: self.chunk_rows,
+            online: (self.updates > 0).then(|| OnlineRecord {
+                updates: self.updates,
+                prequential: self.prequential.clone(),
+            }),
         }
     }
 
@@ -40,8 +45,9 @@ impl FittedSsgp {
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for m = 0, bad columns, a bad noise floor, thread count or
-    /// chunk size, a factor that is not lower triangular with a positive diagonal, or predictions
-    /// that could overflow; [`Error::DimensionMismatch`] for α, L, the centre, W or θ of the
+    /// chunk size, a factor that is not lower triangular with a positive diagonal, predictions
+    /// that could overflow, or an online record that does not count its updates or holds a
+    /// negative or non-finite sum; [`Error::DimensionMismatch`] for α, L, the centre, W or θ of the
     /// wrong size; [`Error::NonFinite`] for a NaN or infinity; θ's errors as when fitting.
     pub(crate) fn from_repr(r: SsgpRepr) -> Result<(Self, Bounds)> {
         let columns = InputColumns::try_from(r.input_columns)?;
@@ -135,6 +141,17 @@ impl FittedSsgp {
             rhs: None,
             updates: 0,
             prequential: Default::default(),
+        };
+        let model = match r.online {
+            Some(online) => {
+                online.prequential.check(online.updates)?;
+                FittedSsgp {
+                    updates: online.updates,
+                    prequential: online.prequential,
+                    ..model
+                }
+            }
+            None => model,
         };
         Ok((model, bounds))
     }

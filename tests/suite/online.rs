@@ -225,8 +225,26 @@ fn updated_ssgp_saves_loads_and_keeps_updating() {
         .update(&xs.rows(0, 15).into_owned(), &ys.rows(0, 15).into_owned())
         .unwrap();
     let xt = samples(6, 2, 0.5, &mut rng).0;
-    let mut loaded: FittedSsgp = from_json(&to_json(&model).unwrap()).unwrap();
+    let json = to_json(&model).unwrap();
+    let mut loaded: FittedSsgp = from_json(&json).unwrap();
     assert_eq!(loaded.predict(&xt).unwrap(), model.predict(&xt).unwrap());
+    // The online record is saved: the count, the prequential record and its variance factor.
+    assert_eq!(loaded.num_updates(), 15);
+    assert_eq!(loaded.prequential(), model.prequential());
+    assert_eq!(
+        loaded.online_variance_factor(),
+        model.online_variance_factor()
+    );
+    // A record that does not count its updates, or holds a negative sum, is refused.
+    for (field, value) in [("updates", 14.0), ("sum_z2", -1.0)] {
+        let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let online = &mut v["model"]["ssgp"]["online"];
+        match field {
+            "updates" => online["updates"] = serde_json::json!(value as usize),
+            _ => online["prequential"][field] = serde_json::json!(value),
+        }
+        assert!(from_json::<FittedSsgp>(&v.to_string()).is_err(), "{field}");
+    }
     // The loaded model recovers b = Aα and goes on as the original does.
     model
         .update(&xs.rows(15, 15).into_owned(), &ys.rows(15, 15).into_owned())
@@ -298,12 +316,16 @@ fn full_gp_updates_equal_conditioning_from_scratch() {
         );
         assert_eq!(loaded.neg_log_evidence(), model.neg_log_evidence());
         assert_eq!(loaded.len(), 50);
+        assert_eq!(loaded.prequential(), model.prequential());
+        assert_eq!(
+            loaded.online_variance_factor(),
+            model.online_variance_factor()
+        );
         // A file from before (no `blocks`) refactorises on all rows: within round-off.
         let mut value: serde_json::Value = serde_json::from_str(&json).unwrap();
-        let blocks = value["model"]["full_gp"]
-            .as_object_mut()
-            .unwrap()
-            .remove("blocks");
+        let saved = value["model"]["full_gp"].as_object_mut().unwrap();
+        assert!(saved.remove("online").is_some());
+        let blocks = saved.remove("blocks");
         assert_eq!(
             blocks,
             Some(serde_json::json!([30, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 10]))
