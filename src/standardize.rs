@@ -260,6 +260,11 @@ impl<F: FittedRegressor> FittedStandardized<F> {
         }
         .finite()
     }
+
+    crate::model::sample_joint_from_covariance!(
+        /// On the original scale, as every fitted model of the crate offers it (before, only
+        /// through the [`FittedRegressor`] trait).
+    );
 }
 
 impl<F: FittedRegressor> FittedStandardized<F> {

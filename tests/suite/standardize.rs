@@ -72,3 +72,28 @@ fn scaler_centres_constant_columns_and_rejects_constant_targets() {
         Err(ssgp::Error::ConstantTargets { .. })
     ));
 }
+
+/// A standardised model samples its joint predictive without the trait in scope, the same
+/// samples as through it and as its covariance gives.
+#[test]
+fn a_standardised_model_samples_jointly_as_the_trait_does() {
+    use ssgp::FullGp;
+    let x = DMatrix::from_fn(30, 1, |i, _| i as f64 * 50.0);
+    let y = x
+        .map(|v| (v / 200.0).sin() * 1e3 + 5e3)
+        .column(0)
+        .into_owned();
+    let fitted = Standardized::new(FullGp::params().max_evaluations(20))
+        .fit(&Dataset::new(x, y).unwrap())
+        .unwrap();
+    let xt = DMatrix::from_fn(4, 1, |i, _| 25.0 + i as f64 * 300.0);
+    let inherent = fitted.sample_joint(&xt, 3, 7).unwrap();
+    let through_trait = FittedRegressor::sample_joint(&fitted, &xt, 3, 7).unwrap();
+    let by_covariance = fitted
+        .predict_covariance(&xt)
+        .unwrap()
+        .sample(3, 7)
+        .unwrap();
+    assert_eq!(inherent, through_trait);
+    assert_eq!(inherent, by_covariance);
+}
