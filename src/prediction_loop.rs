@@ -169,7 +169,8 @@ pub(crate) struct ChunkGradients<'a> {
 /// n*×D matrices with 0 in the ignored columns and checked finite.
 ///
 /// # Errors
-/// As [`predict_in_chunks`]; [`Error::Numerical`] for a non-finite gradient.
+/// As [`predict_in_chunks`]; [`Error::Allocation`] before any work if the result (8·n*·(2D + 3)
+/// bytes) cannot be allocated; [`Error::Numerical`] for a non-finite gradient.
 pub(crate) fn gradients_in_chunks(
     x: &DMatrix<f64>,
     columns: &InputColumns,
@@ -184,6 +185,11 @@ pub(crate) fn gradients_in_chunks(
     }
     let xu = columns.select(x)?;
     let (n, d) = xu.shape();
+    // The result: two n*×D gradients and the predictive's three n*-vectors.
+    let bytes = n
+        .saturating_mul(x.ncols().saturating_mul(2).saturating_add(3))
+        .saturating_mul(std::mem::size_of::<f64>());
+    linalg::check_allocation(bytes, "the predictive and its gradients")?;
     let mut mean = DVector::zeros(n);
     let mut latent = DVector::zeros(n);
     let mut d_mean = linalg::try_zeros(n, d, "gradients of the predictive means")?;

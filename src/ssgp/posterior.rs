@@ -154,8 +154,9 @@ impl FittedSsgp {
     /// ignored inputs are 0.
     ///
     /// # Errors
-    /// As [`Self::predict`]; [`crate::error::Error::Allocation`] if the n* matrices cannot be
-    /// allocated; [`crate::error::Error::Numerical`] for a non-finite entry.
+    /// As [`Self::predict`]; [`crate::error::Error::Allocation`] before any work if the n* D×D
+    /// matrices (8·n*·D² bytes) cannot be allocated; [`crate::error::Error::Numerical`] for a
+    /// non-finite entry.
     pub fn gradient_covariance<X: Inputs + ?Sized>(&self, x: &X) -> Result<Vec<DMatrix<f64>>> {
         let x = &*x.to_matrix()?;
         if x.nrows() == 0 {
@@ -167,15 +168,15 @@ impl FittedSsgp {
         let (n, du) = xu.shape();
         let (post, m) = (&self.posterior, self.num_spectral_points());
         let used = self.record.columns.used();
+        let what = "gradient covariances (n*·D² values)";
+        let bytes = n
+            .saturating_mul(self.dim())
+            .saturating_mul(self.dim())
+            .saturating_mul(std::mem::size_of::<f64>());
+        linalg::check_allocation(bytes, what)?;
         let mut out = Vec::new();
-        out.try_reserve(n)
-            .map_err(|_| crate::error::Error::Allocation {
-                what: "gradient covariances",
-                bytes: n
-                    .saturating_mul(self.dim())
-                    .saturating_mul(self.dim())
-                    .saturating_mul(8),
-            })?;
+        out.try_reserve_exact(n)
+            .map_err(|_| crate::error::Error::Allocation { what, bytes })?;
         let mut j = DMatrix::zeros(2 * m, du);
         for i in 0..n {
             for r in 0..m {
@@ -190,7 +191,7 @@ impl FittedSsgp {
             }
             linalg::solve_lower(view(&post.l), view_mut(&mut j), Par::Seq);
             let cov = j.tr_mul(&j) * self.noise_variance();
-            let mut full = DMatrix::zeros(self.dim(), self.dim());
+            let mut full = linalg::try_zeros(self.dim(), self.dim(), what)?;
             for (a, &da) in used.iter().enumerate() {
                 for (b, &db) in used.iter().enumerate() {
                     full[(da, db)] = cov[(a, b)];

@@ -149,3 +149,35 @@ pub fn inducing_problem(
     }
     (x, y, theta)
 }
+
+/// Set in the subprocess [`in_memory_limited_child`] runs.
+const MEMORY_LIMITED: &str = "SSGP_MEMORY_LIMITED_CHILD";
+
+/// For a test that asks for more memory than it may use: true in a subprocess running the test
+/// `name` (its path in this binary, e.g. `"ssgp_model::x"`) alone with its address space limited
+/// to `kib` KiB (`ulimit -v`), where an allocation beyond the limit fails as on a machine that
+/// small; false in the parent, which runs that subprocess and fails unless it exits with success
+/// (an aborted allocation, say). The test runs its body only when this is true.
+pub fn in_memory_limited_child(name: &str, kib: u64) -> bool {
+    if std::env::var_os(MEMORY_LIMITED).is_some() {
+        return true;
+    }
+    let out = std::process::Command::new("sh")
+        .args([
+            "-c",
+            r#"ulimit -v "$1" && exec "$0" --exact "$2" --test-threads 1"#,
+        ])
+        .arg(std::env::current_exe().expect("the test binary's path"))
+        .args([kib.to_string(), name.to_owned()])
+        .env(MEMORY_LIMITED, "1")
+        .output()
+        .expect("a shell to run the test under a memory limit");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{name} under a limit of {kib} KiB: {}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    false
+}

@@ -16,6 +16,7 @@ mod init;
 mod joint;
 mod kernels;
 mod linfa;
+mod memory;
 mod multi_output;
 mod newcomer;
 mod online;

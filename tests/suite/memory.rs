@@ -1,0 +1,92 @@
+//! Requests whose results memory cannot hold are `Error::Allocation` before the work, never an
+//! aborted process: each test runs in a subprocess whose address space is limited to 1 GB
+//! ([`in_memory_limited_child`]), so that it asks for more than that without using it.
+
+use crate::common::in_memory_limited_child;
+use nalgebra::{DMatrix, DVector};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use ssgp::ssgp::{Ssgp, SsgpHyperparameters};
+use ssgp::{Dataset, Error, Hyperparameters, ParamGuard};
+
+/// The address-space limit of the subprocesses, in KiB.
+const LIMIT_KIB: u64 = 1_000_000;
+
+/// An SSGP with `m` spectral points conditioned on 30 random points with `dim` inputs (no
+/// training).
+fn conditioned(m: usize, dim: usize) -> ssgp::ssgp::FittedSsgp {
+    let mut rng = StdRng::seed_from_u64(7);
+    let x = DMatrix::from_fn(30, dim, |_, _| rng.random_range(-1.0..1.0));
+    let y = DVector::from_fn(30, |i, _| f64::sin(x.row(i).sum()));
+    let hyper = SsgpHyperparameters {
+        hyper: Hyperparameters {
+            lengthscales: DVector::from_element(dim, 1.0),
+            signal_variance: 1.0,
+            noise_variance: 0.01,
+        },
+        unit_frequencies: DMatrix::from_fn(m, dim, |_, _| rng.random_range(-2.0..2.0)),
+    };
+    let data = Dataset::new(x, y).unwrap();
+    Ssgp::params(m)
+        .threads(1)
+        .check()
+        .unwrap()
+        .condition(&data, &hyper)
+        .unwrap()
+}
+
+/// 500 test rows of D = 1500 ask for 500 gradient covariances of 1500×1500 (9 GB): an
+/// allocation error up front, where each matrix used to be allocated unchecked until the
+/// process aborted.
+#[test]
+fn gradient_covariances_beyond_memory() {
+    if !in_memory_limited_child("memory::gradient_covariances_beyond_memory", LIMIT_KIB) {
+        return;
+    }
+    let fitted = conditioned(4, 1500);
+    let result = fitted.gradient_covariance(&DMatrix::from_element(500, 1500, 0.5));
+    assert!(
+        matches!(
+            result,
+            Err(Error::Allocation {
+                bytes: 9_000_000_000,
+                ..
+            })
+        ),
+        "{:?}",
+        result.map(|c| c.len())
+    );
+    assert_eq!(
+        fitted
+            .gradient_covariance(&DMatrix::zeros(2, 1500))
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+/// A full GP that ignores 999 constant inputs of 1000, asked for gradients at 50 000 rows
+/// (400 MB of inputs): the two 50 000×1000 gradients (800 MB) are an allocation error up front,
+/// where they used to be widened to all the inputs unchecked.
+#[test]
+fn gradients_beyond_memory() {
+    if !in_memory_limited_child("memory::gradients_beyond_memory", LIMIT_KIB) {
+        return;
+    }
+    let x = DMatrix::from_fn(30, 1000, |i, d| if d == 0 { i as f64 / 30.0 } else { 1.0 });
+    let y = DVector::from_fn(30, |i, _| f64::sin(6.0 * x[(i, 0)]));
+    let fitted = ssgp::FullGp::params()
+        .threads(1)
+        .fit(&Dataset::new(x, y).unwrap())
+        .unwrap();
+    let result = fitted.predict_gradients(&DMatrix::from_element(50_000, 1000, 0.5));
+    assert!(
+        matches!(result, Err(Error::Allocation { .. })),
+        "{:?}",
+        result.map(|g| g.mean.shape())
+    );
+    let small = fitted
+        .predict_gradients(&DMatrix::from_element(3, 1000, 0.5))
+        .unwrap();
+    assert_eq!(small.mean.shape(), (3, 1000));
+}
