@@ -11,14 +11,19 @@ use crate::predictive::{round_off_variance, Predictive, PredictiveGradients};
 use nalgebra::{DMatrix, DVector};
 use std::time::Instant;
 
-/// What the loop needs of a fitted model: the input columns it uses, ȳ (added to every mean) and
-/// the observer its chunks are reported to (a [`FitRecord`] gives all three).
+/// What the loop needs of a fitted model: the input columns it uses, ȳ (added to every mean),
+/// the observer its chunks are reported to (a [`FitRecord`] gives these three) and what the means
+/// are, for the messages (a [`FitRecord`]'s are [`PREDICTIVE_MEAN`]s).
 #[derive(Clone, Copy)]
 pub(crate) struct Rows<'a> {
     pub(crate) columns: &'a InputColumns,
     pub(crate) y_mean: f64,
     pub(crate) observer: Option<&'a Observer>,
+    pub(crate) means: &'static str,
 }
+
+/// What a model's means are, in [`Rows::means`].
+pub(crate) const PREDICTIVE_MEAN: &str = "predictive mean";
 
 impl<'a> From<&'a FitRecord> for Rows<'a> {
     fn from(record: &'a FitRecord) -> Self {
@@ -26,6 +31,7 @@ impl<'a> From<&'a FitRecord> for Rows<'a> {
             columns: &record.columns,
             y_mean: record.y_mean,
             observer: record.observer.as_ref(),
+            means: PREDICTIVE_MEAN,
         }
     }
 }
@@ -95,9 +101,8 @@ fn run_chunks(
     if let Some(row) = mean.iter().position(|m| !m.is_finite()) {
         return Err(Error::Numerical {
             what: format!(
-                "the predictive mean at test row {row} is {}: the inputs may be beyond what f64 \
-                 can resolve",
-                mean[row]
+                "the {} at test row {row} is {}: the inputs may be beyond what f64 can resolve",
+                model.means, mean[row]
             ),
         });
     }

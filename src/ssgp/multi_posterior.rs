@@ -335,6 +335,7 @@ impl FittedMultiSsgp {
             columns: &self.columns,
             y_mean: self.y_means[p],
             observer: None,
+            means: crate::prediction_loop::PREDICTIVE_MEAN,
         };
         predict_in_chunks(
             x,

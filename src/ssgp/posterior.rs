@@ -12,6 +12,7 @@ use crate::model::fitted_regressor;
 use crate::model::FitRecord;
 use crate::prediction_loop::{
     gradients_in_chunks, mean_in_chunks, predict_in_chunks, Chunk, ChunkGradients, GradientChunk,
+    Rows,
 };
 use crate::predictive::{check_joint_size, JointPredictive, Predictive, PredictiveGradients};
 use crate::termination::TrainingSummary;
@@ -372,6 +373,7 @@ impl FittedSsgp {
             columns: self.record.columns.clone(),
             weights,
             offset: self.record.y_mean,
+            chunk_rows: self.chunk_rows,
         }
     }
 
@@ -602,46 +604,90 @@ pub struct PosteriorSample {
     columns: InputColumns,
     weights: DVector<f64>,
     offset: f64,
+    /// Test rows per chunk of [`Self::evaluate`] (the fitted model's `chunk_rows`).
+    chunk_rows: usize,
 }
 
 impl PosteriorSample {
-    /// Evaluates the sampled function at `x` (n*×D).
+    /// Evaluates the sampled function at `x` (n*×D), in chunks of test rows as
+    /// [`FittedSsgp::predict`] does, so memory is O(chunk·m) beside the n* values.
     ///
     /// # Errors
-    /// [`crate::error::Error::EmptyData`] for no rows (as `predict`), [`crate::error::Error::DimensionMismatch`]
-    /// for a wrong D, [`crate::error::Error::NonFinite`] for a NaN or infinity, [`crate::error::Error::Numerical`]
-    /// where the value is not finite (inputs so large that ω·x overflows).
+    /// [`crate::error::Error::EmptyData`] for no rows (as `predict`),
+    /// [`crate::error::Error::DimensionMismatch`] for a wrong D,
+    /// [`crate::error::Error::NonFinite`] for a NaN or infinity,
+    /// [`crate::error::Error::Numerical`] where the value is not finite (inputs so large that ω·x
+    /// overflows).
     pub fn evaluate(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
-        if x.nrows() == 0 {
-            return Err(crate::error::Error::EmptyData {
-                what: "no test inputs",
-            });
-        }
-        let x = self.columns.select(x)?;
+        let rows = Rows {
+            columns: &self.columns,
+            y_mean: self.offset,
+            observer: None,
+            means: "sampled function",
+        };
         let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
-        design_matrix_into(
-            linalg::view(&x),
-            &self.centre,
-            &self.omega,
-            &mut phi,
-            &mut centred,
-            Par::Seq,
-        );
-        let f = (phi * &self.weights).add_scalar(self.offset);
-        match f.iter().position(|v| !v.is_finite()) {
-            Some(row) => Err(crate::error::Error::Numerical {
-                what: format!(
-                    "the sampled function at test row {row} is {}: the inputs may be beyond what \
-                     f64 can resolve",
-                    f[row]
-                ),
-            }),
-            None => Ok(f),
-        }
+        let chunk =
+            |x: &DMatrix<f64>, start: usize, len: usize, f: &mut [f64], _: Option<&mut [f64]>| {
+                design_matrix_into(
+                    linalg::rows_view(x, start, len),
+                    &self.centre,
+                    &self.omega,
+                    &mut phi,
+                    &mut centred,
+                    Par::Seq,
+                );
+                f.copy_from_slice((&phi * &self.weights).as_slice());
+                Ok(())
+            };
+        mean_in_chunks(x, rows, self.chunk_rows, chunk)
     }
 
     /// The 2m weights (cosines first, then sines).
     pub fn weights(&self) -> &DVector<f64> {
         &self.weights
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    /// Chunked evaluation gives the bits of the whole design matrix at once (the evaluation
+    /// before chunking), on one chunk and on several.
+    #[test]
+    fn chunked_evaluation_has_the_bits_of_the_one_piece_formula() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let (m, dim) = (7, 3);
+        let mut normal = |r: usize, c: usize| {
+            DMatrix::from_fn(r, c, |_, _| rng.sample::<f64, _>(StandardNormal))
+        };
+        let sample = PosteriorSample {
+            omega: normal(m, dim),
+            centre: normal(dim, 1).column(0).into_owned(),
+            columns: InputColumns::all(dim),
+            weights: normal(2 * m, 1).column(0).into_owned(),
+            offset: 0.3,
+            chunk_rows: 4,
+        };
+        for n in [1, 3, 4, 5, 11] {
+            let x = normal(n, dim);
+            let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
+            let whole = &sample.centre;
+            design_matrix_into(
+                view(&x),
+                whole,
+                &sample.omega,
+                &mut phi,
+                &mut centred,
+                Par::Seq,
+            );
+            let one_piece = (phi * &sample.weights).add_scalar(sample.offset);
+            let chunked = sample.evaluate(&x).unwrap();
+            for (a, b) in chunked.iter().zip(one_piece.iter()) {
+                assert_eq!(a.to_bits(), b.to_bits(), "{n} rows");
+            }
+            assert_eq!(chunked.len(), n);
+        }
     }
 }

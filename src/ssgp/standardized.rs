@@ -27,10 +27,11 @@ pub struct StandardizedSample {
 }
 
 impl StandardizedSample {
-    /// Evaluates the sampled function at `x` (n*×D).
+    /// Evaluates the sampled function at `x` (n*×D): `x` scaled (one n*×D copy), then the
+    /// wrapped sample evaluated in chunks of rows ([`PosteriorSample::evaluate`]).
     ///
     /// # Errors
-    /// As [`Scaler::transform_inputs`].
+    /// As [`Scaler::transform_inputs`] and [`PosteriorSample::evaluate`].
     pub fn evaluate(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
         let f = self.inner.evaluate(&self.scaler.transform_inputs(x)?)?;
         Ok(f.map(|v| v * self.scaler.y_scale + self.scaler.y_mean))

@@ -90,3 +90,25 @@ fn gradients_beyond_memory() {
         .unwrap();
     assert_eq!(small.mean.shape(), (3, 1000));
 }
+
+/// A posterior sample of an SSGP with m = 50 evaluated at 1.5·10⁶ rows: chunk by chunk, where
+/// the whole 1.5·10⁶×100 design matrix (1.2 GB) used to be built at once, aborting the process.
+#[test]
+fn posterior_samples_at_many_rows() {
+    if !in_memory_limited_child("memory::posterior_samples_at_many_rows", LIMIT_KIB) {
+        return;
+    }
+    let fitted = conditioned(50, 2);
+    let sample = fitted.sample_posterior(&mut StdRng::seed_from_u64(1));
+    let x = DMatrix::from_fn(1_500_000, 2, |i, d| {
+        ((i * (d + 1)) % 1000) as f64 / 500.0 - 1.0
+    });
+    let f = sample.evaluate(&x).unwrap();
+    assert_eq!(f.len(), x.nrows());
+    // The last rows alone: the same values up to the round-off of another shape of product.
+    let n = x.nrows();
+    let last = sample.evaluate(&x.rows(n - 3, 3).into_owned()).unwrap();
+    for (a, b) in f.rows(n - 3, 3).iter().zip(last.iter()) {
+        assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} against {b}");
+    }
+}
