@@ -20,7 +20,9 @@ pub fn sinc(x: f64) -> f64 {
 /// over it) and targets sinc(x) + N(0, `noise_std`²).
 ///
 /// # Errors
-/// [`Error::EmptyData`] if `n` = 0; [`Error::InvalidParameter`] for a negative or non-finite `noise_std`.
+/// [`Error::EmptyData`] if `n` = 0; [`Error::InvalidParameter`] for a negative or non-finite
+/// `noise_std`; [`Error::Allocation`] if the 16·n bytes of inputs and targets cannot be
+/// allocated.
 pub fn sinc_data<R: Rng + ?Sized>(
     n: usize,
     grid: bool,
@@ -37,12 +39,19 @@ pub fn sinc_data<R: Rng + ?Sized>(
         name: "noise_std",
         reason: e.to_string(),
     })?;
-    let x: Vec<f64> = if grid {
-        let step = if n > 1 { 6.0 / (n - 1) as f64 } else { 0.0 };
-        (0..n).map(|i| -1.0 + step * i as f64).collect()
-    } else {
-        (0..n).map(|_| rng.random_range(-1.0..5.0)).collect()
+    let too_big = || Error::Allocation {
+        what: "the sinc data's inputs and targets",
+        bytes: n.saturating_mul(2 * std::mem::size_of::<f64>()),
     };
-    let y: Vec<f64> = x.iter().map(|&xi| sinc(xi) + noise.sample(rng)).collect();
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    x.try_reserve_exact(n).map_err(|_| too_big())?;
+    y.try_reserve_exact(n).map_err(|_| too_big())?;
+    if grid {
+        let step = if n > 1 { 6.0 / (n - 1) as f64 } else { 0.0 };
+        x.extend((0..n).map(|i| -1.0 + step * i as f64));
+    } else {
+        x.extend((0..n).map(|_| rng.random_range(-1.0..5.0)));
+    }
+    y.extend(x.iter().map(|&xi| sinc(xi) + noise.sample(rng)));
     Dataset::new(DMatrix::from_vec(n, 1, x), DVector::from_vec(y))
 }

@@ -794,6 +794,24 @@ fn sinc_noise_must_be_a_finite_non_negative_deviation() {
     assert_eq!(clean.y()[0], ssgp::data::sinc(-1.0));
 }
 
+/// More sinc points than memory holds are an allocation error, not an abort.
+#[test]
+fn sinc_data_beyond_memory_is_an_allocation_error() {
+    let mut rng = StdRng::seed_from_u64(0);
+    for n in [usize::MAX / 16, usize::MAX] {
+        let result = sinc_data(n, false, 0.1, &mut rng);
+        assert!(
+            matches!(result, Err(Error::Allocation { .. })),
+            "{n}: {:?}",
+            result.map(|d| d.len())
+        );
+    }
+    assert!(matches!(
+        sinc_data(1 << 50, true, 0.1, &mut rng),
+        Err(Error::Allocation { bytes, .. }) if bytes == 1 << 54
+    ));
+}
+
 #[cfg(feature = "ndarray")]
 mod ndarray_views {
     use super::*;
