@@ -26,7 +26,7 @@ fn check(y_test: &DVector<f64>, pred: &Predictive) -> Result<()> {
             what: "test targets",
         });
     }
-    crate::data::check_lengths(pred.len(), y_test.len())?;
+    pred.check_lengths(Some(y_test.len()))?;
     crate::data::check_finite_vector("test targets", y_test)?;
     crate::data::check_finite_vector("predictive means", &pred.mean)
 }
@@ -34,8 +34,9 @@ fn check(y_test: &DVector<f64>, pred: &Predictive) -> Result<()> {
 /// Mean squared error $\langle (y_{*j} - \mu_{*j})^2 \rangle$.
 ///
 /// # Errors
-/// [`Error::EmptyData`] for no test points, [`Error::LengthMismatch`] if the lengths differ,
-/// [`Error::NonFinite`] for a NaN or infinite target or mean.
+/// [`Error::EmptyData`] for no test points, [`Error::DimensionMismatch`] if the predictive's
+/// fields or the test targets have not one entry per predictive mean, [`Error::NonFinite`] for a
+/// NaN or infinite target or mean.
 pub fn mse(y_test: &DVector<f64>, pred: &Predictive) -> Result<f64> {
     check(y_test, pred)?;
     Ok((y_test - &pred.mean).norm_squared() / y_test.len() as f64)
@@ -189,6 +190,49 @@ mod tests {
                 f_variance: DVector::from_element(y.len(), 1.0),
             };
             assert_eq!(nmse(&y, &pred, y_bar).unwrap(), 1.0, "seed {seed}");
+        }
+    }
+
+    /// A predictive built by hand with fields of other lengths than its means, or scored on
+    /// another number of targets, is a dimension mismatch naming the field for every metric
+    /// (MNLP and calibration indexed past the variances, NMSE scored it).
+    #[test]
+    fn mismatched_lengths_are_dimension_mismatches_for_every_metric() {
+        let y = DVector::from_vec(vec![1.0, -1.0, 2.0]);
+        let ragged = Predictive {
+            mean: DVector::zeros(3),
+            y_variance: DVector::from_element(1, 1.0),
+            f_variance: DVector::zeros(0),
+        };
+        let short_f = Predictive {
+            f_variance: DVector::zeros(2),
+            ..predictive(&[0.0; 3], &[1.0; 3])
+        };
+        let fine = predictive(&[0.0; 3], &[1.0; 3]);
+        let four = DVector::zeros(4);
+        let cases = [
+            (&y, &ragged, "`y_variance`", 1),
+            (&y, &short_f, "`f_variance`", 2),
+            (&four, &fine, "test targets", 4),
+        ];
+        for (y, pred, field, found) in cases {
+            let results = [
+                ("mse", mse(y, pred).map(drop)),
+                ("nmse", nmse(y, pred, 0.5).map(drop)),
+                ("mnlp", mnlp(y, pred).map(drop)),
+                ("nlp", nlp(y, pred).map(drop)),
+                ("calibration", calibration(y, pred).map(drop)),
+            ];
+            for (metric, result) in results {
+                match result {
+                    Err(e @ Error::DimensionMismatch { expected: 3, .. }) => {
+                        let message = e.to_string();
+                        assert!(message.contains(field), "{metric}: {message}");
+                        assert!(message.ends_with(&format!("found {found}")), "{message}");
+                    }
+                    other => panic!("{metric} on {field}: {other:?}"),
+                }
+            }
         }
     }
 
