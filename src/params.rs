@@ -71,6 +71,13 @@ pub(crate) fn check_threads(threads: usize) -> Result<()> {
 /// parametrisation, σn² = e^{2p}).
 pub const DEFAULT_RELATIVE_NOISE_FLOOR: f64 = 1e-4;
 
+/// The largest absolute noise floor a fit accepts, as a multiple of the variance of the targets it
+/// is fitted to: a floor above 10⁴·var(y) puts the noise's standard deviation at more than a
+/// hundred times the targets' whole spread, which leaves no signal to fit — certainly a mistake
+/// (a floor in other units than the targets, say), and beyond which the factorisations fail
+/// without naming the floor. A fit checks it once it knows var(y).
+pub const MAX_NOISE_FLOOR_RATIO: f64 = 1e4;
+
 /// Settings shared by the training of every model.
 #[derive(Debug, Clone)]
 pub struct TrainingSettings {
@@ -139,6 +146,28 @@ impl TrainingSettings {
         settings.noise_floor = self.noise_floor.max(self.relative_noise_floor * y_variance);
         settings.relative_noise_floor = 0.0;
         settings
+    }
+
+    /// Checks the absolute noise floor against the variance `scale` of the targets it bounds the
+    /// noise of (`of` names that variance in the message): at most [`MAX_NOISE_FLOOR_RATIO`]
+    /// times it. A zero or non-finite `scale` passes: constant targets and overflowing ones are
+    /// the data checks' to name.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `noise_floor` and the variance for a larger floor.
+    pub(crate) fn check_noise_floor(&self, scale: f64, of: &str) -> Result<()> {
+        if scale > 0.0 && scale.is_finite() && self.noise_floor > MAX_NOISE_FLOOR_RATIO * scale {
+            return Err(Error::InvalidParameter {
+                name: "noise_floor",
+                reason: format!(
+                    "{:e} is more than {MAX_NOISE_FLOOR_RATIO:e} times {of} ({scale:e}): a noise \
+                     that large leaves no signal to fit; give the floor in the targets' units, \
+                     below their variance (e.g. the variance of their measurement error)",
+                    self.noise_floor
+                ),
+            });
+        }
+        Ok(())
     }
 
     /// The noise parametrisation of a model whose noise parameter is the ratio σn²/σ0² (the
@@ -367,7 +396,11 @@ macro_rules! training_builder {
                 threads(threads: usize) => training.threads;
                 /// Lower bound on the noise variance, σn² = floor + e^{2p} (§5.2; e.g. bin²/12 for
                 /// targets quantised in bins). Default 0; the floor used is the larger of this and
-                /// the relative one ([`relative_noise_floor`](Self::relative_noise_floor)).
+                /// the relative one ([`relative_noise_floor`](Self::relative_noise_floor)). A fit
+                /// rejects a floor above
+                /// [`MAX_NOISE_FLOOR_RATIO`](crate::params::MAX_NOISE_FLOOR_RATIO) (10⁴) times
+                /// the variance of its targets ([`Error::InvalidParameter`](crate::Error)): it
+                /// would leave no signal to fit.
                 noise_floor(floor: f64) => training.noise_floor;
                 /// Lower bound on the noise variance relative to the training targets' variance:
                 /// floor = `fraction`·var(y), in [0, 1). Default
@@ -435,10 +468,17 @@ macro_rules! impl_fit {
             /// These settings with the relative noise floor resolved against the targets'
             /// variance `y_variance` ([`TrainingSettings`](crate::params::TrainingSettings)):
             /// what every entry point (fit, evidence, conditioning) works with.
-            pub(crate) fn resolved_for(&self, y_variance: f64) -> Self {
+            ///
+            /// # Errors
+            /// [`Error::InvalidParameter`](crate::error::Error::InvalidParameter) naming
+            /// `noise_floor` for a floor above
+            /// [`MAX_NOISE_FLOOR_RATIO`](crate::params::MAX_NOISE_FLOOR_RATIO)·`y_variance`.
+            pub(crate) fn resolved_for(&self, y_variance: f64) -> $crate::error::Result<Self> {
+                self.training
+                    .check_noise_floor(y_variance, "the training targets' variance")?;
                 let mut resolved = self.clone();
                 resolved.training = self.training.resolved(y_variance);
-                resolved
+                Ok(resolved)
             }
         }
 

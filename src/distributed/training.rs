@@ -67,7 +67,7 @@ impl ValidSsgpParams {
         check_same_settings(self, cluster)?;
         let stats = GlobalStatistics::all_reduce(local, cluster)?;
         cluster.agree(self.check_buffers(local))?;
-        self.resolved_for(stats.y_variance)
+        self.resolved_for(stats.y_variance)?
             .distributed_evidence_at(local, cluster, stats)
     }
 
@@ -155,7 +155,7 @@ impl ValidSsgpParams {
         }
         let traffic0 = cluster.traffic();
         let stats = GlobalStatistics::all_reduce(local, cluster)?;
-        self.resolved_for(stats.y_variance).fit_resolved(
+        self.resolved_for(stats.y_variance)?.fit_resolved(
             local,
             cluster,
             stats,

@@ -33,6 +33,8 @@ trained_methods! {
     /// columns (given pseudo-inputs have all D columns).
     ///
     /// # Errors
+    /// [`Error::InvalidParameter`] naming `noise_floor` for a floor above
+    /// [`MAX_NOISE_FLOOR_RATIO`](crate::params::MAX_NOISE_FLOOR_RATIO)·var(y);
     /// [`Error::DimensionMismatch`] if the given pseudo-inputs or lengthscales do not have D
     /// columns (used entries); [`Error::ConstantInput`] if every input column is constant,
     /// [`Error::ConstantTargets`]; [`Error::NotPositiveDefinite`] if the initial θ cannot be

@@ -43,8 +43,14 @@ impl LearnedHyperparameters {
 
 impl ValidFullGpParams {
     /// The evidence of this configuration on `data` (all of it, whatever the subset setting).
+    /// The noise floor is not checked against var(y) here ([`MAX_NOISE_FLOOR_RATIO`]): the
+    /// evidence is evaluated with any floor, which `fit` and `condition` check.
+    ///
+    /// [`MAX_NOISE_FLOOR_RATIO`]: crate::params::MAX_NOISE_FLOOR_RATIO
     pub fn evidence(&self, data: &Dataset) -> FullGpEvidence {
-        FullGpEvidence::new(data, &self.resolved_for(data.y_variance()))
+        let mut this = self.clone();
+        this.training = self.training.resolved(data.y_variance());
+        FullGpEvidence::new(data, &this)
     }
 
     /// Learns θ by maximising the evidence (on the subset, if one is set), then conditions on all
@@ -57,13 +63,14 @@ impl ValidFullGpParams {
     /// if their lengthscale were infinite) and named in the training summary.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for a subset larger than the data;
+    /// [`Error::InvalidParameter`] for a subset larger than the data, or naming `noise_floor` for a
+    /// floor above [`MAX_NOISE_FLOOR_RATIO`](crate::params::MAX_NOISE_FLOOR_RATIO)·var(y);
     /// [`Error::DimensionMismatch`] if the initial lengthscales have not one entry per used input;
     /// [`Error::ConstantInput`] if every input column is constant, [`Error::ConstantTargets`];
     /// the evidence's errors at the initial θ; [`Error::TrainingFailed`] if training failed
     /// (unless best effort was asked for); as [`Self::condition`].
     pub fn fit(&self, data: &Dataset) -> Result<FittedFullGp> {
-        let this = self.resolved_for(data.y_variance());
+        let this = self.resolved_for(data.y_variance())?;
         let learned = this.learn(data)?;
         let training = TrainingSummary::new(&learned.report, &learned.columns);
         let mut fitted =
@@ -79,7 +86,7 @@ impl ValidFullGpParams {
     /// # Errors
     /// As [`ValidFullGpParams::fit`], but for the conditioning.
     pub fn learn(&self, data: &Dataset) -> Result<LearnedHyperparameters> {
-        let this = self.resolved_for(data.y_variance());
+        let this = self.resolved_for(data.y_variance())?;
         this.learn_resolved(data)
     }
 
@@ -163,7 +170,7 @@ impl ValidFullGpParams {
     /// [`Error::NotPositiveDefinite`] if K + σn² I cannot be factorised even with jitter;
     /// [`Error::Allocation`] if its 8·n² bytes cannot be allocated.
     pub fn condition(&self, data: &Dataset, theta: &DVector<f64>) -> Result<FittedFullGp> {
-        let mut fitted = self.resolved_for(data.y_variance()).condition_on(
+        let mut fitted = self.resolved_for(data.y_variance())?.condition_on(
             data,
             theta,
             InputColumns::all(data.dim()),

@@ -481,7 +481,7 @@ macro_rules! trained_methods {
                 &self,
                 data: &$crate::data::Dataset,
             ) -> $crate::error::Result<$evidence> {
-                let this = self.resolved_for(data.y_variance());
+                let this = self.resolved_for(data.y_variance())?;
                 this.inducing.evidence(data, &this.training).map($evidence)
             }
 
@@ -490,7 +490,7 @@ macro_rules! trained_methods {
                 let columns = $crate::data::InputColumns::varying(data)?;
                 let used = columns.select_data(data)?;
                 let data = used.as_ref();
-                let this = self.resolved_for(data.y_variance());
+                let this = self.resolved_for(data.y_variance())?;
                 let fitted = this.inducing.fit_used(data, columns, &this.training)?;
                 Ok($fitted::from_fit(fitted))
             }
@@ -501,7 +501,7 @@ macro_rules! trained_methods {
                 data: &$crate::data::Dataset,
                 theta: &nalgebra::DVector<f64>,
             ) -> $crate::error::Result<$fitted> {
-                let this = self.resolved_for(data.y_variance());
+                let this = self.resolved_for(data.y_variance())?;
                 let columns = $crate::data::InputColumns::all(data.dim());
                 let fitted = this.inducing.build(data, theta.clone(), &this.training, None, columns)?;
                 Ok($fitted::from_fit(fitted))

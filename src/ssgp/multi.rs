@@ -591,11 +591,12 @@ impl ValidSsgpParams {
     /// not supported here.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for a noise bound; [`Error::ConstantInput`] if every input is
-    /// constant; [`Error::ConstantTargets`] for a constant output; [`Error::Scale`] naming an
-    /// output whose spread is beyond f64's range or SSGP's ([`super::TARGET_SPREAD`]);
-    /// [`Error::NotPositiveDefinite`]
-    /// if A cannot be factored at the start; [`Error::TrainingFailed`] if training failed (unless
+    /// [`Error::InvalidParameter`] for a noise bound, or naming `noise_floor` for a floor (on the
+    /// noise ratio) above [`MAX_NOISE_FLOOR_RATIO`](crate::params::MAX_NOISE_FLOOR_RATIO);
+    /// [`Error::ConstantInput`] if every input is constant; [`Error::ConstantTargets`] for a
+    /// constant output; [`Error::Scale`] naming an output whose spread is beyond f64's range or
+    /// SSGP's ([`super::TARGET_SPREAD`]); [`Error::NotPositiveDefinite`] if A cannot be factored
+    /// at the start; [`Error::TrainingFailed`] if training failed (unless
     /// best effort was asked for); [`Error::Allocation`] if the buffers for this m cannot be
     /// allocated.
     pub fn fit_multi(&self, data: &MultiDataset) -> Result<FittedMultiSsgp> {
@@ -605,6 +606,10 @@ impl ValidSsgpParams {
                 reason: "the multi-output SSGP has no noise bound".into(),
             });
         }
+        self.training.check_noise_floor(
+            1.0,
+            "a noise ratio σn²/σ0² of one (a multi-output fit's floor bounds that ratio)",
+        )?;
         // Each output's spread, as one output's (naming the output): not constant, in f64's
         // range for a Gaussian process and in SSGP's for its gradient.
         let means = data.y_means();

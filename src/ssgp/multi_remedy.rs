@@ -240,7 +240,7 @@ impl ValidSsgpParams {
         // against that output's variance, as one output's fit is).
         let mean_settings: Vec<ValidSsgpParams> = (0..outputs)
             .map(|p| self.resolved_for(variance(&y.column(p).into_owned())))
-            .collect();
+            .collect::<Result<_>>()?;
         let mut remedies = Vec::with_capacity(outputs);
         for (p, score) in kept.iter().enumerate() {
             let this = &mean_settings[p];

@@ -1164,7 +1164,8 @@ mod tests {
                 .fixed_spectral_points(fixed)
                 .check()
                 .unwrap()
-                .resolved_for(data.y_variance());
+                .resolved_for(data.y_variance())
+                .unwrap();
             let start = crate::full_gp::start(&data, &params.training).unwrap();
             let budgets = [2, 5, 10, 20, 40, 80];
             let stages = params
@@ -1201,7 +1202,8 @@ mod tests {
                 .fixed_spectral_points(true)
                 .check()
                 .unwrap()
-                .resolved_for(data.y_variance());
+                .resolved_for(data.y_variance())
+                .unwrap();
             let w = params
                 .density()
                 .sample_unit_frequencies(12, 3, &mut rng.clone());

@@ -75,7 +75,7 @@ impl ValidSsgpParams {
     /// [`Error::DimensionMismatch`] if given initial frequencies do not have D columns;
     /// [`Error::Allocation`] if an evaluation's buffers for this m cannot be allocated.
     pub fn evidence<'a>(&self, data: &'a Dataset) -> Result<SsgpEvidence<'a>> {
-        let this = &self.resolved_for(data.y_variance());
+        let this = &self.resolved_for(data.y_variance())?;
         this.check_buffers(data)?;
         let fixed = match (this.fixed_spectral_points, &this.initial_unit_frequencies) {
             (false, _) => None,
@@ -143,6 +143,8 @@ impl ValidSsgpParams {
     /// remaining columns.
     ///
     /// # Errors
+    /// [`Error::InvalidParameter`] naming `noise_floor` for a floor above
+    /// [`MAX_NOISE_FLOOR_RATIO`](crate::params::MAX_NOISE_FLOOR_RATIO)·var(y);
     /// [`Error::ConstantInput`] if every input column is constant, [`Error::ConstantTargets`];
     /// [`Error::DimensionMismatch`] if given initial lengthscales or frequencies do not have one
     /// entry/column per used input; [`Error::NotPositiveDefinite`] if A cannot be factored at the
@@ -157,7 +159,7 @@ impl ValidSsgpParams {
         )?;
         let columns = InputColumns::varying(data)?;
         let used = columns.select_data(data)?;
-        let this = self.resolved_for(used.y_variance());
+        let this = self.resolved_for(used.y_variance())?;
         this.check_buffers(&used)?;
         let start = crate::full_gp::start(&used, &this.training)?;
         this.fit_calibrated(&used, start, &columns, self.training.noise_floor)
@@ -235,7 +237,7 @@ impl ValidSsgpParams {
     /// As [`SsgpEvidence::pack`]; [`Error::NotPositiveDefinite`] if A cannot be factored;
     /// [`Error::Allocation`] if the buffers for this m cannot be allocated.
     pub fn condition(&self, data: &Dataset, hyper: &SsgpHyperparameters) -> Result<FittedSsgp> {
-        let this = self.resolved_for(data.y_variance());
+        let this = self.resolved_for(data.y_variance())?;
         let evidence = this.evidence_with(data, Some(&hyper.unit_frequencies))?;
         let theta = evidence.pack(hyper)?;
         let value = evidence.value(&theta)?;

@@ -481,3 +481,65 @@ fn sizes_beyond_memory_are_allocation_errors_in_every_model() {
     let restarts = Ensemble::restarts(&Ssgp::params(5).seed(1), usize::MAX / 2, Combine::Best);
     allocation("restarts", restarts.fit(&data).map(drop));
 }
+
+/// A noise floor far above the targets' variance is rejected when the fit knows that variance,
+/// naming `noise_floor` and the variance, in every model that takes one; it used to surface as a
+/// Cholesky failure at pivot 0 (SSGP, FITC, VFE) or a failed training that did not name it.
+#[test]
+fn a_noise_floor_beyond_the_targets_variance_is_named() {
+    use ssgp::data::MultiDataset;
+    use ssgp::params::MAX_NOISE_FLOOR_RATIO;
+    let data = sinc_data(60, false, 0.1, &mut StdRng::seed_from_u64(4)).unwrap();
+    let floor = 1e300;
+    let models: Vec<Box<dyn Regressor>> = vec![
+        Box::new(Ssgp::params(4).noise_floor(floor)),
+        Box::new(
+            Ssgp::params(4)
+                .fixed_spectral_points(true)
+                .noise_floor(floor),
+        ),
+        Box::new(Fitc::params(5).noise_floor(floor)),
+        Box::new(Vfe::params(5).noise_floor(floor)),
+        Box::new(FullGp::params().noise_floor(floor)),
+        Box::new(
+            FullGp::params()
+                .hyperparameter_subset(Some(20))
+                .noise_floor(floor),
+        ),
+    ];
+    let named = |what: &str, result: Result<(), Error>| match result {
+        Err(
+            e @ Error::InvalidParameter {
+                name: "noise_floor",
+                ..
+            },
+        ) => {
+            let message = e.to_string();
+            assert!(
+                message.contains("1e300") && message.contains("1e4"),
+                "{what}: {message}"
+            );
+            assert!(message.contains("variance"), "{what}: {message}");
+        }
+        other => panic!("{what}: {other:?}"),
+    };
+    for model in &models {
+        named(model.name(), model.fit_boxed(&data).map(drop));
+    }
+    let multi = MultiDataset::new(
+        data.x().clone(),
+        DMatrix::from_fn(data.len(), 2, |i, p| data.y()[i] * (p + 1) as f64),
+    )
+    .unwrap();
+    named(
+        "multi",
+        Ssgp::params(4)
+            .noise_floor(floor)
+            .fit_multi(&multi)
+            .map(drop),
+    );
+    // At the bound the floor is accepted: the fit calls everything noise.
+    let at_bound = MAX_NOISE_FLOOR_RATIO * data.y_variance();
+    let fitted = FullGp::params().noise_floor(at_bound).fit(&data).unwrap();
+    assert!(fitted.noise_variance() >= at_bound);
+}
