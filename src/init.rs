@@ -61,8 +61,8 @@ impl LengthscaleInit {
     /// Checks what can be checked without data.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for non-positive or non-finite given lengthscales, or an empty
-    /// subset.
+    /// [`Error::InvalidParameter`] for non-positive or non-finite given lengthscales, or a subset
+    /// of fewer than 2 points.
     pub fn validate(&self) -> Result<()> {
         match self {
             Self::HalfRange => Ok(()),
@@ -77,9 +77,12 @@ impl LengthscaleInit {
                 }),
                 None => Ok(()),
             },
-            Self::FullGpSubset(0) => Err(Error::InvalidParameter {
+            Self::FullGpSubset(size @ (0 | 1)) => Err(Error::InvalidParameter {
                 name: "lengthscales_from_full_gp",
-                reason: "the subset must hold at least one point".into(),
+                reason: format!(
+                    "a subset of {size} point(s) has nothing to learn lengthscales from (no \
+                     input varies on it); give at least 2 points"
+                ),
             }),
             Self::FullGpSubset(_) => Ok(()),
         }

@@ -36,7 +36,8 @@ impl Default for FullGpParams {
 
 impl FullGpParams {
     /// Learn θ on a random subset of this many points (drawn with the seed), then condition on
-    /// all the data; `None` (the default) learns on all of it.
+    /// all the data; `None` (the default) learns on all of it. At least 2 points: fewer is an
+    /// [`Error::InvalidParameter`] when the settings are checked.
     pub fn hyperparameter_subset(mut self, size: Option<usize>) -> Self {
         self.0.hyperparameter_subset = size;
         self
@@ -52,7 +53,7 @@ impl ValidFullGpParams {
     /// # Errors
     /// [`Error::InvalidParameter`] for a bad optimiser budget or tolerance, a negative or
     /// non-finite noise floor, bad initial lengthscales, a start from a full GP (this is one), or
-    /// a subset of size 0.
+    /// a subset of fewer than 2 points.
     fn validate(&self) -> Result<()> {
         self.training.validate()?;
         self.jitter.validate()?;
@@ -64,10 +65,13 @@ impl ValidFullGpParams {
                     .into(),
             });
         }
-        if self.hyperparameter_subset == Some(0) {
+        if let Some(size @ (0 | 1)) = self.hyperparameter_subset {
             return Err(Error::InvalidParameter {
                 name: "hyperparameter_subset",
-                reason: "a subset needs at least one point".into(),
+                reason: format!(
+                    "a subset of {size} point(s) has nothing to learn from (no input varies on \
+                     it); give at least 2 points, or `None` to learn on all the data"
+                ),
             });
         }
         Ok(())

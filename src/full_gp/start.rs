@@ -65,7 +65,7 @@ fn subset_lengthscales(
         .threads(settings.threads)
         .noise_floor(settings.noise_floor)
         .relative_noise_floor(settings.relative_noise_floor)
-        .hyperparameter_subset(Some(subset.min(data.len())))
+        .hyperparameter_subset((subset < data.len()).then_some(subset))
         .best_effort(true)
         .optim(OptimConfig {
             tolerance: START_TOLERANCE,

@@ -259,3 +259,46 @@ fn bad_inputs_are_typed_errors() {
         Err(Error::NonFinite { row: 1, .. })
     ));
 }
+
+/// A subset of fewer than 2 points to learn from is rejected naming the setting (it used to say
+/// that every input column is constant), for the full GP's own subset and for the full-GP start
+/// of the other models; 2 points are learned from.
+#[test]
+fn subsets_too_small_to_learn_from_name_their_setting() {
+    use ssgp::init::LengthscaleInit;
+    let train = ssgp::data::sinc_data(40, false, 0.1, &mut StdRng::seed_from_u64(8)).unwrap();
+    for size in [0, 1] {
+        let result = FullGp::params()
+            .hyperparameter_subset(Some(size))
+            .fit(&train);
+        match result {
+            Err(
+                e @ Error::InvalidParameter {
+                    name: "hyperparameter_subset",
+                    ..
+                },
+            ) => {
+                assert!(e.to_string().contains("at least 2 points"), "{e}");
+            }
+            other => panic!("{size}: {:?}", other.map(|f| f.noise_variance())),
+        }
+        let start = LengthscaleInit::FullGpSubset(size);
+        let result = ssgp::Ssgp::params(4).lengthscale_init(start).fit(&train);
+        assert!(
+            matches!(
+                result,
+                Err(Error::InvalidParameter {
+                    name: "lengthscales_from_full_gp",
+                    ..
+                })
+            ),
+            "{size}: {:?}",
+            result.map(|f| f.noise_variance())
+        );
+    }
+    FullGp::params()
+        .hyperparameter_subset(Some(2))
+        .max_evaluations(20)
+        .fit(&train)
+        .unwrap();
+}
