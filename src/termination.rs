@@ -546,33 +546,19 @@ impl Prequential {
         (self.recent_z2 / weight).max(1.0)
     }
 
-    /// Checks a loaded record of `updates` samples: its rows that many, its sums finite and not
-    /// negative, all of them 0 before any row.
-    ///
-    /// # Errors
-    /// [`crate::error::Error::InvalidParameter`] naming `prequential` otherwise.
+    /// Whether this (loaded) record is one of `updates` samples: its rows that many, its sums
+    /// finite and not negative, all of them 0 before any row.
     #[cfg(feature = "serde")]
-    pub(crate) fn check(&self, updates: usize) -> crate::error::Result<()> {
+    pub(crate) fn counts(&self, updates: usize) -> bool {
         let sums = [
             self.sum_z2,
             self.sum_squared_error,
             self.sum_squared_deviation,
             self.recent_z2,
         ];
-        let valid = self.rows == updates
+        self.rows == updates
             && sums.iter().all(|s| s.is_finite() && *s >= 0.0)
-            && (self.rows > 0 || sums.iter().all(|&s| s == 0.0));
-        if valid {
-            return Ok(());
-        }
-        Err(crate::error::Error::InvalidParameter {
-            name: "prequential",
-            reason: format!(
-                "the online record of {updates} updates ({sums:?} over {} rows) must count \
-                 them, its sums finite, not negative, and 0 before any row",
-                self.rows
-            ),
-        })
+            && (self.rows > 0 || sums.iter().all(|&s| s == 0.0))
     }
 
     /// The mean z² and NMSE so far, as a [`HeldOutCalibration`] of that many rows (an NMSE of

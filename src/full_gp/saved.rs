@@ -108,8 +108,7 @@ impl FittedFullGp {
             model.recentre_targets(finite(y_mean, "full-GP y_mean")?);
         }
         if let Some(online) = r.online {
-            online.prequential.check(online.updates)?;
-            model.prequential = online.prequential;
+            model.prequential = online.checked()?.1;
         }
         crate::data::check_finite_vector("full-GP α = (K + σn²I)⁻¹(y − ȳ)", &model.alpha)?;
         finite(model.record.neg_log_evidence, "full-GP −log p(y|θ)")?;

@@ -6,6 +6,7 @@
 use super::checks::rows_mut;
 use super::checks::{Rows, SummaryRepr};
 use crate::data::ColumnsRepr;
+use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::linalg::Jitter;
 use crate::termination::Prequential;
@@ -18,6 +19,27 @@ use serde::{Deserialize, Serialize};
 pub(crate) struct OnlineRecord {
     pub(crate) updates: usize,
     pub(crate) prequential: Prequential,
+}
+
+impl OnlineRecord {
+    /// The update count and the record, checked: the record counts that many samples, its sums
+    /// finite, not negative, and 0 before any sample.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `online` otherwise.
+    pub(crate) fn checked(self) -> Result<(usize, Prequential)> {
+        if !self.prequential.counts(self.updates) {
+            return Err(Error::InvalidParameter {
+                name: "online",
+                reason: format!(
+                    "the online record {:?} must count its {} updates, its sums finite, not \
+                     negative, and 0 before any update",
+                    self.prequential, self.updates
+                ),
+            });
+        }
+        Ok((self.updates, self.prequential))
+    }
 }
 
 /// The saved forms of the models, as the file holds them (unchecked).

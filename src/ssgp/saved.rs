@@ -144,10 +144,10 @@ impl FittedSsgp {
         };
         let model = match r.online {
             Some(online) => {
-                online.prequential.check(online.updates)?;
+                let (updates, prequential) = online.checked()?;
                 FittedSsgp {
-                    updates: online.updates,
-                    prequential: online.prequential,
+                    updates,
+                    prequential,
                     ..model
                 }
             }
