@@ -9,6 +9,7 @@
 //! with its interleaved pairs regrouped; the model is invariant to that order). Hence
 //! A = ΦᵀΦ + λI and K = (σ0²/m)ΦΦᵀ.
 
+use crate::error::{Error, Result};
 use crate::linalg;
 use crate::linalg::{MatRef, Par};
 use nalgebra::{DMatrix, DVector};
@@ -26,6 +27,44 @@ pub fn scaled_frequencies(w: &DMatrix<f64>, lengthscales: &DVector<f64>) -> DMat
 /// Spectral points s_r = Ω_r / (2π) (m×D), as in φ(x) = [cos(2π s_rᵀx), sin(2π s_rᵀx)].
 pub fn spectral_points(omega: &DMatrix<f64>) -> DMatrix<f64> {
     omega / (2.0 * std::f64::consts::PI)
+}
+
+/// The largest phase |θ_r| = |Ω_rᵀ(x − c)| at which f64 still resolves a feature: 2⁴², where
+/// neighbouring f64 numbers are 2⁻¹⁰ radians apart. Beyond, the computed phase is off by more
+/// than that and its cosine and sine are noise — an input in other units than the training
+/// inputs' (nanoseconds for seconds), or some 10¹² lengthscales away from them.
+pub(crate) const PHASE_LIMIT: f64 = 4_398_046_511_104.0;
+
+/// Checks that every row of `centred` (len×D, inputs less the training inputs' centre; row i is
+/// the caller's row `first_row` + i) keeps its phases within [`PHASE_LIMIT`], by the bound
+/// Σ_d max_r |Ω_rd|·|x_d − c_d| ≥ max_r |θ_r| (O(mD + len·D)).
+///
+/// # Errors
+/// [`Error::Scale`] naming the first row beyond it, its bound and the remedy.
+pub(crate) fn check_phases(
+    centred: &DMatrix<f64>,
+    omega: &DMatrix<f64>,
+    first_row: usize,
+) -> Result<()> {
+    let largest: Vec<f64> = omega
+        .column_iter()
+        .map(|c| c.iter().fold(0.0, |a: f64, v| a.max(v.abs())))
+        .collect();
+    for (i, row) in centred.row_iter().enumerate() {
+        let bound: f64 = row.iter().zip(&largest).map(|(x, w)| x.abs() * w).sum();
+        if bound > PHASE_LIMIT {
+            return Err(Error::Scale {
+                what: format!(
+                    "input row {} lies so far from the training inputs that the phases of its \
+                     spectral features reach {bound:e} radians, beyond the {PHASE_LIMIT:e} at \
+                     which f64 resolves them: an SSGP has nothing to say there (its features \
+                     would be noise); check that the inputs are in the training inputs' units",
+                    first_row + i
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Writes the design matrix of the rows `x` (len×D), centred on `centre` (D), into `phi`

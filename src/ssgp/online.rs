@@ -179,6 +179,7 @@ pub(crate) fn new_sample_features(
     }
     let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
     design_matrix_into(view(&xu), centre, omega, &mut phi, &mut centred, Par::Seq);
+    super::features::check_phases(&centred, omega, 0)?;
     crate::data::check_finite("features of the new samples", &phi)?;
     Ok(Some(phi))
 }
@@ -225,7 +226,8 @@ impl FittedSsgp {
     /// [`Error::InvalidParameter`] for γ outside (0, 1]; [`Error::LengthMismatch`] when `x` and
     /// `y` disagree on n; [`Error::DimensionMismatch`] for a wrong D; [`Error::NonFinite`] for a
     /// NaN or infinity in the samples; [`Error::Scale`] for a target so far from the fit's ȳ that
-    /// its square overflows; [`Error::NonFinite`] naming the weights if they overflowed after
+    /// its square overflows, or an input so far from the training inputs that f64 cannot
+    /// resolve its phases (as [`Self::predict`]); [`Error::NonFinite`] naming the weights if they overflowed after
     /// absorbing the samples. The model is unchanged on an error.
     pub fn update_forgetting(
         &mut self,

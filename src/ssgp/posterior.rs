@@ -81,8 +81,9 @@ impl FittedSsgp {
     ///
     /// # Errors
     /// [`crate::error::Error::EmptyData`] for no rows, [`crate::error::Error::DimensionMismatch`] for a wrong
-    /// D, [`crate::error::Error::NonFinite`] for a NaN or infinity in `x`, or for a test point so far
-    /// from the training data that a phase overflows.
+    /// D, [`crate::error::Error::NonFinite`] for a NaN or infinity in `x`;
+    /// [`crate::error::Error::Scale`] for a test point so far from the training inputs that f64
+    /// cannot resolve the phases of its features ([`features::PHASE_LIMIT`]).
     pub fn predict<X: Inputs + ?Sized>(&self, x: &X) -> Result<Predictive> {
         let x = &*x.to_matrix()?;
         predict_in_chunks(
@@ -168,6 +169,9 @@ impl FittedSsgp {
         let xu = self.record.columns.select(x)?;
         let (n, du) = xu.shape();
         let (post, m) = (&self.posterior, self.num_spectral_points());
+        let mut centred = DMatrix::zeros(0, 0);
+        features::centre_rows(view(&xu), &post.centre, &mut centred);
+        features::check_phases(&centred, &post.omega, 0)?;
         let used = self.record.columns.used();
         let what = "gradient covariances (n*·D² values)";
         let bytes = n
@@ -489,6 +493,9 @@ pub(crate) struct OutputView<'a> {
 impl<'a> OutputView<'a> {
     /// The design matrix Φ* (len×2m) of rows `start .. start + len` of `x` into `phi` (their
     /// centred inputs into `centred`) and the means Φ*α into `mean` (len).
+    ///
+    /// # Errors
+    /// As [`features::check_phases`] for rows too far from the training inputs.
     fn design_and_means(
         self,
         x: &DMatrix<f64>,
@@ -496,7 +503,7 @@ impl<'a> OutputView<'a> {
         phi: &mut DMatrix<f64>,
         centred: &mut DMatrix<f64>,
         mean: &mut [f64],
-    ) {
+    ) -> Result<()> {
         let alpha = MatRef::from_column_major_slice(self.alpha, self.l.nrows(), 1);
         design_matrix_into(
             linalg::rows_view(x, start, len),
@@ -506,8 +513,10 @@ impl<'a> OutputView<'a> {
             centred,
             self.par,
         );
+        features::check_phases(centred, self.omega, start)?;
         let mu = MatMut::from_column_major_slice_mut(mean, len, 1);
         linalg::gemm(mu, false, view(phi), alpha, 1.0, self.par);
+        Ok(())
     }
 
     /// The work of one chunk of test rows for [`predict_in_chunks`]: the design matrix Φ*
@@ -520,7 +529,7 @@ impl<'a> OutputView<'a> {
               len: usize,
               mean: &mut [f64],
               latent: Option<&mut [f64]>| {
-            self.design_and_means(x, (start, len), &mut phi, &mut centred, mean);
+            self.design_and_means(x, (start, len), &mut phi, &mut centred, mean)?;
             if let Some(latent) = latent {
                 linalg::solve_lower(view(self.l), view_mut(&mut phi).transpose_mut(), par);
                 for (i, v) in latent.iter_mut().enumerate() {
@@ -540,7 +549,7 @@ impl<'a> OutputView<'a> {
         let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
         let (mut g, mut u) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
         move |x: &DMatrix<f64>, start: usize, len: usize, out: ChunkGradients<'_>| {
-            self.design_and_means(x, (start, len), &mut phi, &mut centred, out.mean);
+            self.design_and_means(x, (start, len), &mut phi, &mut centred, out.mean)?;
             // ∂μ: g_ir = α_{m+r} cos θ_ir − α_r sin θ_ir, then gΩ.
             linalg::resize(&mut g, len, m);
             let a = self.alpha;
@@ -616,8 +625,9 @@ impl PosteriorSample {
     /// [`crate::error::Error::EmptyData`] for no rows (as `predict`),
     /// [`crate::error::Error::DimensionMismatch`] for a wrong D,
     /// [`crate::error::Error::NonFinite`] for a NaN or infinity,
-    /// [`crate::error::Error::Numerical`] where the value is not finite (inputs so large that ω·x
-    /// overflows).
+    /// [`crate::error::Error::Scale`] for a row whose phases f64 cannot resolve (as
+    /// [`FittedSsgp::predict`]), [`crate::error::Error::Numerical`] where the value is not
+    /// finite.
     pub fn evaluate(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
         let rows = Rows {
             columns: &self.columns,
@@ -636,6 +646,7 @@ impl PosteriorSample {
                     &mut centred,
                     Par::Seq,
                 );
+                features::check_phases(&centred, &self.omega, start)?;
                 f.copy_from_slice((&phi * &self.weights).as_slice());
                 Ok(())
             };

@@ -600,3 +600,52 @@ fn loo_diagnostic_is_leave_one_out_by_definition() {
         loo_by_definition(&c, &y),
     );
 }
+
+/// An input so far from the training inputs that f64 cannot resolve the phases of its features
+/// (in other units, say: 10¹⁴ where the data spans 0–5) is a scale error naming the row in every
+/// prediction and in an update (which leaves the model), where it used to give a confident
+/// prediction from noise; far inputs whose phases f64 resolves still predict.
+#[test]
+fn inputs_whose_phases_f64_cannot_resolve_are_named() {
+    let x = DMatrix::from_fn(40, 1, |i, _| i as f64 / 8.0);
+    let y = x.column(0).map(f64::sin);
+    let mut fitted = Ssgp::params(10)
+        .seed(1)
+        .max_evaluations(30)
+        .fit(&Dataset::new(x, y).unwrap())
+        .unwrap();
+    let far = DMatrix::from_vec(3, 1, vec![1.0, 1e14, 2.0]);
+    let scale = |r: Result<(), Error>, what: &str| match r {
+        Err(Error::Scale { what: message }) => {
+            assert!(message.contains("input row 1"), "{what}: {message}")
+        }
+        other => panic!("{what}: {other:?}"),
+    };
+    scale(fitted.predict(&far).map(drop), "predict");
+    scale(fitted.predict_mean(&far).map(drop), "predict_mean");
+    scale(
+        fitted.predict_covariance(&far).map(drop),
+        "predict_covariance",
+    );
+    scale(
+        fitted.predict_gradients(&far).map(drop),
+        "predict_gradients",
+    );
+    scale(
+        fitted.gradient_covariance(&far).map(drop),
+        "gradient_covariance",
+    );
+    let sample = fitted.sample_posterior(&mut StdRng::seed_from_u64(2));
+    scale(sample.evaluate(&far).map(drop), "a posterior sample");
+    let before = fitted.predict(&DMatrix::from_element(1, 1, 2.0)).unwrap();
+    scale(
+        fitted.update(&far, &DVector::from_element(3, 0.0)),
+        "update",
+    );
+    assert_eq!(fitted.num_updates(), 0);
+    assert_eq!(
+        fitted.predict(&DMatrix::from_element(1, 1, 2.0)).unwrap(),
+        before
+    );
+    assert!(fitted.predict(&DMatrix::from_element(1, 1, 1e6)).is_ok());
+}
