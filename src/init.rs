@@ -78,10 +78,10 @@ impl LengthscaleInit {
                 None => Ok(()),
             },
             Self::FullGpSubset(size @ (0 | 1)) => Err(Error::InvalidParameter {
-                name: "lengthscales_from_full_gp",
+                name: "initial_lengthscales_from_full_gp",
                 reason: format!(
-                    "a subset of {size} point(s) has nothing to learn lengthscales from (no \
-                     input varies on it); give at least 2 points"
+                    "a subset of {size} point(s) (`LengthscaleInit::FullGpSubset`) has nothing \
+                     to learn lengthscales from (no input varies on it); give at least 2 points"
                 ),
             }),
             Self::FullGpSubset(_) => Ok(()),

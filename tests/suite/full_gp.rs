@@ -288,7 +288,7 @@ fn subsets_too_small_to_learn_from_name_their_setting() {
             matches!(
                 result,
                 Err(Error::InvalidParameter {
-                    name: "lengthscales_from_full_gp",
+                    name: "initial_lengthscales_from_full_gp",
                     ..
                 })
             ),
