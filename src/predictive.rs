@@ -28,7 +28,7 @@ use rand::Rng;
 /// let (train, test) = (sinc_data(60, false, 0.05, &mut rng)?, sinc_data(200, true, 0.05, &mut rng)?);
 /// let pred = FullGp::params().fit(&train)?.predict(&test)?;
 /// let (lo, hi) = pred.interval(0.95)?;           // y*'s 95 % interval
-/// assert!(pred.y_std()?[0] >= pred.f_std()?[0]);  // y* = f* + noise
+/// assert!(pred.y_std()[0] >= pred.f_std()[0]);    // y* = f* + noise
 /// let c = metrics::calibration(test.y(), &pred)?;
 /// println!("within 2 sd {:.2}, mean z² {:.2}, first interval [{:.2}, {:.2}]", c.within_two_sd, c.mean_squared_z, lo[0], hi[0]);
 /// # Ok::<(), ssgp::Error>(())
@@ -134,8 +134,8 @@ impl Predictive {
 
     /// Checks that `y_variance` and `f_variance` have one entry per mean and, given the number
     /// of test targets `targets`, that there is one mean per target: the fields are public, so a
-    /// predictive built by hand may disagree with itself. What every function that takes a
-    /// predictive checks first.
+    /// predictive built by hand may disagree with itself. What `interval` and every metric
+    /// check first.
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`] naming the field (or the test targets) whose length differs
@@ -176,25 +176,17 @@ impl Predictive {
     ///
     /// let train = sinc_data(80, false, 0.05, &mut StdRng::seed_from_u64(0))?;
     /// let pred = FullGp::params().fit(&train)?.predict(train.x())?;
-    /// let sd = pred.y_std()?;
-    /// assert!(sd.iter().zip(pred.f_std()?.iter()).all(|(y, f)| y > f)); // noise included
+    /// let sd = pred.y_std();
+    /// assert!(sd.iter().zip(pred.f_std().iter()).all(|(y, f)| y > f)); // noise included
     /// # Ok::<(), ssgp::Error>(())
     /// ```
-    ///
-    /// # Errors
-    /// [`Error::DimensionMismatch`] if the fields' lengths disagree (a predictive built by hand).
-    pub fn y_std(&self) -> Result<DVector<f64>> {
-        self.check_lengths(None)?;
-        Ok(self.y_variance.map(f64::sqrt))
+    pub fn y_std(&self) -> DVector<f64> {
+        self.y_variance.map(f64::sqrt)
     }
 
     /// The predictive standard deviations of the latent values f_*: √`f_variance` (n*).
-    ///
-    /// # Errors
-    /// [`Error::DimensionMismatch`] if the fields' lengths disagree (a predictive built by hand).
-    pub fn f_std(&self) -> Result<DVector<f64>> {
-        self.check_lengths(None)?;
-        Ok(self.f_variance.map(f64::sqrt))
+    pub fn f_std(&self) -> DVector<f64> {
+        self.f_variance.map(f64::sqrt)
     }
 
     /// The central `level` predictive interval of each noisy target y_*: (μ − z·σ, μ + z·σ) with
@@ -230,7 +222,7 @@ impl Predictive {
             });
         }
         let z = standard_normal_quantile(0.5 + 0.5 * level);
-        let half = self.y_std()? * z;
+        let half = self.y_std() * z;
         Ok((&self.mean - &half, &self.mean + &half))
     }
 
@@ -592,7 +584,7 @@ mod tests {
     }
 
     /// A predictive built by hand whose variances have not one entry per mean is a dimension
-    /// mismatch naming the field, not a panic (`interval`) or a vector of another length.
+    /// mismatch naming the field in `interval`, not a panic.
     #[test]
     fn mismatched_fields_are_dimension_mismatches() {
         let ragged = Predictive {
@@ -606,18 +598,11 @@ mod tests {
             ..ragged.clone()
         };
         for (p, field) in [(&ragged, "`y_variance`"), (&short_f, "`f_variance`")] {
-            let results = [
-                p.interval(0.9).map(drop),
-                p.y_std().map(drop),
-                p.f_std().map(drop),
-            ];
-            for result in results {
-                match result {
-                    Err(e @ Error::DimensionMismatch { expected: 3, .. }) => {
-                        assert!(e.to_string().contains(field), "{e}");
-                    }
-                    other => panic!("{field}: {other:?}"),
+            match p.interval(0.9) {
+                Err(e @ Error::DimensionMismatch { expected: 3, .. }) => {
+                    assert!(e.to_string().contains(field), "{e}");
                 }
+                other => panic!("{field}: {other:?}"),
             }
         }
     }
@@ -629,11 +614,8 @@ mod tests {
             DVector::from_vec(vec![3.0, 0.0]),
             1.0,
         );
-        assert_eq!(p.y_std().unwrap(), DVector::from_vec(vec![2.0, 1.0]));
-        assert_eq!(
-            p.f_std().unwrap(),
-            DVector::from_vec(vec![3f64.sqrt(), 0.0])
-        );
+        assert_eq!(p.y_std(), DVector::from_vec(vec![2.0, 1.0]));
+        assert_eq!(p.f_std(), DVector::from_vec(vec![3f64.sqrt(), 0.0]));
         let (lo, hi) = p.interval(0.95).unwrap();
         let z = 1.959_963_984_540_054;
         assert!((hi[0] - 1.0 - 2.0 * z).abs() < 1e-14 && (1.0 - lo[0] - 2.0 * z).abs() < 1e-14);

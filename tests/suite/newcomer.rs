@@ -22,7 +22,7 @@ fn a_new_users_first_program_runs_as_written() -> Result<(), Box<dyn std::error:
     let data = Dataset::from_rows(&rows, &y)?;
     let model = FullGp::params().seed(1).fit(&data)?;
     let pred = model.predict(&rows)?;
-    let sd = pred.y_std()?;
+    let sd = pred.y_std();
     let (lo, hi) = pred.interval(0.95)?;
     let spread = (data.y_variance()).sqrt();
     for i in 0..rows.len() {
