@@ -33,7 +33,7 @@ pub fn spectral_points(omega: &DMatrix<f64>) -> DMatrix<f64> {
 /// neighbouring f64 numbers are 2⁻¹⁰ radians apart. Beyond, the computed phase is off by more
 /// than that and its cosine and sine are noise — an input in other units than the training
 /// inputs' (nanoseconds for seconds), or some 10¹² lengthscales away from them.
-pub(crate) const PHASE_LIMIT: f64 = 4_398_046_511_104.0;
+pub const PHASE_LIMIT: f64 = 4_398_046_511_104.0;
 
 /// Checks that every row of `centred` (len×D, inputs less the training inputs' centre; row i is
 /// the caller's row `first_row` + i) keeps its phases within [`PHASE_LIMIT`], by the bound
