@@ -99,6 +99,7 @@ impl FittedSsgp {
         };
         let omega = scaled_frequencies(&hyper.unit_frequencies, &hyper.hyper.lengthscales);
         crate::data::check_finite("SSGP scaled frequencies Ω = W ⊘ ℓ", &omega)?;
+        check_centre(&centre, &omega)?;
         let y_mean = finite(r.y_mean, "SSGP y_mean")?;
         let neg_log_evidence = finite(r.neg_log_evidence, "SSGP −log p(y|θ)")?;
         check_threads(r.threads)?;
@@ -155,4 +156,28 @@ impl FittedSsgp {
         };
         Ok((model, bounds))
     }
+}
+
+/// Checks that the inputs' `centre` (D) is one a fit could have written for the scaled
+/// frequencies `omega` (m×D): near c_d, neighbouring f64 inputs are |c_d|·2⁻⁵² apart, so where
+/// that spacing times max_r |Ω_rd| passes a radian no input near the centre has a resolved
+/// phase and the model could predict nothing ([`super::features::PHASE_LIMIT`]). A fit's centre
+/// is the mean of inputs it resolved; one beyond is a corrupted file.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] naming `centre` otherwise.
+fn check_centre(centre: &DVector<f64>, omega: &nalgebra::DMatrix<f64>) -> Result<()> {
+    for (d, (c, col)) in centre.iter().zip(omega.column_iter()).enumerate() {
+        let largest = col.iter().fold(0.0, |a: f64, v| a.max(v.abs()));
+        if c.abs() * f64::EPSILON * largest > 1.0 {
+            return Err(Error::InvalidParameter {
+                name: "centre",
+                reason: format!(
+                    "input {d}'s centre {c:e} is so far from 0 that inputs near it are more than a \
+                     radian of phase apart at its frequencies (up to {largest:e}): no fit wrote it"
+                ),
+            });
+        }
+    }
+    Ok(())
 }

@@ -205,8 +205,8 @@ fn variances_are_never_below_the_noise_variance() {
     }
 }
 
-/// A test point so far away that SSGP's phases overflow is an error naming the prediction, not
-/// a NaN returned as one.
+/// A test point so far away that SSGP's phases overflow is an error naming the row (one whose
+/// phases f64 cannot resolve, `features::PHASE_LIMIT`), not a NaN returned as a prediction.
 #[test]
 fn overflowing_predictions_are_errors_not_nan() {
     let mut rng = StdRng::seed_from_u64(9);
@@ -221,7 +221,7 @@ fn overflowing_predictions_are_errors_not_nan() {
     assert!(
         matches!(
             fitted.predict(&far),
-            Err(Error::Numerical { ref what }) if what.contains("predictive mean at test row 1")
+            Err(Error::Scale { ref what }) if what.contains("input row 1")
         ),
         "{:?}",
         fitted.predict(&far)
