@@ -483,7 +483,7 @@ fn main() {
     for &nf in full_sizes {
         let sub = random_data(nf, d, &mut rng);
         let params = FullGp::params().threads(threads).check().expect("valid");
-        let objective = params.evidence(&sub);
+        let objective = params.evidence(&sub).expect("valid");
         let mut theta = DVector::zeros(d + 2);
         theta[d + 1] = 0.5 * 0.1f64.ln();
         let full_reps = if nf >= 10_000 { 1 } else { reps.min(3) };

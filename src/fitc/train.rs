@@ -20,8 +20,9 @@ trained_methods! {
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`] if given pseudo-inputs do not have D columns;
-    /// [`Error::InvalidParameter`] if m > n and none are given; [`Error::Allocation`] if an
-    /// evaluation's buffers for this m cannot be allocated.
+    /// [`Error::InvalidParameter`] if m > n and none are given, or naming `noise_floor` for a
+    /// floor above [`MAX_NOISE_FLOOR_RATIO`](crate::params::MAX_NOISE_FLOOR_RATIO)·var(y);
+    /// [`Error::Allocation`] if an evaluation's buffers for this m cannot be allocated.
     fit:
     /// Learns θ on `data` by minimising −log p(y|θ) (targets centred by their mean) from the
     /// start values of [`crate::init`] (ℓ by the lengthscale strategy, σ0² = var(y),

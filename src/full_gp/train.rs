@@ -42,12 +42,21 @@ impl LearnedHyperparameters {
 }
 
 impl ValidFullGpParams {
-    /// The evidence of this configuration on `data` (all of it, whatever the subset setting).
-    /// The noise floor is not checked against var(y) here ([`MAX_NOISE_FLOOR_RATIO`]): the
-    /// evidence is evaluated with any floor, which `fit` and `condition` check.
+    /// The evidence of this configuration on `data` (all of it, whatever the subset setting),
+    /// with the noise floor resolved on var(y) of `data`, as SSGP's, FITC's and VFE's.
     ///
-    /// [`MAX_NOISE_FLOOR_RATIO`]: crate::params::MAX_NOISE_FLOOR_RATIO
-    pub fn evidence(&self, data: &Dataset) -> FullGpEvidence {
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `noise_floor` for a floor above
+    /// [`MAX_NOISE_FLOOR_RATIO`](crate::params::MAX_NOISE_FLOOR_RATIO)·var(y), as `fit`.
+    pub fn evidence(&self, data: &Dataset) -> Result<FullGpEvidence> {
+        Ok(self
+            .resolved_for(data.y_variance())?
+            .evidence_unchecked(data))
+    }
+
+    /// [`Self::evidence`] without the floor's check: on settings already checked (and resolved)
+    /// on all rows, for a subset of them or for a loaded model.
+    fn evidence_unchecked(&self, data: &Dataset) -> FullGpEvidence {
         let mut this = self.clone();
         this.training = self.training.resolved(data.y_variance());
         FullGpEvidence::new(data, &this)
@@ -113,7 +122,7 @@ impl ValidFullGpParams {
         let train = columns.select_data(train)?;
         let start = super::start(&train, &self.training)?;
         let theta0 = hyperparameters::pack(&start, self.training.noise(), None);
-        let evidence = self.evidence(&train);
+        let evidence = self.evidence_unchecked(&train);
         let mut report = self.training.minimize(&evidence, theta0)?;
         if self.training.lengthscales == LengthscaleInit::HalfRange {
             report = self.shorter_starts((&train, &evidence), &start, report)?;
@@ -205,7 +214,7 @@ impl ValidFullGpParams {
         columns: InputColumns,
         training: Option<TrainingSummary>,
     ) -> Result<FittedFullGp> {
-        let h = self.evidence(&data).unpack(theta)?;
+        let h = self.evidence_unchecked(&data).unpack(theta)?;
         let par = linalg::par(self.training.threads);
         let n = data.len();
         let (centred, input_means) = kernel::centre_columns(data.x());

@@ -73,6 +73,8 @@ impl ValidSsgpParams {
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`] if given initial frequencies do not have D columns;
+    /// [`Error::InvalidParameter`] naming `noise_floor` for a floor above
+    /// [`MAX_NOISE_FLOOR_RATIO`](crate::params::MAX_NOISE_FLOOR_RATIO)·var(y);
     /// [`Error::Allocation`] if an evaluation's buffers for this m cannot be allocated.
     pub fn evidence<'a>(&self, data: &'a Dataset) -> Result<SsgpEvidence<'a>> {
         let this = &self.resolved_for(data.y_variance())?;

@@ -21,9 +21,10 @@ trained_methods! {
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`] if given inducing inputs do not have D columns;
-    /// [`Error::InvalidParameter`] if m > n and none are given; for fixed inducing inputs
-    /// started by [`crate::vfe::InducingStart::Greedy`], the errors of the start's
-    /// hyperparameters (as [`crate::full_gp::lengthscales_from_subset`] by default);
+    /// [`Error::InvalidParameter`] if m > n and none are given, or naming `noise_floor` for a
+    /// floor above [`MAX_NOISE_FLOOR_RATIO`](crate::params::MAX_NOISE_FLOOR_RATIO)·var(y); for
+    /// fixed inducing inputs started by [`crate::vfe::InducingStart::Greedy`], the errors of the
+    /// start's hyperparameters (as [`crate::full_gp::lengthscales_from_subset`] by default);
     /// [`Error::Allocation`] if an evaluation's buffers for this m cannot be allocated.
     fit:
     /// Learns θ on `data` by minimising −F(θ) (targets centred by their mean) from the start

@@ -488,7 +488,7 @@ fn sizes_beyond_memory_are_allocation_errors_in_every_model() {
 #[test]
 fn a_noise_floor_beyond_the_targets_variance_is_named() {
     use ssgp::data::MultiDataset;
-    use ssgp::params::MAX_NOISE_FLOOR_RATIO;
+    use ssgp::params::{ParamGuard, MAX_NOISE_FLOOR_RATIO};
     let data = sinc_data(60, false, 0.1, &mut StdRng::seed_from_u64(4)).unwrap();
     let floor = 1e300;
     let models: Vec<Box<dyn Regressor>> = vec![
@@ -536,6 +536,43 @@ fn a_noise_floor_beyond_the_targets_variance_is_named() {
         Ssgp::params(4)
             .noise_floor(floor)
             .fit_multi(&multi)
+            .map(drop),
+    );
+    // Each model's evidence checks the floor as its fit does.
+    named(
+        "SSGP evidence",
+        Ssgp::params(4)
+            .noise_floor(floor)
+            .check()
+            .unwrap()
+            .evidence(&data)
+            .map(drop),
+    );
+    named(
+        "FITC evidence",
+        Fitc::params(5)
+            .noise_floor(floor)
+            .check()
+            .unwrap()
+            .evidence(&data)
+            .map(drop),
+    );
+    named(
+        "VFE evidence",
+        Vfe::params(5)
+            .noise_floor(floor)
+            .check()
+            .unwrap()
+            .evidence(&data)
+            .map(drop),
+    );
+    named(
+        "full-GP evidence",
+        FullGp::params()
+            .noise_floor(floor)
+            .check()
+            .unwrap()
+            .evidence(&data)
             .map(drop),
     );
     // At the bound the floor is accepted: the fit calls everything noise.

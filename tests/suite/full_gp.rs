@@ -45,7 +45,7 @@ fn gradient_matches_central_differences() {
         let data = random_data(n, dim, n as u64);
         for floor in [0.0, 0.02] {
             let params = FullGp::params().noise_floor(floor).check().unwrap();
-            let evidence = params.evidence(&data);
+            let evidence = params.evidence(&data).unwrap();
             for _ in 0..3 {
                 let theta = random_theta(dim, &mut rng);
                 assert_eq!(evidence.evaluate(&theta).unwrap().jitter, 0.0);
@@ -79,7 +79,7 @@ fn evidence_and_predictions_match_dense_formulas() {
     let params = FullGp::params().threads(1).check().unwrap();
     for (n, dim) in [(20, 2), (37, 4)] {
         let data = random_data(n, dim, 100 + n as u64);
-        let objective = params.evidence(&data);
+        let objective = params.evidence(&data).unwrap();
         let theta = random_theta(dim, &mut rng);
         let h = objective.unpack(&theta).unwrap();
         let (ky, y) = dense_system(&data, &h);
@@ -168,7 +168,7 @@ fn subset_learns_on_part_and_conditions_on_all() {
     let t = fitted.training();
     assert!(t.neg_log_evidence <= t.initial_neg_log_evidence);
     // The evidence reported by the model is that of all 100 points at the learned θ.
-    let all = FullGp::params().check().unwrap().evidence(&train);
+    let all = FullGp::params().check().unwrap().evidence(&train).unwrap();
     let on_all = all.evaluate(fitted.parameters()).unwrap().value;
     assert_relative_eq!(fitted.neg_log_evidence(), on_all, max_relative = 1e-10);
     assert!((fitted.neg_log_evidence() - t.neg_log_evidence).abs() > 1.0);
