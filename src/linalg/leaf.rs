@@ -93,10 +93,11 @@ pub(crate) fn right_triangular(mut x: MatMut<'_>, l: MatRef<'_>, op: RightOp) {
         return;
     }
     let c = Coefficients::new(l, op);
-    if x.row_stride() == 1 {
+    if (x.row_stride() == 1 || n == 1) && x.col_stride() > 0 {
         let cs = x.col_stride() as usize;
-        // SAFETY: x's rows are contiguous (unit row stride) and its b columns are `cs` apart in
-        // the buffer it borrows exclusively; `panel` stays inside rows 0..n of those columns.
+        // SAFETY: x's rows are contiguous (unit row stride, or a single row) and its b columns
+        // are `cs` apart in the buffer it borrows exclusively; `panel` stays inside rows 0..n of
+        // those columns.
         unsafe { panel(x.as_mut_ptr(), cs, n, &c) };
         return;
     }

@@ -43,7 +43,9 @@ pub use factor::{log_det_from_cholesky, Jitter};
 pub(crate) use gemm::gemm;
 pub use gemm::tr_mul_to;
 pub(crate) use threads::Threads;
-pub(crate) use update::{rank_one_update, scale_lower};
+pub(crate) use update::{
+    rank_one_update, rank_one_update_from, scale_lower, scale_lower_from, SpareFactor,
+};
 pub(crate) use views::{rows_view, vector_view, vector_view_mut, view, view_mut, MatMut, MatRef};
 
 use crate::error::{Error, Result};

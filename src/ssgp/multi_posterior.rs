@@ -10,7 +10,7 @@ use crate::data::InputColumns;
 use crate::data::Inputs;
 use crate::error::{Error, Result};
 use crate::hyperparameters::{self, Hyperparameters, NoiseParam};
-use crate::linalg;
+use crate::linalg::{self, SpareFactor};
 use crate::model::FitRecord;
 use crate::prediction_loop::{gradients_in_chunks, predict_in_chunks, Rows};
 use crate::predictive::{Predictive, PredictiveGradients};
@@ -24,6 +24,8 @@ pub struct FittedMultiSsgp {
     hyper: MultiSsgpHyperparameters,
     /// L (2m×2m, lower), shared.
     l: DMatrix<f64>,
+    /// The buffer [`Self::update`] writes the next L into.
+    spare: SpareFactor,
     /// α (2m×P).
     alpha: DMatrix<f64>,
     /// B = Φᵀ(Y − 1ȳᵀ) (2m×P), kept for updates.
@@ -71,6 +73,7 @@ impl FittedMultiSsgp {
         Self {
             hyper: pass.hyper,
             l: pass.l,
+            spare: SpareFactor::default(),
             alpha: pass.alpha,
             rhs: pass.rhs,
             omega: pass.omega,
@@ -448,6 +451,7 @@ impl FittedMultiSsgp {
                 omega: self.omega.clone(),
                 centre: self.centre.clone(),
             },
+            spare: SpareFactor::default(),
             fixed: self.fixed,
             chunk_rows: self.chunk_rows,
             record: FitRecord {
@@ -508,7 +512,7 @@ impl FittedMultiSsgp {
             alpha,
             scores,
         } = absorbed(
-            (&self.l, self.rhs.clone()),
+            (&self.l, self.spare.take(self.l.nrows()), self.rhs.clone()),
             (&self.alpha, &noise),
             (&phi, &yc),
             forgetting,
@@ -522,7 +526,8 @@ impl FittedMultiSsgp {
                 mean.update_forgetting(x, &y.column(p).into_owned(), forgetting)?;
             }
         }
-        self.l = l;
+        let old = std::mem::replace(&mut self.l, l);
+        self.spare.keep(old);
         self.rhs = rhs;
         self.alpha = alpha;
         self.prequential = scores;

@@ -72,32 +72,33 @@ pub(crate) struct Absorbed {
 }
 
 /// The model's state after the samples (features `phi` n×2m, centred targets `y` n×P), computed
-/// on copies of its factor `l`, right-hand sides `rhs` and prequential records `scores`, so that
-/// a call that fails leaves the model as it was: the model before the call — `l`, weights
+/// without changing its factor `l`, right-hand sides `rhs` and prequential records `scores`, so
+/// that a call that fails leaves the model as it was: the model before the call — `l`, weights
 /// `alpha`, noise variances `noise` — scores the samples ([`score`]; a call of one sample takes
 /// its leverage from the rank-one update itself, [`linalg::rank_one_update`], a call of several
-/// from one triangular solve before it), [`absorb`] takes them in, and α = A⁻¹B follows
-/// ([`solve_weights`]). The copies cost O(m² + mP), what absorbing one sample costs.
+/// from one triangular solve before it), [`absorb`] takes them in, writing the new factor into
+/// `spare` (2m×2m, whatever it held: the model's [`linalg::SpareFactor`]), and α = A⁻¹B follows
+/// ([`solve_weights`]). Beyond what absorbing the samples costs, O(mP) copies.
 ///
 /// # Errors
 /// [`Error::NonFinite`] naming the weights if α overflowed (e.g. a forgetting factor so small that
 /// γA underflows).
 pub(crate) fn absorbed(
-    (l, rhs): (&DMatrix<f64>, DMatrix<f64>),
+    (l, spare, rhs): (&DMatrix<f64>, DMatrix<f64>, DMatrix<f64>),
     (alpha, noise): (&DMatrix<f64>, &DVector<f64>),
     (phi, y): (&DMatrix<f64>, &DMatrix<f64>),
     forgetting: f64,
     scores: &[Prequential],
 ) -> Result<Absorbed> {
-    let (mut l, mut rhs, mut scores) = (l.clone(), rhs, scores.to_vec());
-    let before = (phi.nrows() > 1).then(|| leverages(&l, phi));
-    let first = absorb(&mut l, &mut rhs, phi, y, forgetting);
+    let (mut new, mut rhs, mut scores) = (spare, rhs, scores.to_vec());
+    let before = (phi.nrows() > 1).then(|| leverages(l, phi));
+    let first = absorb((l, &mut new), &mut rhs, (phi, y), forgetting);
     let leverages = before.unwrap_or_else(|| vec![first]);
     score((alpha, noise), phi, (y, &leverages), &mut scores);
-    let alpha = solve_weights(&l, &rhs);
+    let alpha = solve_weights(&new, &rhs);
     crate::data::check_finite("weights after the update", &alpha)?;
     Ok(Absorbed {
-        l,
+        l: new,
         rhs,
         alpha,
         scores,
@@ -105,24 +106,33 @@ pub(crate) fn absorbed(
 }
 
 /// Absorbs the rows of `phi` (len×2m design matrix) with centred targets `y` (len×P) into the
-/// factor `l` (2m×2m) and the right-hand sides `rhs` (2m×P), one sample at a time: with γ =
-/// `forgetting`, L ← √γL and B ← γB (skipped for γ = 1), then the rank-one update of L by φ_i and
-/// B += φ_i y_iᵀ. O(m² + mP) per sample. Returns the first sample's leverage φ₀ᵀA⁻¹φ₀ under the
-/// factor before the call, from its rank-one update: γ(det ratio − 1), the update being of γA
-/// (0 for no samples).
+/// factor `from` (2m×2m), written to `l` (2m×2m, its lower triangle overwritten: the first
+/// sample reads `from`, the others update `l` in place), and the right-hand sides `rhs` (2m×P),
+/// one sample at a time: with γ = `forgetting`, L ← √γL and B ← γB (skipped for γ = 1), then
+/// the rank-one update of L by φ_i and B += φ_i y_iᵀ. O(m² + mP) per sample. Returns the first
+/// sample's leverage φ₀ᵀA⁻¹φ₀ under the factor before the call, from its rank-one update:
+/// γ(det ratio − 1), the update being of γA (0 for no samples, `l` then a copy of `from`).
 pub(crate) fn absorb(
-    l: &mut DMatrix<f64>,
+    (from, l): (&DMatrix<f64>, &mut DMatrix<f64>),
     rhs: &mut DMatrix<f64>,
-    phi: &DMatrix<f64>,
-    y: &DMatrix<f64>,
+    (phi, y): (&DMatrix<f64>, &DMatrix<f64>),
     forgetting: f64,
 ) -> f64 {
+    if phi.nrows() == 0 {
+        l.copy_from(from);
+        return 0.0;
+    }
     let mut work = vec![0.0; phi.ncols()];
     let root = forgetting.sqrt();
     let mut first = 0.0;
     for i in 0..phi.nrows() {
-        if forgetting != 1.0 {
-            linalg::scale_lower(l, root);
+        let scaled = forgetting != 1.0;
+        if scaled {
+            if i == 0 {
+                linalg::scale_lower_from(from, l, root);
+            } else {
+                linalg::scale_lower(l, root);
+            }
             *rhs *= forgetting;
         }
         for (w, v) in work.iter_mut().zip(phi.row(i).iter()) {
@@ -134,7 +144,11 @@ pub(crate) fn absorb(
                 *b += v * yp;
             }
         }
-        let ratio = linalg::rank_one_update(l, &mut work);
+        let ratio = if i == 0 && !scaled {
+            linalg::rank_one_update_from(from, l, &mut work)
+        } else {
+            linalg::rank_one_update(l, &mut work)
+        };
         if i == 0 {
             first = forgetting * (ratio - 1.0);
         }
@@ -251,19 +265,21 @@ impl FittedSsgp {
         };
         let yc = y.add_scalar(-self.record.y_mean);
         let noise = DVector::from_element(1, self.noise_variance());
+        let spare = self.spare.take(post.l.nrows());
         let Absorbed {
             l,
             rhs,
             alpha,
             mut scores,
         } = absorbed(
-            (&post.l, rhs),
+            (&post.l, spare, rhs),
             (&alpha, &noise),
             (&phi, &yc),
             forgetting,
             std::slice::from_ref(&self.prequential),
         )?;
-        self.posterior.l = l;
+        let old = std::mem::replace(&mut self.posterior.l, l);
+        self.spare.keep(old);
         self.posterior.alpha.copy_from_slice(alpha.as_slice());
         self.rhs = Some(rhs);
         self.prequential = scores.remove(0);

@@ -7,7 +7,7 @@ use crate::data::InputColumns;
 use crate::data::Inputs;
 use crate::error::Result;
 use crate::linalg::{self, view, view_mut};
-use crate::linalg::{MatMut, MatRef, Par};
+use crate::linalg::{MatMut, MatRef, Par, SpareFactor};
 use crate::model::fitted_regressor;
 use crate::model::FitRecord;
 use crate::prediction_loop::{
@@ -61,6 +61,8 @@ pub(crate) struct WeightPosterior {
 pub struct FittedSsgp {
     pub(crate) hyper: SsgpHyperparameters,
     pub(crate) posterior: WeightPosterior,
+    /// The buffer [`FittedSsgp::update`] writes the next factor L into.
+    pub(crate) spare: SpareFactor,
     /// b = Φᵀ(y − ȳ) (2m×1) once [`FittedSsgp::update`] has run (recovered as Aα before).
     pub(crate) rhs: Option<DMatrix<f64>>,
     /// Samples added by [`FittedSsgp::update`].

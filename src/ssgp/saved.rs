@@ -8,6 +8,7 @@ use super::SsgpHyperparameters;
 use crate::data::InputColumns;
 use crate::error::{Error, Result};
 use crate::hyperparameters::{self, NoiseParam};
+use crate::linalg::SpareFactor;
 use crate::model::FitRecord;
 use crate::params::{check_at_least_one, check_threads};
 use crate::schema::{
@@ -129,6 +130,7 @@ impl FittedSsgp {
                 omega,
                 centre,
             },
+            spare: SpareFactor::default(),
             fixed: fixed.is_some(),
             chunk_rows: r.chunk_rows,
             record: FitRecord::new(

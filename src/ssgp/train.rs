@@ -10,7 +10,7 @@ use crate::data::{Dataset, InputColumns};
 use crate::error::{Error, Result};
 use crate::hyperparameters::{check_block, Hyperparameters};
 use crate::init::{self};
-use crate::linalg;
+use crate::linalg::{self, SpareFactor};
 use crate::model::FitRecord;
 use crate::optim::Observer;
 use crate::termination::TrainingSummary;
@@ -284,6 +284,7 @@ impl ValidSsgpParams {
         FittedSsgp {
             hyper,
             posterior,
+            spare: SpareFactor::default(),
             fixed: self.fixed_spectral_points,
             chunk_rows: self.chunk_rows,
             record,
