@@ -38,6 +38,7 @@ impl FittedFullGp {
             online: self.prequential.calibration().map(|record| OnlineRecord {
                 updates: record.rows,
                 prequential: self.prequential.clone(),
+                prior_level: 1.0,
             }),
         }
     }
@@ -108,7 +109,7 @@ impl FittedFullGp {
             model.recentre_targets(finite(y_mean, "full-GP y_mean")?);
         }
         if let Some(online) = r.online {
-            model.prequential = online.checked()?.1;
+            model.prequential = online.checked(1.0)?.1;
         }
         crate::data::check_finite_vector("full-GP α = (K + σn²I)⁻¹(y − ȳ)", &model.alpha)?;
         finite(model.record.neg_log_evidence, "full-GP −log p(y|θ)")?;

@@ -44,7 +44,8 @@ pub(crate) use gemm::gemm;
 pub use gemm::tr_mul_to;
 pub(crate) use threads::Threads;
 pub(crate) use update::{
-    rank_one_update, rank_one_update_from, scale_lower, scale_lower_from, SpareFactor,
+    add_to_diagonal, rank_one_update, rank_one_update_from, scale_lower, scale_lower_from,
+    SpareFactor,
 };
 pub(crate) use views::{rows_view, vector_view, vector_view_mut, view, view_mut, MatMut, MatRef};
 

@@ -1,6 +1,8 @@
-//! Updating a Cholesky factor in place: a rank-one update LLᵀ + xxᵀ (O(k²), no refactorisation),
-//! and a scaling by a forgetting factor.
+//! Updating a Cholesky factor: a rank-one update LLᵀ + xxᵀ (O(k²), no refactorisation), a
+//! scaling by a forgetting factor, and a multiple of the identity added (O(k³), refactorised).
 
+use super::{view, view_mut, Par};
+use crate::error::Result;
 use nalgebra::DMatrix;
 
 /// Overwrites the lower factor `l` (k×k, A = LLᵀ) with that of A + xxᵀ, consuming `x` (k) as
@@ -96,6 +98,25 @@ pub(crate) fn scale_lower_from(from: &DMatrix<f64>, to: &mut DMatrix<f64>, facto
             *w = v * factor;
         }
     }
+}
+
+/// Overwrites the lower factor `l` (k×k, A = LLᵀ, strict upper triangle zero) with that of
+/// A + cI (c ≥ 0): A formed from L (a symmetric rank-k product, k³/3 multiply-adds), c added to
+/// its diagonal, and factorised again (k³/3) — the O(k³) a full-rank change costs.
+///
+/// # Errors
+/// [`Error::NotPositiveDefinite`](crate::error::Error::NotPositiveDefinite) naming `what` if a
+/// pivot is not positive or not finite (`l` is then unchanged).
+pub(crate) fn add_to_diagonal(l: &mut DMatrix<f64>, c: f64, what: &'static str) -> Result<()> {
+    let k = l.nrows();
+    let mut a = DMatrix::zeros(k, k);
+    super::syrk_lower(view_mut(&mut a), false, view(l).transpose(), 1.0, Par::Seq);
+    for i in 0..k {
+        a[(i, i)] += c;
+    }
+    super::cholesky_in_place_lower(&mut a, what, Par::Seq)?;
+    *l = a;
+    Ok(())
 }
 
 /// A k×k buffer that an update writes the new factor into, so the factor it reads stays whole

@@ -40,8 +40,11 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// full GP's `blocks` (the rows of its fit and of each update, replayed on load to the same
 /// factor bit for bit; absent, the factor is computed afresh on all rows as before) and an
 /// updated SSGP's or full GP's `online` record (the count of its updates and how it predicted
-/// them, `prequential`; absent, none).
-pub const FORMAT_VERSION: u32 = 11;
+/// them, `prequential`; absent, none); 12, the online record's `prior_level` (the share ρ of
+/// SSGP's prior term λI in A = D + ρλI that forgetting has left; written only below 1, and read
+/// as 1 when absent — an SSGP updated with forgetting and saved in format 11 continues from a
+/// prior taken as whole).
+pub const FORMAT_VERSION: u32 = 12;
 
 /// The oldest format version this build reads: a format-2 file is migrated on load (its
 /// training summaries have no diagnostic: the loaded model reports `diagnostic: None`, and

@@ -12,22 +12,49 @@ use crate::linalg::Jitter;
 use crate::termination::Prequential;
 use serde::{Deserialize, Serialize};
 
-/// What an updated model's online updates recorded: how many samples they added, and how the
-/// model predicted each before the call that added it.
+/// What an updated model's online updates recorded: how many samples they added, how the
+/// model predicted each before the call that added it, and (SSGP) how much of the prior term its
+/// forgetting has left.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct OnlineRecord {
     pub(crate) updates: usize,
     pub(crate) prequential: Prequential,
+    /// The share ρ of an SSGP's prior term in A = D + ρλI after forgetting (format 12); not
+    /// written when it is 1 (no forgetting since the prior was last whole; and the full GP's),
+    /// and read as 1 when absent (files before format 12 too).
+    #[serde(default = "whole_prior", skip_serializing_if = "is_whole_prior")]
+    pub(crate) prior_level: f64,
+}
+
+/// The prior level of a record that does not write one.
+fn whole_prior() -> f64 {
+    1.0
+}
+
+/// Whether a record's prior level is whole (and so not written).
+fn is_whole_prior(level: &f64) -> bool {
+    *level == 1.0
 }
 
 impl OnlineRecord {
-    /// The update count and the record, checked: the record counts that many samples, its sums
-    /// finite, not negative, and 0 before any sample.
+    /// The update count, the record and the prior level, checked: the record counts that many
+    /// samples, its sums finite, not negative, and 0 before any sample; the prior level in
+    /// [`least_prior_level`, 1] (the model's own bound: 1 for a model without one).
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] naming `online` otherwise.
-    pub(crate) fn checked(self) -> Result<(usize, Prequential)> {
+    pub(crate) fn checked(self, least_prior_level: f64) -> Result<(usize, Prequential, f64)> {
+        if !(least_prior_level..=1.0).contains(&self.prior_level) {
+            return Err(Error::InvalidParameter {
+                name: "online",
+                reason: format!(
+                    "the prior level {} must be in [{least_prior_level}, 1]: forgetting \
+                     restores the prior term once it falls below {least_prior_level}",
+                    self.prior_level
+                ),
+            });
+        }
         if !self.prequential.counts(self.updates) {
             return Err(Error::InvalidParameter {
                 name: "online",
@@ -38,7 +65,7 @@ impl OnlineRecord {
                 ),
             });
         }
-        Ok((self.updates, self.prequential))
+        Ok((self.updates, self.prequential, self.prior_level))
     }
 }
 
@@ -73,7 +100,8 @@ pub(crate) struct SsgpRepr {
     pub(crate) training: SummaryRepr,
     pub(crate) threads: usize,
     pub(crate) chunk_rows: usize,
-    /// The online updates' record (format 11); absent for a model never updated.
+    /// The online updates' record (format 11; its prior level format 12); absent for a model
+    /// never updated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) online: Option<OnlineRecord>,
 }
@@ -186,7 +214,8 @@ pub(crate) struct FullGpRepr {
     /// a model never updated. Loading conditions on the fit's rows and replays the updates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) blocks: Option<Vec<usize>>,
-    /// The online updates' record (format 11); absent for a model never updated.
+    /// The online updates' record (format 11; its prior level format 12); absent for a model
+    /// never updated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) online: Option<OnlineRecord>,
 }

@@ -3,7 +3,7 @@
 //! outputs at once, and each output as a stand-alone [`FittedSsgp`] (samples, persistence).
 
 use super::multi::{MultiPass, MultiSsgpHyperparameters};
-use super::online::{absorbed, new_sample_features, Absorbed};
+use super::online::{absorbed, new_sample_features, Absorbed, Prior};
 use super::posterior::{FittedSsgp, OutputView, WeightPosterior};
 use super::{features, SsgpHyperparameters, ValidSsgpParams};
 use crate::data::InputColumns;
@@ -26,6 +26,9 @@ pub struct FittedMultiSsgp {
     l: DMatrix<f64>,
     /// The buffer [`Self::update`] writes the next L into.
     spare: SpareFactor,
+    /// The share ρ of the prior term λI in A = D + ρλI (1 but after forgetting; see
+    /// [`super::online`]).
+    prior_level: f64,
     /// α (2m×P).
     alpha: DMatrix<f64>,
     /// B = Φᵀ(Y − 1ȳᵀ) (2m×P), kept for updates.
@@ -74,6 +77,7 @@ impl FittedMultiSsgp {
             hyper: pass.hyper,
             l: pass.l,
             spare: SpareFactor::default(),
+            prior_level: 1.0,
             alpha: pass.alpha,
             rhs: pass.rhs,
             omega: pass.omega,
@@ -452,6 +456,7 @@ impl FittedMultiSsgp {
                 centre: self.centre.clone(),
             },
             spare: SpareFactor::default(),
+            prior_level: self.prior_level,
             fixed: self.fixed,
             chunk_rows: self.chunk_rows,
             record: FitRecord {
@@ -490,7 +495,8 @@ impl FittedMultiSsgp {
     /// [`Error::InvalidParameter`] for γ outside (0, 1]; [`Error::LengthMismatch`],
     /// [`Error::DimensionMismatch`] or [`Error::NonFinite`] for bad samples; [`Error::Scale`] for
     /// a target so far from its output's ȳ that its square overflows; [`Error::NonFinite`] naming
-    /// the weights if they overflowed. The model is unchanged on an error.
+    /// the weights if they overflowed; [`Error::NotPositiveDefinite`] if the prior's restoration could
+    /// not be factorised. The model is unchanged on an error.
     pub fn update_forgetting(
         &mut self,
         x: &DMatrix<f64>,
@@ -506,16 +512,21 @@ impl FittedMultiSsgp {
         let means = &self.y_means;
         let yc = DMatrix::from_fn(y.nrows(), y.ncols(), |i, p| y[(i, p)] - means[p]);
         let noise = self.noise_variances();
+        let prior = Prior {
+            lambda: self.omega.nrows() as f64 * self.hyper.noise_ratio,
+            level: self.prior_level,
+        };
         let Absorbed {
             l,
             rhs,
             alpha,
             scores,
+            prior_level,
         } = absorbed(
             (&self.l, self.spare.take(self.l.nrows()), self.rhs.clone()),
             (&self.alpha, &noise),
             (&phi, &yc),
-            forgetting,
+            (forgetting, prior),
             &self.prequential,
         )?;
         // An output whose training mean was kept takes the samples into that model (the samples
@@ -531,6 +542,7 @@ impl FittedMultiSsgp {
         self.rhs = rhs;
         self.alpha = alpha;
         self.prequential = scores;
+        self.prior_level = prior_level;
         self.means = mean_outputs;
         self.updates += phi.nrows();
         Ok(())

@@ -63,6 +63,9 @@ pub struct FittedSsgp {
     pub(crate) posterior: WeightPosterior,
     /// The buffer [`FittedSsgp::update`] writes the next factor L into.
     pub(crate) spare: SpareFactor,
+    /// The share ρ of the prior term λI in A = D + ρλI (1 but after forgetting; see
+    /// [`super::online`]; saved with the online record).
+    pub(crate) prior_level: f64,
     /// b = Φᵀ(y − ȳ) (2m×1) once [`FittedSsgp::update`] has run (recovered as Aα before).
     pub(crate) rhs: Option<DMatrix<f64>>,
     /// Samples added by [`FittedSsgp::update`].

@@ -3,6 +3,7 @@
 //! are decoded from θ on load by the code that decoded them when fitting.
 
 use super::features::scaled_frequencies;
+use super::online::MIN_PRIOR_LEVEL;
 use super::posterior::{FittedSsgp, WeightPosterior};
 use super::SsgpHyperparameters;
 use crate::data::InputColumns;
@@ -37,6 +38,7 @@ impl FittedSsgp {
             online: (self.updates > 0).then(|| OnlineRecord {
                 updates: self.updates,
                 prequential: self.prequential.clone(),
+                prior_level: self.prior_level,
             }),
         }
     }
@@ -131,6 +133,7 @@ impl FittedSsgp {
                 centre,
             },
             spare: SpareFactor::default(),
+            prior_level: 1.0,
             fixed: fixed.is_some(),
             chunk_rows: r.chunk_rows,
             record: FitRecord::new(
@@ -147,10 +150,11 @@ impl FittedSsgp {
         };
         let model = match r.online {
             Some(online) => {
-                let (updates, prequential) = online.checked()?;
+                let (updates, prequential, prior_level) = online.checked(MIN_PRIOR_LEVEL)?;
                 FittedSsgp {
                     updates,
                     prequential,
+                    prior_level,
                     ..model
                 }
             }

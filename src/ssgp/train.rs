@@ -285,6 +285,7 @@ impl ValidSsgpParams {
             hyper,
             posterior,
             spare: SpareFactor::default(),
+            prior_level: 1.0,
             fixed: self.fixed_spectral_points,
             chunk_rows: self.chunk_rows,
             record,
