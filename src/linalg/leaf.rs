@@ -34,53 +34,68 @@ pub(crate) enum RightOp {
 
 /// The coefficients of one [`RightOp`] with L: column j's diagonal factor, in `coef[j·BLOCK + p]`
 /// the weight of column p in column j, the source columns of each column in the order they are
-/// combined, and the order in which the columns are computed.
+/// combined, and the order in which the columns are computed (column indices below [`BLOCK`],
+/// held as bytes in local arrays: building it allocates nothing).
 struct Coefficients {
     coef: [f64; BLOCK * BLOCK],
     diag: [f64; BLOCK],
-    sources: Vec<Vec<usize>>,
-    order: Vec<usize>,
+    /// Column j's sources in `sources[j][..counts[j]]`.
+    sources: [[u8; BLOCK]; BLOCK],
+    counts: [u8; BLOCK],
+    order: [u8; BLOCK],
+    b: usize,
     op: RightOp,
 }
 
 impl Coefficients {
     fn new(l: MatRef<'_>, op: RightOp) -> Self {
         let b = l.nrows();
-        let sources = (0..b)
-            .map(|j| match op {
-                RightOp::SolveTransposed => (0..j).collect(),
-                RightOp::Solve => (j + 1..b).rev().collect(),
-                RightOp::Multiply => (j + 1..b).collect(),
-            })
-            .collect();
         let mut c = Self {
             coef: [0.0; BLOCK * BLOCK],
             diag: [0.0; BLOCK],
-            sources,
-            order: match op {
-                RightOp::Solve => (0..b).rev().collect(),
-                _ => (0..b).collect(),
-            },
+            sources: [[0; BLOCK]; BLOCK],
+            counts: [0; BLOCK],
+            order: [0; BLOCK],
+            b,
             op,
         };
         for j in 0..b {
-            c.diag[j] = match op {
-                RightOp::Multiply => l.at(j, j),
-                _ => 1.0 / l.at(j, j),
+            // b ≤ BLOCK = 32: every index fits in a byte.
+            c.order[j] = match op {
+                RightOp::Solve => (b - 1 - j) as u8,
+                _ => j as u8,
             };
-            for p in c.sources[j].clone() {
+            let sources: &mut dyn Iterator<Item = usize> = match op {
+                RightOp::SolveTransposed => &mut (0..j),
+                RightOp::Solve => &mut (j + 1..b).rev(),
+                RightOp::Multiply => &mut (j + 1..b),
+            };
+            for p in sources {
+                c.sources[j][usize::from(c.counts[j])] = p as u8;
+                c.counts[j] += 1;
                 c.coef[j * BLOCK + p] = match op {
                     RightOp::SolveTransposed => l.at(j, p),
                     _ => l.at(p, j),
                 };
             }
+            c.diag[j] = match op {
+                RightOp::Multiply => l.at(j, j),
+                _ => 1.0 / l.at(j, j),
+            };
         }
         c
     }
 
     /// The order in which the columns are computed.
-    fn order(&self) -> &[usize] {
-        &self.order
+    fn order(&self) -> impl Iterator<Item = usize> + '_ {
+        self.order[..self.b].iter().map(|&j| usize::from(j))
+    }
+
+    /// Column j's source columns, in the order they are combined.
+    fn sources(&self, j: usize) -> impl Iterator<Item = usize> + '_ {
+        self.sources[j][..usize::from(self.counts[j])]
+            .iter()
+            .map(|&p| usize::from(p))
     }
 }
 
@@ -165,7 +180,7 @@ unsafe fn panel_body(x: *mut f64, cs: usize, rows: usize, c: &Coefficients) {
     let col = |j: usize, r0: usize| x.wrapping_add(j * cs + r0);
     let full = rows - rows % LANES;
     for r0 in (0..full).step_by(LANES) {
-        for &j in c.order() {
+        for j in c.order() {
             // SAFETY: rows r0..r0 + LANES ≤ rows of column j, inside the block (contract).
             let mut acc: [f64; LANES] = unsafe { *(col(j, r0) as *const [f64; LANES]) };
             if c.op == RightOp::Multiply {
@@ -173,7 +188,7 @@ unsafe fn panel_body(x: *mut f64, cs: usize, rows: usize, c: &Coefficients) {
                     *a *= c.diag[j];
                 }
             }
-            for &p in &c.sources[j] {
+            for p in c.sources(j) {
                 let w = c.coef[j * BLOCK + p];
                 // SAFETY: as above, for column p (a different column from j).
                 let src: &[f64; LANES] = unsafe { &*(col(p, r0) as *const [f64; LANES]) };
@@ -197,14 +212,14 @@ unsafe fn panel_body(x: *mut f64, cs: usize, rows: usize, c: &Coefficients) {
         }
     }
     for r in full..rows {
-        for &j in c.order() {
+        for j in c.order() {
             // SAFETY: row r < rows of columns j and p, inside the block (contract).
             unsafe {
                 let mut acc = *col(j, r);
                 if c.op == RightOp::Multiply {
                     acc *= c.diag[j];
                 }
-                for &p in &c.sources[j] {
+                for p in c.sources(j) {
                     let w = c.coef[j * BLOCK + p];
                     if c.op == RightOp::Multiply {
                         acc += w * *col(p, r);
