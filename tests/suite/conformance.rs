@@ -539,42 +539,20 @@ fn a_noise_floor_beyond_the_targets_variance_is_named() {
             .map(drop),
     );
     // Each model's evidence checks the floor as its fit does.
-    named(
-        "SSGP evidence",
-        Ssgp::params(4)
-            .noise_floor(floor)
-            .check()
-            .unwrap()
-            .evidence(&data)
-            .map(drop),
-    );
-    named(
-        "FITC evidence",
-        Fitc::params(5)
-            .noise_floor(floor)
-            .check()
-            .unwrap()
-            .evidence(&data)
-            .map(drop),
-    );
-    named(
-        "VFE evidence",
-        Vfe::params(5)
-            .noise_floor(floor)
-            .check()
-            .unwrap()
-            .evidence(&data)
-            .map(drop),
-    );
-    named(
-        "full-GP evidence",
-        FullGp::params()
-            .noise_floor(floor)
-            .check()
-            .unwrap()
-            .evidence(&data)
-            .map(drop),
-    );
+    macro_rules! evidence {
+        ($params:expr) => {
+            $params
+                .noise_floor(floor)
+                .check()
+                .unwrap()
+                .evidence(&data)
+                .map(drop)
+        };
+    }
+    named("SSGP evidence", evidence!(Ssgp::params(4)));
+    named("FITC evidence", evidence!(Fitc::params(5)));
+    named("VFE evidence", evidence!(Vfe::params(5)));
+    named("full-GP evidence", evidence!(FullGp::params()));
     // At the bound the floor is accepted: the fit calls everything noise.
     let at_bound = MAX_NOISE_FLOOR_RATIO * data.y_variance();
     let fitted = FullGp::params().noise_floor(at_bound).fit(&data).unwrap();
