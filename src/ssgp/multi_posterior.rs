@@ -394,9 +394,19 @@ impl FittedMultiSsgp {
     /// `mean` is row p of the Jacobian ∂μ_*/∂x_* at test point j.
     ///
     /// # Errors
-    /// As [`FittedSsgp::predict`].
+    /// As [`FittedSsgp::predict_gradients`]; [`Error::Allocation`] before any work if the P
+    /// results (8·P·n*·(2D + 3) bytes) cannot be allocated.
     pub fn predict_gradients<X: Inputs + ?Sized>(&self, x: &X) -> Result<Vec<PredictiveGradients>> {
-        self.every_output(x, |x, p| self.predict_gradients_output(x, p))
+        let x = &*x.to_matrix()?;
+        let bytes = self
+            .outputs()
+            .saturating_mul(x.nrows())
+            .saturating_mul(x.ncols().saturating_mul(2).saturating_add(3))
+            .saturating_mul(std::mem::size_of::<f64>());
+        linalg::check_allocation(bytes, "every output's predictive and gradients")?;
+        (0..self.outputs())
+            .map(|p| self.predict_gradients_output(x, p))
+            .collect()
     }
 
     /// `output(x, p)` for every output p in turn at the rows of `x` (n*×D).

@@ -91,6 +91,51 @@ fn gradients_beyond_memory() {
     assert_eq!(small.mean.shape(), (3, 1000));
 }
 
+/// A two-input model with four outputs asked for gradients at 5·10⁶ rows (80 MB of inputs):
+/// each output's result (280 MB) fits under the limit, the four (1.12 GB) do not — an
+/// allocation error before the first output's work, where the first three used to be computed
+/// before the fourth failed.
+#[test]
+fn multi_output_gradients_beyond_memory() {
+    use ssgp::data::MultiDataset;
+    use ssgp::ssgp::MultiSsgpHyperparameters;
+    if !in_memory_limited_child("memory::multi_output_gradients_beyond_memory", LIMIT_KIB) {
+        return;
+    }
+    let mut rng = StdRng::seed_from_u64(8);
+    let x = DMatrix::from_fn(30, 2, |_, _| rng.random_range(-1.0..1.0));
+    let y = DMatrix::from_fn(30, 4, |i, p| f64::sin(x.row(i).sum() + p as f64));
+    let hyper = MultiSsgpHyperparameters {
+        lengthscales: DVector::from_element(2, 1.0),
+        signal_variances: DVector::from_element(4, 1.0),
+        noise_ratio: 0.01,
+        unit_frequencies: DMatrix::from_fn(4, 2, |_, _| rng.random_range(-2.0..2.0)),
+    };
+    let fitted = Ssgp::params(4)
+        .threads(1)
+        .check()
+        .unwrap()
+        .condition_multi(&MultiDataset::new(x, y).unwrap(), &hyper)
+        .unwrap();
+    let rows = 5_000_000;
+    let result = fitted.predict_gradients(&DMatrix::from_element(rows, 2, 0.5));
+    assert!(
+        matches!(
+            result,
+            Err(Error::Allocation {
+                what: "every output's predictive and gradients",
+                bytes: 1_120_000_000,
+            })
+        ),
+        "{:?}",
+        result.map(|g| g.len())
+    );
+    let small = fitted
+        .predict_gradients(&DMatrix::from_element(3, 2, 0.5))
+        .unwrap();
+    assert_eq!((small.len(), small[3].mean.shape()), (4, (3, 2)));
+}
+
 /// A posterior sample of an SSGP with m = 50 evaluated at 1.5·10⁶ rows: chunk by chunk, where
 /// the whole 1.5·10⁶×100 design matrix (1.2 GB) used to be built at once, aborting the process.
 #[test]
