@@ -226,11 +226,11 @@ fn ssgp_forgetting_discounts_old_samples_and_keeps_the_prior() {
         );
         let (mean, var) = dense_ssgp(&model, &x_all, &y_all, (&weights[..seen], level), &xt);
         let p = model.predict(&xt).unwrap();
-        assert_close(&p.mean, &mean, 1e-9, &format!("mean after call {c}"));
+        assert_close(&p.mean, &mean, 1e-10, &format!("mean after call {c}"));
         assert_close(
             &p.f_variance,
             &var,
-            1e-9,
+            1e-10,
             &format!("variance after call {c}"),
         );
     }
