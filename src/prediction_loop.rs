@@ -74,8 +74,9 @@ fn run_chunks(
     }
     let x = columns.select(x)?;
     let n = x.nrows();
-    let mut mean = DVector::zeros(n);
-    let mut latent = DVector::zeros(if variances { n } else { 0 });
+    let mut mean = linalg::try_zeros_vector(n, "the predictive means")?;
+    let mut latent =
+        linalg::try_zeros_vector(if variances { n } else { 0 }, "the latent variances")?;
     let mut start = 0;
     while start < n {
         let len = chunk_rows.max(1).min(n - start);
@@ -131,7 +132,7 @@ pub(crate) fn predict_in_chunks<'a>(
     for (row, v) in latent.iter_mut().enumerate() {
         *v = round_off_variance(*v, prior_variance, row)?;
     }
-    Ok(Predictive::from_latent(mean, latent, noise_variance))
+    Predictive::from_latent(mean, latent, noise_variance)
 }
 
 /// The means alone of [`predict_in_chunks`], bit for bit: the same chunks, with `chunk` told to
@@ -195,10 +196,11 @@ pub(crate) fn gradients_in_chunks(
         .saturating_mul(x.ncols().saturating_mul(2).saturating_add(3))
         .saturating_mul(std::mem::size_of::<f64>());
     linalg::check_allocation(bytes, "the predictive and its gradients")?;
-    let mut mean = DVector::zeros(n);
-    let mut latent = DVector::zeros(n);
-    let mut d_mean = linalg::try_zeros(n, d, "gradients of the predictive means")?;
-    let mut d_variance = linalg::try_zeros(n, d, "gradients of the predictive variances")?;
+    let mut mean = linalg::try_zeros_vector(n, "the predictive means")?;
+    let mut latent = linalg::try_zeros_vector(n, "the latent variances")?;
+    // Written at their places among all D columns, 0 in the ignored ones.
+    let mut d_mean = linalg::try_zeros(n, x.ncols(), "gradients of the predictive means")?;
+    let mut d_variance = linalg::try_zeros(n, x.ncols(), "gradients of the predictive variances")?;
     let (mut part_mean, mut part_variance) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
     let mut start = 0;
     while start < n {
@@ -218,24 +220,22 @@ pub(crate) fn gradients_in_chunks(
                 d_variance: &mut part_variance,
             },
         )?;
-        d_mean.rows_mut(start, len).copy_from(&part_mean);
-        d_variance.rows_mut(start, len).copy_from(&part_variance);
+        for (k, &column) in columns.used().iter().enumerate() {
+            d_mean
+                .view_mut((start, column), (len, 1))
+                .copy_from(&part_mean.column(k));
+            d_variance
+                .view_mut((start, column), (len, 1))
+                .copy_from(&part_variance.column(k));
+        }
         start += len;
     }
     mean.add_scalar_mut(y_mean);
     for (row, v) in latent.iter_mut().enumerate() {
         *v = round_off_variance(*v, prior_variance, row)?;
     }
-    let (d_mean, d_variance) = if columns.all_used() {
-        (d_mean, d_variance)
-    } else {
-        (
-            columns.expand_columns(&d_mean, 0.0),
-            columns.expand_columns(&d_variance, 0.0),
-        )
-    };
     PredictiveGradients {
-        predictive: Predictive::from_latent(mean, latent, noise_variance).finite()?,
+        predictive: Predictive::from_latent(mean, latent, noise_variance)?.finite()?,
         mean: d_mean,
         variance: d_variance,
     }

@@ -119,17 +119,22 @@ pub(crate) fn round_off_variance(v: f64, scale: f64, row: usize) -> Result<f64> 
 impl Predictive {
     /// Assembles a predictive from means and latent variances (checked by the caller, e.g. with
     /// [`round_off_variance`]) and the noise variance σn²: `y_variance` = `f_variance` + σn².
+    ///
+    /// # Errors
+    /// [`Error::Allocation`] if `y_variance` cannot be allocated.
     pub(crate) fn from_latent(
         mean: DVector<f64>,
         f_variance: DVector<f64>,
         noise_variance: f64,
-    ) -> Self {
-        let y_variance = f_variance.map(|v| v + noise_variance);
-        Self {
+    ) -> Result<Self> {
+        let mut y_variance =
+            linalg::try_zeros_vector(f_variance.len(), "the predictive variances")?;
+        y_variance.zip_apply(&f_variance, |y, f| *y = f + noise_variance);
+        Ok(Self {
             mean,
             y_variance,
             f_variance,
-        }
+        })
     }
 
     /// Checks that `y_variance` and `f_variance` have one entry per mean and, given the number
@@ -613,7 +618,8 @@ mod tests {
             DVector::from_vec(vec![1.0, -2.0]),
             DVector::from_vec(vec![3.0, 0.0]),
             1.0,
-        );
+        )
+        .unwrap();
         assert_eq!(p.y_std(), DVector::from_vec(vec![2.0, 1.0]));
         assert_eq!(p.f_std(), DVector::from_vec(vec![3f64.sqrt(), 0.0]));
         let (lo, hi) = p.interval(0.95).unwrap();

@@ -353,11 +353,7 @@ mod tests {
 
         fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive> {
             let n = x.nrows();
-            Ok(Predictive::from_latent(
-                DVector::zeros(n),
-                DVector::zeros(n),
-                self.noise,
-            ))
+            Predictive::from_latent(DVector::zeros(n), DVector::zeros(n), self.noise)
         }
 
         fn predict_covariance(&self, x: &DMatrix<f64>) -> Result<JointPredictive> {

@@ -159,14 +159,18 @@ impl InputColumns {
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`] if `x` has not D columns, [`Error::NonFinite`] for a NaN or
-    /// infinity.
+    /// infinity; [`Error::Allocation`] if the copy of the used columns cannot be allocated.
     pub(crate) fn select<'a>(&self, x: &'a DMatrix<f64>) -> Result<Cow<'a, DMatrix<f64>>> {
         check_inputs(x, self.dim)?;
-        Ok(if self.all_used() {
-            Cow::Borrowed(x)
-        } else {
-            Cow::Owned(x.select_columns(&self.used))
-        })
+        if self.all_used() {
+            return Ok(Cow::Borrowed(x));
+        }
+        let mut used =
+            crate::linalg::try_zeros(x.nrows(), self.used.len(), "the used input columns")?;
+        for (k, &d) in self.used.iter().enumerate() {
+            used.set_column(k, &x.column(d));
+        }
+        Ok(Cow::Owned(used))
     }
 
     /// Values of the used columns (one each) spread over all D columns, `fill` for the ignored.

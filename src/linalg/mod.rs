@@ -50,7 +50,7 @@ pub(crate) use update::{
 pub(crate) use views::{rows_view, vector_view, vector_view_mut, view, view_mut, MatMut, MatRef};
 
 use crate::error::{Error, Result};
-use nalgebra::DMatrix;
+use nalgebra::{DMatrix, DVector};
 
 /// How many threads a kernel may use: one (sequential) or several of rayon's — the last argument
 /// of the crate's public building blocks ([`crate::ssgp::features::design_matrix`],
@@ -160,17 +160,34 @@ pub(crate) fn resize(m: &mut DMatrix<f64>, r: usize, c: usize) {
 /// # Errors
 /// [`Error::Allocation`] (naming `what`) if the buffer cannot be allocated or its size overflows.
 pub(crate) fn try_zeros(rows: usize, cols: usize, what: &'static str) -> Result<DMatrix<f64>> {
-    let too_big = |entries: usize| Error::Allocation {
+    let too_big = Error::Allocation {
         what,
-        bytes: entries.saturating_mul(std::mem::size_of::<f64>()),
+        bytes: usize::MAX,
     };
-    let entries = rows.checked_mul(cols).ok_or(too_big(usize::MAX))?;
+    let entries = rows.checked_mul(cols).ok_or(too_big)?;
+    Ok(DMatrix::from_vec(rows, cols, try_buffer(entries, what)?))
+}
+
+/// A vector of `len` zeros, allocated fallibly: for results whose length the caller chose (one
+/// entry per test input).
+///
+/// # Errors
+/// [`Error::Allocation`] (naming `what`) if the buffer cannot be allocated.
+pub(crate) fn try_zeros_vector(len: usize, what: &'static str) -> Result<DVector<f64>> {
+    Ok(DVector::from_vec(try_buffer(len, what)?))
+}
+
+/// `entries` zeros, allocated fallibly.
+fn try_buffer(entries: usize, what: &'static str) -> Result<Vec<f64>> {
     let mut buffer = Vec::new();
     buffer
         .try_reserve_exact(entries)
-        .map_err(|_| too_big(entries))?;
+        .map_err(|_| Error::Allocation {
+            what,
+            bytes: entries.saturating_mul(std::mem::size_of::<f64>()),
+        })?;
     buffer.resize(entries, 0.0);
-    Ok(DMatrix::from_vec(rows, cols, buffer))
+    Ok(buffer)
 }
 
 /// Checks that `bytes` can be allocated now, by reserving them and giving them back: for the

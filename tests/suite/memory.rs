@@ -157,3 +157,23 @@ fn posterior_samples_at_many_rows() {
         assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} against {b}");
     }
 }
+
+/// One-input predictions at 4·10⁷ rows (320 MB of inputs): the means, latent and noisy
+/// variances (960 MB) do not fit beside them, an allocation error where the three vectors used
+/// to be allocated unchecked until the process aborted; the means alone (320 MB) fit.
+#[test]
+fn predictions_beyond_memory() {
+    if !in_memory_limited_child("memory::predictions_beyond_memory", LIMIT_KIB) {
+        return;
+    }
+    let fitted = conditioned(4, 1);
+    let x = DMatrix::from_element(40_000_000, 1, 0.5);
+    let result = fitted.predict(&x);
+    assert!(
+        matches!(result, Err(Error::Allocation { .. })),
+        "{:?}",
+        result.map(|p| p.mean.len())
+    );
+    let means = fitted.predict_mean(&x).unwrap();
+    assert_eq!(means.len(), x.nrows());
+}
