@@ -30,8 +30,9 @@
 //!
 //! # Map of the crate
 //! The paper's pipeline, each step owned by one module that every model uses, in floors whose
-//! imports run one way — each module imports only from those above it in this table
-//! (`tests/suite/house.rs` keeps it so; `docs/design.md` maps every file):
+//! imports run one way: `docs/design.md` gives the floors and maps every file, and
+//! `tests/suite/house.rs` fails on an import that runs up a floor or closes a cycle. The
+//! pipeline:
 //!
 //! ```text
 //! data → start values → kernel / features → evidence + gradient → optimiser → posterior → prediction

@@ -1,6 +1,7 @@
 //! Validated data sets ([`Dataset`]) from Rust arrays or CSV files, and the sinc toy problem.
 //!
 //! `mod.rs` holds the type, its validation and the finiteness checks the models share;
+//! `columns.rs` the input columns a model uses ([`InputColumns`]: constant ones ignored);
 //! `arrays.rs` the constructors from row-major slices, rows and (feature `ndarray`) ndarray
 //! views; `csv.rs` the CSV loader; `inputs.rs` test inputs and training data in any form ([`Inputs`],
 //! [`TrainingData`]); `multi.rs` data with several target columns ([`MultiDataset`]); `sinc.rs`

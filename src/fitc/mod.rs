@@ -3,13 +3,15 @@
 //!
 //! m pseudo-inputs X̄ (m×D) summarise the n training points. The prior covariance of the training
 //! targets is replaced by $Q_{ff} + \mathrm{diag}(K_{ff} - Q_{ff}) + σ_n^2 I$ with
-//! $Q_{ff} = K_{fu}K_{uu}^{-1}K_{uf}$; the pseudo-inputs are learned together with the SE-ARD
-//! hyperparameters by maximising the evidence ([`FitcEvidence`] has the equations, the parameter
+//! $Q_{ff} = K_{fu}K_{uu}^{-1}K_{uf}$; the pseudo-inputs are learned together with the
+//! kernel's hyperparameters (the squared exponential by default, any of [`crate::kernel`]'s) by
+//! maximising the evidence ([`FitcEvidence`] has the equations, the parameter
 //! layout and the O(nm²) computation). Prediction costs O(m²) per test point.
 //!
-//! - `params.rs`: the configuration ([`FitcParams`] → [`ValidFitcParams`]), training and
-//!   conditioning;
+//! - `params.rs`: the configuration ([`FitcParams`] → [`ValidFitcParams`]); `train.rs` its
+//!   training and conditioning (written once for FITC and VFE in the private `inducing` module);
 //! - `evidence.rs`: −log p(y|θ) and its gradient ([`FitcEvidence`]);
+//! - `saved.rs`: (feature `serde`) the fitted model's saved form;
 //! - `posterior.rs`: the fitted model ([`FittedFitc`]) and its predictions.
 //!
 //! ```

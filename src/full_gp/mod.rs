@@ -1,4 +1,5 @@
-//! The exact ("full") Gaussian process with the SE-ARD covariance: the baseline of the paper's
+//! The exact ("full") Gaussian process (the SE-ARD covariance by default, or any kernel of
+//! [`crate::kernel`]): the baseline of the paper's
 //! experiments (§2, eq. 2–4).
 //!
 //! Training maximises the evidence p(y|θ) (eq. 4) over θ = [log ℓ, log σ0, p] (the shared head
@@ -11,11 +12,12 @@
 //! the data (one Cholesky factorisation, 8·n² bytes), which is how the paper's Kin-40k baseline is
 //! run on 10 000 points.
 //!
-//! - `params.rs`: the configuration ([`FullGpParams`] → [`ValidFullGpParams`]), learning and
-//!   conditioning;
+//! - `params.rs`: the configuration ([`FullGpParams`] → [`ValidFullGpParams`]); `train.rs` its
+//!   evidence, learning and conditioning; `start.rs` the §5.2 start the other models take;
 //! - `evidence.rs`: −log p(y|θ) and its gradient ([`FullGpEvidence`]);
 //! - `posterior.rs`: the conditioned model ([`FittedFullGp`]) and its predictions;
-//! - `online.rs`: new samples added to a conditioned model ([`FittedFullGp::update`]).
+//! - `online.rs`: new samples added to a conditioned model ([`FittedFullGp::update`]);
+//! - `saved.rs`: (feature `serde`) the fitted model's saved form.
 //!
 //! ```
 //! use ssgp::{data::sinc_data, metrics, FullGp};

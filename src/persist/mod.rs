@@ -22,7 +22,8 @@
 //!
 //! # The format
 //!
-//! A saved model is `{"format_version": 2, "model": {"<kind>": {...}}}` with kind `ssgp`,
+//! A saved model is `{"format_version": 12, "model": {"<kind>": {...}}}` (the current
+//! [`FORMAT_VERSION`]) with kind `ssgp`,
 //! `fitc`, `vfe`, `full_gp`, `standardized` (a scaler and its `model`) or `ensemble` (`combine` and
 //! `members`, each a model). Matrices are lists of rows. What is saved is what the model cannot
 //! recompute: θ (ℓ, σ0², σn² and SSGP's frequencies or FITC's pseudo-inputs are decoded from it
@@ -48,7 +49,10 @@
 //! format 6 with every held-out check's `learned_budget` = `None`, a file before format 7 with
 //! every held-out check's `random_features_by_margin` = false, a file before format 8 with
 //! every held-out check's `start_hyperparameters` = `start_rows` = 0 (format 9 adds
-//! `Remedy::FewInputs`, which no older file holds), and all predict bit for bit as before
+//! `Remedy::FewInputs`, which no older file holds), a file before format 10 with no training
+//! mean scored, before format 11 with no online record (an updated model then loaded as fitted
+//! on all its rows), before format 12 with SSGP's prior taken as whole (`FORMAT_VERSION`'s docs
+//! list every version's fields), and all predict bit for bit as before
 //! (`tests/suite/format2.rs`). **Any change to what a saved
 //! type writes or reads — a field added, removed, renamed or read differently, a check that would
 //! refuse files that loaded before — bumps [`FORMAT_VERSION`].**

@@ -7,14 +7,18 @@
 //! points, the lengthscales, σ0² and σn² jointly (§4.2); prediction is eq. 7.
 //!
 //! - [`features`]: the spectral points and the design matrix Φ (`trig.rs`: its sines and cosines);
-//! - `params.rs`: the configuration ([`SsgpParams`] → [`ValidSsgpParams`]) and training;
+//! - `params.rs`: the configuration ([`SsgpParams`] → [`ValidSsgpParams`]); `train.rs` the
+//!   evidence, training and conditioning it gives ([`ValidSsgpParams::fit`]);
+//! - `remedy.rs`: the calibration check ([`CalibrationGuard`], [`Remedy`](crate::Remedy)) and
+//!   `multi_remedy.rs` its multi-output form;
 //! - `evidence.rs`: −log p(y|θ) and its gradient ([`SsgpEvidence`]), a pure function of
 //!   (data, θ), computed over row chunks (`chunks.rs`);
 //! - `posterior.rs`: the fitted model ([`FittedSsgp`]), its predictions and posterior samples;
 //! - [`multi`]: P outputs on shared spectral points (one factor of A), `multi_posterior.rs` the
 //!   fitted model ([`FittedMultiSsgp`]);
 //! - `online.rs`: online updates of the posterior ([`FittedSsgp::update`], Incremental SSGP);
-//! - `standardized.rs`: posterior samples of an SSGP behind a scaler ([`StandardizedSample`]).
+//! - `standardized.rs`: posterior samples of an SSGP behind a scaler ([`StandardizedSample`]);
+//! - `saved.rs`: (feature `serde`) the fitted models' saved forms.
 //!
 //! ```
 //! use ssgp::{data::sinc_data, metrics, ssgp::Ssgp};

@@ -13,9 +13,10 @@
 //! Rasmussen 2016), and it tends to overestimate the noise instead. F equals log p(y|θ) when X̄
 //! is the training inputs (up to the jitter on K_uu). Prediction costs O(m²) per test point.
 //!
-//! - `params.rs`: the configuration ([`VfeParams`] → [`ValidVfeParams`]), training and
-//!   conditioning;
+//! - `params.rs`: the configuration ([`VfeParams`] → [`ValidVfeParams`]); `train.rs` its
+//!   training and conditioning (written once for FITC and VFE in the private `inducing` module);
 //! - `evidence.rs`: −F and its gradient ([`VfeEvidence`]);
+//! - `saved.rs`: (feature `serde`) the fitted model's saved form;
 //! - `posterior.rs`: the fitted model ([`FittedVfe`]) and its predictions.
 //!
 //! ```

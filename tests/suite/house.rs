@@ -251,6 +251,78 @@ fn imports_between_top_level_modules_run_one_way() {
     assert!(groups.is_empty(), "{}", report(&edges, &groups));
 }
 
+/// The floors of `docs/design.md`'s table ("| floor | modules | …"): each backquoted module of a
+/// row's second cell at the number that starts its first.
+fn floors(design: &str) -> BTreeMap<String, usize> {
+    let mut floors = BTreeMap::new();
+    for line in design.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let Some(floor) = cells
+            .get(1)
+            .and_then(|c| c.split_whitespace().next())
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        for name in cells[2].split('`').skip(1).step_by(2) {
+            floors.insert(name.to_string(), floor);
+        }
+    }
+    floors
+}
+
+/// Every import between top-level modules that runs up `floors` (from a module to one on a
+/// higher floor), and every module the floors leave out (`guide`, documentation only, aside),
+/// as lines of a report.
+fn against_the_floors(edges: &Edges, floors: &BTreeMap<String, usize>, src: &Path) -> Vec<String> {
+    let mut wrong = Vec::new();
+    let mut tops: BTreeSet<String> = BTreeSet::new();
+    for entry in fs::read_dir(src).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        if (path.is_dir() || path.extension().is_some_and(|e| e == "rs"))
+            && name != "lib"
+            && name != "guide"
+        {
+            tops.insert(name);
+        }
+    }
+    for top in &tops {
+        if !floors.contains_key(top) {
+            wrong.push(format!("{top} is on no floor of docs/design.md"));
+        }
+    }
+    for (from, targets) in edges {
+        for (to, places) in targets {
+            if let (Some(a), Some(b)) = (floors.get(from), floors.get(to)) {
+                if b > a {
+                    let places: Vec<_> = places.iter().cloned().collect();
+                    wrong.push(format!(
+                        "{from} (floor {a}) -> {to} (floor {b}): {}",
+                        places.join(", ")
+                    ));
+                }
+            }
+        }
+    }
+    wrong
+}
+
+/// The floors `docs/design.md` gives are the code's: every top-level module is on one, and no
+/// import runs up them.
+#[test]
+fn imports_run_down_the_floors_of_the_design() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let floors = floors(&fs::read_to_string(root.join("docs/design.md")).unwrap());
+    assert!(
+        floors.len() > 20 && floors.get("termination") == Some(&0),
+        "the floors were not read: {floors:?}"
+    );
+    let src = root.join("src");
+    let wrong = against_the_floors(&edges(&src), &floors, &src);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 /// The reader finds a cycle closed through a nested group, `$crate::` in a macro and a root
 /// re-export, and none in a tree whose imports run one way.
 #[test]
@@ -279,6 +351,27 @@ fn the_reader_sees_cycles_through_groups_macros_and_reexports() {
     );
     let src = dir.join("src");
     assert!(cycles(&edges(&src)).is_empty(), "{:?}", edges(&src));
+    // Floors: an import within a floor or down one passes; one up a floor, or a module on none,
+    // is reported.
+    let design = "| floor | modules |\n|---|---|\n| 0 leaves | `low` |\n| 1 | `high`, `top` |\n";
+    assert_eq!(
+        against_the_floors(&edges(&src), &floors(design), &src),
+        Vec::<String>::new()
+    );
+    let up = against_the_floors(
+        &edges(&src),
+        &floors("| 0 | `low`, `top` |\n| 1 | `high` |"),
+        &src,
+    );
+    assert_eq!(up, vec!["top (floor 0) -> high (floor 1): top.rs:1"]);
+    let missing = against_the_floors(&edges(&src), &floors("| 0 | `low` |"), &src);
+    assert_eq!(
+        missing,
+        vec![
+            "high is on no floor of docs/design.md",
+            "top is on no floor of docs/design.md"
+        ]
+    );
     // low → top through the re-export `crate::Named`, top → high, high → low: one cycle of three.
     write("src/low.rs", "pub struct Low(crate::Named);\n");
     let e = edges(&src);
