@@ -27,7 +27,7 @@ use super::multi_posterior::FittedMultiSsgp;
 use super::{SsgpParams, ValidSsgpParams};
 use crate::data::{Dataset, InputColumns, MultiDataset};
 use crate::error::{Error, Result};
-use crate::hyperparameters::Hyperparameters;
+use crate::hyperparameters::{check_block, Hyperparameters};
 use crate::hyperparameters::NoiseParam;
 use crate::linalg::{self, view, view_mut};
 use crate::linalg::{MatRef, Par};
@@ -550,17 +550,34 @@ impl ValidSsgpParams {
     /// at `w` when the spectral points are fixed.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for fixed spectral points without `w`; [`Error::Allocation`]
-    /// if an evaluation's buffers for this m cannot be allocated.
+    /// [`Error::InvalidParameter`] for fixed spectral points without `w`;
+    /// [`Error::DimensionMismatch`] if `y` has not as many rows as `x` or the fixed `w` is not
+    /// m×D; [`Error::NonFinite`] for a NaN or infinity in `x`, `y` or the fixed `w`;
+    /// [`Error::Allocation`] if an evaluation's buffers for this m cannot be allocated.
     pub fn multi_evidence<'a>(
         &self,
         x: &'a DMatrix<f64>,
         y: &DMatrix<f64>,
         w: Option<&DMatrix<f64>>,
     ) -> Result<MultiSsgpEvidence<'a>> {
+        check_block(
+            y,
+            (x.nrows(), "targets (rows, one per input row)"),
+            (y.ncols(), "targets (columns)"),
+            "targets",
+        )?;
+        crate::data::check_finite("inputs", x)?;
         let fixed = match (self.fixed_spectral_points, w) {
             (false, _) => None,
-            (true, Some(w)) => Some(w.clone()),
+            (true, Some(w)) => {
+                check_block(
+                    w,
+                    (self.m, "fixed unit frequencies (rows, m)"),
+                    (x.ncols(), "fixed unit frequencies (columns, D)"),
+                    "fixed unit frequencies",
+                )?;
+                Some(w.clone())
+            }
             (true, None) => {
                 return Err(Error::InvalidParameter {
                     name: "fixed_spectral_points",

@@ -567,3 +567,57 @@ fn each_output_is_narrowed_to_the_noise_level_its_held_out_rows_asked_for() {
         );
     }
 }
+
+/// Fixed unit frequencies with other than the data's D columns (or m rows, given to
+/// `condition_multi`) are a `DimensionMismatch` for several outputs as for one — they reached
+/// the design matrix unchecked and panicked — and so are targets with fewer rows than the
+/// inputs given to the public multi-output evidence.
+#[test]
+fn fixed_frequencies_of_the_wrong_shape_are_an_error() {
+    use ssgp::ssgp::CalibrationGuard;
+    use ssgp::Error;
+    let mut rng = StdRng::seed_from_u64(5);
+    let (m, dim) = (6, 3);
+    let data = problem(40, dim, 2, &mut rng);
+    let mismatch = |what: &str, r: ssgp::Result<_>| match r {
+        Err(Error::DimensionMismatch { .. }) => {}
+        Err(e) => panic!("{what}: {e}"),
+        Ok(_) => panic!("{what}: fitted"),
+    };
+    for cols in [dim - 1, dim + 1] {
+        let w = DMatrix::from_element(m, cols, 0.5);
+        for guard in [CalibrationGuard::Off, CalibrationGuard::RandomFeatures] {
+            let params = Ssgp::params(m)
+                .threads(1)
+                .max_evaluations(5)
+                .calibration(guard)
+                .fixed_spectral_points(true)
+                .initial_unit_frequencies(w.clone());
+            mismatch("fit_multi", params.fit_multi(&data).map(|_| ()));
+        }
+    }
+    let params = Ssgp::params(m)
+        .threads(1)
+        .fixed_spectral_points(true)
+        .check()
+        .unwrap();
+    for (rows, cols) in [(m, dim - 1), (m, dim + 1), (m - 1, dim)] {
+        let hyper = MultiSsgpHyperparameters {
+            lengthscales: DVector::from_element(dim, 1.0),
+            signal_variances: DVector::from_element(2, 1.0),
+            noise_ratio: 0.1,
+            unit_frequencies: DMatrix::from_element(rows, cols, 0.5),
+        };
+        mismatch(
+            "condition_multi",
+            params.condition_multi(&data, &hyper).map(|_| ()),
+        );
+    }
+    let short = data.y().rows(0, 39).into_owned();
+    mismatch(
+        "multi_evidence",
+        params
+            .multi_evidence(data.x(), &short, Some(&DMatrix::from_element(m, dim, 0.5)))
+            .map(|_| ()),
+    );
+}
