@@ -506,7 +506,8 @@ impl FittedMultiSsgp {
     /// [`Error::DimensionMismatch`] or [`Error::NonFinite`] for bad samples; [`Error::Scale`] for
     /// a target so far from its output's ȳ that its square overflows; [`Error::NonFinite`] naming
     /// the weights if they overflowed; [`Error::NotPositiveDefinite`] if the prior's restoration could
-    /// not be factorised. The model is unchanged on an error.
+    /// not be factorised; [`Error::Allocation`] before any work if the samples' design matrix
+    /// cannot be allocated. The model is unchanged on an error.
     pub fn update_forgetting(
         &mut self,
         x: &DMatrix<f64>,

@@ -213,8 +213,9 @@ pub(crate) fn recover_rhs(l: &DMatrix<f64>, alpha: &DMatrix<f64>) -> DMatrix<f64
 /// checked; `None` for no samples.
 ///
 /// # Errors
-/// As [`check_forgetting`] and [`crate::data::check_new_samples`]; [`Error::NonFinite`] for
-/// features that overflowed.
+/// As [`check_forgetting`] and [`crate::data::check_new_samples`]; [`Error::Allocation`] before
+/// any work if the samples' buffers cannot be allocated; [`Error::NonFinite`] for features
+/// that overflowed.
 pub(crate) fn new_sample_features(
     columns: &InputColumns,
     (centre, omega): (&DVector<f64>, &DMatrix<f64>),
@@ -224,6 +225,18 @@ pub(crate) fn new_sample_features(
     forgetting: f64,
 ) -> Result<Option<DMatrix<f64>>> {
     check_forgetting(forgetting)?;
+    // Φ (2m columns), the centred inputs (D), the centred targets and their copies (2P), the
+    // leverages and scores (2), 8 bytes each per sample.
+    let per_sample = omega
+        .nrows()
+        .saturating_mul(2)
+        .saturating_add(x.ncols())
+        .saturating_add(offsets.len().saturating_mul(2))
+        .saturating_add(2);
+    linalg::check_allocation(
+        x.nrows().saturating_mul(per_sample).saturating_mul(8),
+        "the new samples' design matrix; add them in smaller batches",
+    )?;
     let xu = crate::data::check_new_samples(columns, x, y, offsets)?;
     if xu.nrows() == 0 {
         return Ok(None);
@@ -300,7 +313,9 @@ impl FittedSsgp {
     /// its square overflows, or an input so far from the training inputs that f64 cannot
     /// resolve its phases (as [`Self::predict`]); [`Error::NonFinite`] naming the weights if they
     /// overflowed after absorbing the samples, [`Error::NotPositiveDefinite`] if the prior's
-    /// restoration could not be factorised. The model is unchanged on an error.
+    /// restoration could not be factorised; [`Error::Allocation`] before any work if the
+    /// samples' design matrix (8·n·2m bytes) cannot be allocated (add them in smaller batches).
+    /// The model is unchanged on an error.
     pub fn update_forgetting(
         &mut self,
         x: &DMatrix<f64>,

@@ -177,3 +177,25 @@ fn predictions_beyond_memory() {
     let means = fitted.predict_mean(&x).unwrap();
     assert_eq!(means.len(), x.nrows());
 }
+
+/// An SSGP with m = 50 updated with 2·10⁶ one-input samples at once: their design matrix
+/// (1.6 GB) is an allocation error before any work, where it used to be built unchecked until
+/// the process aborted; the model is unchanged and takes a small batch afterwards.
+#[test]
+fn an_update_beyond_memory() {
+    if !in_memory_limited_child("memory::an_update_beyond_memory", LIMIT_KIB) {
+        return;
+    }
+    let mut fitted = conditioned(50, 1);
+    let before = fitted.predict(&DMatrix::from_element(3, 1, 0.2)).unwrap();
+    let rows = 2_000_000;
+    let x = DMatrix::from_fn(rows, 1, |i, _| (i % 1000) as f64 / 500.0 - 1.0);
+    let y = DVector::from_fn(rows, |i, _| f64::sin(x[(i, 0)]));
+    let result = fitted.update(&x, &y);
+    assert!(matches!(result, Err(Error::Allocation { .. })), "{result:?}");
+    let after = fitted.predict(&DMatrix::from_element(3, 1, 0.2)).unwrap();
+    assert_eq!(before, after);
+    fitted
+        .update(&x.rows(0, 100).into_owned(), &y.rows(0, 100).into_owned())
+        .unwrap();
+}
