@@ -362,7 +362,7 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
             return self.members[self.best].sample_joint(x, draws, seed);
         }
         crate::predictive::check_joint_size(x.nrows())?;
-        // Every buffer whose size is `draws` is allocated fallibly, before any is filled.
+        // Every buffer whose size is `draws` (or a member's share of them) is allocated fallibly.
         let mut values = crate::linalg::try_zeros(x.nrows(), draws, "joint posterior samples")?;
         let mut which = Vec::new();
         which
@@ -376,14 +376,26 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
         let z = standard_normals(x.nrows(), draws, &mut rng)?;
         let mut jitter = 0.0f64;
         for (k, m) in self.members.iter().enumerate() {
-            let cols: Vec<usize> = (0..draws).filter(|&s| which[s] == k).collect();
-            if cols.is_empty() {
+            let count = which.iter().filter(|&&w| w == k).count();
+            if count == 0 {
                 continue;
             }
+            let mut cols = Vec::new();
+            cols.try_reserve_exact(count)
+                .map_err(|_| Error::Allocation {
+                    what: "the joint samples of one mixture member",
+                    bytes: count.saturating_mul(std::mem::size_of::<usize>()),
+                })?;
+            cols.extend((0..draws).filter(|&s| which[s] == k));
             let joint = m.predict_covariance(x)?;
             let (l, added) = joint.factor()?;
             jitter = jitter.max(added);
-            let v = joint.draws(&l, &z.select_columns(&cols));
+            let mut member_z =
+                crate::linalg::try_zeros(x.nrows(), cols.len(), "joint posterior samples")?;
+            for (c, &s) in cols.iter().enumerate() {
+                member_z.set_column(c, &z.column(s));
+            }
+            let v = joint.draws(&l, &member_z)?;
             for (c, &s) in cols.iter().enumerate() {
                 values.set_column(s, &v.column(c));
             }

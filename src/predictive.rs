@@ -415,7 +415,7 @@ impl JointPredictive {
         let (l, jitter) = self.factor()?;
         let z = standard_normals(self.len(), draws, &mut crate::random::seeded(seed))?;
         Ok(JointSamples {
-            values: self.draws(&l, &z),
+            values: self.draws(&l, &z)?,
             jitter,
         })
     }
@@ -444,8 +444,14 @@ impl JointPredictive {
     }
 
     /// The draws μ_* + L Z for standard normals `z` (n*×s): n*×s, one gemm.
-    pub(crate) fn draws(&self, l: &DMatrix<f64>, z: &DMatrix<f64>) -> DMatrix<f64> {
-        let mut values = DMatrix::from_fn(z.nrows(), z.ncols(), |i, _| self.mean[i]);
+    ///
+    /// # Errors
+    /// [`Error::Allocation`] if the n*×s draws cannot be allocated.
+    pub(crate) fn draws(&self, l: &DMatrix<f64>, z: &DMatrix<f64>) -> Result<DMatrix<f64>> {
+        let mut values = linalg::try_zeros(z.nrows(), z.ncols(), "joint posterior samples")?;
+        for mut column in values.column_iter_mut() {
+            column.copy_from(&self.mean);
+        }
         linalg::gemm(
             linalg::view_mut(&mut values),
             true,
@@ -454,7 +460,7 @@ impl JointPredictive {
             1.0,
             Par::Seq,
         );
-        values
+        Ok(values)
     }
 }
 

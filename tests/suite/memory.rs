@@ -192,10 +192,35 @@ fn an_update_beyond_memory() {
     let x = DMatrix::from_fn(rows, 1, |i, _| (i % 1000) as f64 / 500.0 - 1.0);
     let y = DVector::from_fn(rows, |i, _| f64::sin(x[(i, 0)]));
     let result = fitted.update(&x, &y);
-    assert!(matches!(result, Err(Error::Allocation { .. })), "{result:?}");
+    assert!(
+        matches!(result, Err(Error::Allocation { .. })),
+        "{result:?}"
+    );
     let after = fitted.predict(&DMatrix::from_element(3, 1, 0.2)).unwrap();
     assert_eq!(before, after);
     fitted
         .update(&x.rows(0, 100).into_owned(), &y.rows(0, 100).into_owned())
         .unwrap();
+}
+
+/// 10⁸ joint samples at one test input: the standard normals (800 MB) fit under the limit, the
+/// draws beside them do not — an allocation error, where the draws used to be allocated
+/// unchecked after the normals until the process aborted.
+#[test]
+fn joint_samples_beyond_memory() {
+    if !in_memory_limited_child("memory::joint_samples_beyond_memory", LIMIT_KIB) {
+        return;
+    }
+    let fitted = conditioned(4, 1);
+    let x = DMatrix::from_element(1, 1, 0.3);
+    let result = fitted.sample_joint(&x, 100_000_000, 1);
+    assert!(
+        matches!(result, Err(Error::Allocation { .. })),
+        "{:?}",
+        result.map(|s| s.values.shape())
+    );
+    assert_eq!(
+        fitted.sample_joint(&x, 10, 1).unwrap().values.shape(),
+        (1, 10)
+    );
 }
