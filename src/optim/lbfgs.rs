@@ -50,7 +50,9 @@ impl Lbfgs {
     pub(super) fn new(memory: usize, record: Rc<RefCell<Record>>) -> Self {
         Self {
             memory,
-            pairs: VecDeque::with_capacity(memory),
+            // The pairs grow one per iteration: room for a usual memory up front, never for
+            // an absurd one (`usize::MAX` would overflow the capacity).
+            pairs: VecDeque::with_capacity(memory.min(64)),
             record,
         }
     }

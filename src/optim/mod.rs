@@ -496,7 +496,8 @@ mod tests {
             gradient_tolerance: 1e-10,
             ..OptimConfig::default()
         };
-        for memory in [1, 5, 50] {
+        // A memory beyond any run's iterations (usize::MAX overflowed the pairs' capacity).
+        for memory in [1, 5, 50, usize::MAX] {
             let rep = lbfgs(memory, precise.clone());
             assert!(rep.value < 1e-12, "memory {memory}: {rep:?}");
             assert!((rep.theta.add_scalar(-1.0)).amax() < 1e-5);
