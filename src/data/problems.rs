@@ -60,7 +60,8 @@ impl Problem {
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for no points, no inputs, more relevant inputs than inputs or
-    /// a noise that is not finite and ≥ 0.
+    /// a noise that is not finite and ≥ 0; [`Error::Allocation`] for more rows or inputs than
+    /// memory holds.
     pub fn generate(&self, n_test: usize) -> Result<(Dataset, Dataset)> {
         self.check(n_test)?;
         let mut rng = crate::random::seeded(self.seed);
@@ -93,7 +94,16 @@ impl Problem {
                 reason: format!("{} is not finite and ≥ 0", self.noise),
             });
         }
-        Ok(())
+        // The inputs (D columns), function values and targets of both sets, 8 bytes each.
+        let bytes = self
+            .n
+            .checked_add(n_test)
+            .and_then(|rows| rows.checked_mul(self.dim.checked_add(4)?))
+            .and_then(|values| values.checked_mul(8));
+        crate::linalg::check_allocation(
+            bytes.unwrap_or(usize::MAX),
+            "the generated problem's inputs and targets",
+        )
     }
 
     /// The function values at the training and the test inputs with Gaussian noise of sd
@@ -187,7 +197,8 @@ impl MultiOutputProblem {
     /// the problem's own ([`Problem::generate`]'s targets).
     ///
     /// # Errors
-    /// As [`Problem::generate`]; [`Error::InvalidParameter`] for no outputs.
+    /// As [`Problem::generate`]; [`Error::InvalidParameter`] for no outputs,
+    /// [`Error::Allocation`] for more outputs than memory holds.
     pub fn generate(&self, n_test: usize) -> Result<(MultiDataset, MultiDataset)> {
         if self.outputs == 0 {
             return Err(Error::InvalidParameter {
@@ -195,13 +206,26 @@ impl MultiOutputProblem {
                 reason: format!("{}: needs at least one output", self.name()),
             });
         }
+        let bytes = self
+            .problem
+            .n
+            .checked_add(n_test)
+            .and_then(|rows| rows.checked_mul(self.outputs))
+            .and_then(|values| values.checked_mul(8));
+        crate::linalg::check_allocation(
+            bytes.unwrap_or(usize::MAX),
+            "the generated problem's targets",
+        )?;
         let (train, test) = self.problem.generate(n_test)?;
         let (n, p_all) = (train.len(), self.outputs);
         let (mut y, mut y_test) = (DMatrix::zeros(n, p_all), DMatrix::zeros(n_test, p_all));
         y.column_mut(0).copy_from(train.y());
         y_test.column_mut(0).copy_from(test.y());
         for p in 1..p_all {
-            let seed = self.problem.seed + 1000 * p as u64;
+            let seed = self
+                .problem
+                .seed
+                .wrapping_add(1000u64.wrapping_mul(p as u64));
             let mut rng = crate::random::seeded(seed);
             let f = RandomFunction::draw(self.problem.relevant, self.problem.roughness, &mut rng);
             let fx = DVector::from_fn(n, |i, _| f.value(train.x(), i));
@@ -479,6 +503,37 @@ pub fn messy_suite() -> Vec<MessyTable> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sizes beyond memory, or whose products overflow, are an allocation error before anything
+    /// is drawn (their products wrapped in release builds, and nalgebra wrote past the buffer).
+    #[test]
+    fn sizes_beyond_memory_are_an_error() {
+        let base = calibration_suite()[0].clone();
+        for (n, dim) in [(1 << 32, 1 << 32), (1 << 40, 1), (usize::MAX, 2)] {
+            let huge = Problem {
+                n,
+                dim,
+                ..base.clone()
+            };
+            assert!(
+                matches!(huge.generate(1), Err(Error::Allocation { .. })),
+                "{n}×{dim}"
+            );
+        }
+        let multi = MultiOutputProblem {
+            problem: base.clone(),
+            outputs: 1 << 58,
+        };
+        assert!(matches!(multi.generate(1), Err(Error::Allocation { .. })));
+        let seeded = MultiOutputProblem {
+            problem: Problem {
+                seed: u64::MAX,
+                ..base
+            },
+            outputs: 2,
+        };
+        assert_eq!(seeded.generate(3).unwrap().0.outputs(), 2);
+    }
 
     /// A multi-output problem's output 0 and inputs are its problem's, bit for bit; output 1 is
     /// another function of the same inputs, ten times the size, with the same relative noise.

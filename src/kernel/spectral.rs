@@ -15,10 +15,23 @@ use rand_distr::{ChiSquared, Distribution, StandardNormal};
 /// ([`Matern`]).
 pub trait SpectralDensity: std::fmt::Debug + Send + Sync {
     /// Draws W (m×D), one unit frequency per row.
+    ///
+    /// # Panics
+    /// The crate's densities panic if m·D overflows `usize` (the models check m·D's bytes
+    /// before they draw: an error there).
     fn sample_unit_frequencies(&self, m: usize, dim: usize, rng: &mut dyn RngCore) -> DMatrix<f64>;
 
     /// A short name for reports.
     fn name(&self) -> &'static str;
+}
+
+/// Panics if an m×D matrix has more entries than `usize` counts: nalgebra would allocate the
+/// wrapped product and write past it.
+fn check_size(m: usize, dim: usize) {
+    assert!(
+        m.checked_mul(dim).is_some(),
+        "{m}×{dim} unit frequencies: m·D overflows usize"
+    );
 }
 
 /// The squared-exponential (Gaussian, RBF) kernel: $k(τ) = σ_0^2 \exp(-\tfrac12 τ^⊤Λ^{-1}τ)$, whose
@@ -28,6 +41,7 @@ pub struct SquaredExponential;
 
 impl SpectralDensity for SquaredExponential {
     fn sample_unit_frequencies(&self, m: usize, dim: usize, rng: &mut dyn RngCore) -> DMatrix<f64> {
+        check_size(m, dim);
         // Column-major fill, matching the original code's randn(m, D).
         DMatrix::from_fn(m, dim, |_, _| StandardNormal.sample(rng))
     }
@@ -58,6 +72,7 @@ impl SpectralDensity for Matern {
         let dof = f64::from(self.dof);
         // χ²(k) with k ∈ {1, 3, 5} is a valid distribution: the constructor cannot fail.
         let chi = ChiSquared::new(dof).ok();
+        check_size(m, dim);
         let mut w = DMatrix::zeros(m, dim);
         for r in 0..m {
             let u: f64 = chi.map_or(dof, |c| c.sample(rng));
@@ -83,6 +98,15 @@ impl SpectralDensity for Matern {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+
+    /// An m×D whose entries overflow `usize` is refused before nalgebra allocates the wrapped
+    /// product (and writes past it).
+    #[test]
+    #[should_panic(expected = "m·D overflows usize")]
+    fn an_overflowing_size_panics_before_allocating() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        SquaredExponential.sample_unit_frequencies(1 << 32, 1 << 32, &mut rng);
+    }
 
     #[test]
     fn spectral_average_approaches_the_kernel() {
