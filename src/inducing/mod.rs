@@ -138,7 +138,7 @@ const MIN_BLOCK_WORK: f64 = 2e7;
 /// depends on n and m alone, and every sum over the points is taken block by block in block
 /// order, so an evaluation gives the same bits on any number of threads.
 fn blocks(n: usize, m: usize) -> Vec<(usize, usize)> {
-    let per_point = (m * m) as f64;
+    let per_point = (m as f64) * (m as f64);
     let count = BLOCK_COUNTS
         .into_iter()
         .find(|&b| (n / b) as f64 * per_point >= MIN_BLOCK_WORK)

@@ -176,7 +176,7 @@ impl<P, S: Solver<P, CgState> + Clone> Solver<P, CgState> for StoppingRule<S> {
                     elapsed: rec.budget.started.elapsed(),
                 })
             });
-            let flat = self.flat(cost, self.window + 1);
+            let flat = self.flat(cost, self.window.saturating_add(1));
             if observed == Some(ControlFlow::Break(())) {
                 Some(Termination::StoppedByObserver)
             } else if rec.out_of_time() {

@@ -183,7 +183,7 @@ impl RowPlan {
     /// The plan for n rows whose design matrix has `columns` columns (2m): as many blocks (12, 6,
     /// 4, 3, 2 or 1) as keep each block's work (rows × columns²) at least 4·10⁷ flops.
     pub fn for_work(n: usize, columns: usize, chunk_rows: usize) -> Self {
-        let per_row = (columns * columns) as f64;
+        let per_row = (columns as f64) * (columns as f64);
         let blocks = BLOCK_COUNTS
             .into_iter()
             .find(|&b| (n / b) as f64 * per_row >= MIN_BLOCK_WORK)

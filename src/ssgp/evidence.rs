@@ -167,7 +167,7 @@ impl<'a> SsgpEvidence<'a> {
             fixed,
             noise: params.training.noise(),
             par: linalg::par(threads),
-            plan: RowPlan::for_work(data.len(), 2 * params.m, params.chunk_rows),
+            plan: RowPlan::for_work(data.len(), params.m.saturating_mul(2), params.chunk_rows),
             threads: linalg::Threads::new(threads),
             cache_bytes: params.cache_bytes,
             workspace: Mutex::new(Workspace::default()),

@@ -127,7 +127,7 @@ impl<'a> MultiSsgpEvidence<'a> {
             fixed,
             noise: params.training.ratio_noise(),
             par: linalg::par(params.training.threads),
-            plan: RowPlan::for_work(x.nrows(), 2 * params.m, params.chunk_rows),
+            plan: RowPlan::for_work(x.nrows(), params.m.saturating_mul(2), params.chunk_rows),
             threads: linalg::Threads::new(params.training.threads),
             cache_bytes: params.cache_bytes,
             workspace: Mutex::new(Workspace::default()),
