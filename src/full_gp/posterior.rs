@@ -243,7 +243,7 @@ impl FittedFullGp {
     /// # Errors
     /// As [`Self::predict`]; [`crate::error::Error::InvalidParameter`] above
     /// [`MAX_JOINT_POINTS`](crate::predictive::MAX_JOINT_POINTS); [`crate::error::Error::Allocation`] if
-    /// Σ_f cannot be allocated.
+    /// Σ_f or the n×n* cross-covariances cannot be allocated.
     pub fn predict_covariance<X: Inputs + ?Sized>(&self, x: &X) -> Result<JointPredictive> {
         let x = &*x.to_matrix()?;
         check_joint_size(x.nrows())?;
@@ -253,6 +253,10 @@ impl FittedFullGp {
         let xs = self.record.columns.select(x)?;
         let zt = kernel::shift_and_scale(&xs, &self.input_means, &h.lengthscales);
         let mut cov = linalg::try_zeros(n, n, "joint predictive covariance")?;
+        linalg::check_allocation(
+            self.z.nrows().saturating_mul(n).saturating_mul(8),
+            "the joint predictive's cross-covariances (n×n*)",
+        )?;
         self.covariance().lower_scaled(&zt, &mut cov, self.par());
         let mut v = self.covariance().cross_scaled(&self.z, &zt, self.par());
         linalg::solve_lower(

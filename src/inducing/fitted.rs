@@ -168,13 +168,20 @@ impl Fitted {
     /// columns, not yet centred): $K_{**} - V^⊤V + W^⊤W$, $V = L_u^{-1}K_{u*}$, $W = L_A^{-1}V$.
     ///
     /// # Errors
-    /// [`crate::Error::Allocation`] if the n*×n* matrix cannot be allocated.
+    /// [`crate::Error::Allocation`] if the n*×n* matrix or the n*×m cross-covariances cannot be
+    /// allocated.
     fn latent_covariance(&self, xs: &DMatrix<f64>) -> Result<DMatrix<f64>> {
         let p = self.par();
         let n = xs.nrows();
         let xs = centred_rows(xs, &self.centre);
         let kernel = self.covariance();
         let mut cov = linalg::try_zeros(n, n, "joint predictive covariance")?;
+        linalg::check_allocation(
+            n.saturating_mul(self.inducing.nrows())
+                .saturating_mul(2)
+                .saturating_mul(8),
+            "the joint predictive's cross-covariances (n*×m)",
+        )?;
         kernel.lower_scaled(
             &kernel::scale_inputs(&xs, &self.hyper.lengthscales),
             &mut cov,

@@ -332,7 +332,8 @@ impl FittedSsgp {
     ///
     /// # Errors
     /// As [`Self::predict`]; [`crate::error::Error::InvalidParameter`] above [`MAX_JOINT_POINTS`](crate::predictive::MAX_JOINT_POINTS);
-    /// [`crate::error::Error::Allocation`] if Σ_f cannot be allocated.
+    /// [`crate::error::Error::Allocation`] if Σ_f or the n*×2m test design matrix cannot be
+    /// allocated.
     pub fn predict_covariance<X: Inputs + ?Sized>(&self, x: &X) -> Result<JointPredictive> {
         let x = &*x.to_matrix()?;
         check_joint_size(x.nrows())?;
@@ -340,6 +341,12 @@ impl FittedSsgp {
         let n = p.len();
         let x = self.record.columns.select(x)?;
         let par = linalg::par(self.record.threads);
+        // Φ* and its transpose V (n*×2m each) beside Σ_f (n*×n*).
+        let cross = n.saturating_mul(self.posterior.l.nrows()).saturating_mul(2);
+        linalg::check_allocation(
+            cross.saturating_add(n.saturating_mul(n)).saturating_mul(8),
+            "the joint predictive's test design matrix (n*×2m) and covariance",
+        )?;
         let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
         design_matrix_into(
             view(&x),
