@@ -144,6 +144,9 @@ pub fn theta_len(dim: usize, block_rows: usize) -> usize {
 /// Packs hyperparameters and an optional m×D block into θ (layout in the [module docs](self)).
 ///
 /// The caller has checked the values ([`Hyperparameters::validate`]) and the block's shape.
+///
+/// # Panics
+/// If the block has not D = `h.dim()` columns.
 pub fn pack(h: &Hyperparameters, noise: NoiseParam, block: Option<&DMatrix<f64>>) -> DVector<f64> {
     let dim = h.dim();
     let mut theta = DVector::zeros(theta_len(dim, block.map_or(0, |b| b.nrows())));

@@ -20,6 +20,12 @@
 //! points from the kernel's spectral density ([`Kernel::spectral_density`]). Distances are
 //! expanded as ‖a‖² + ‖b‖² − 2abᵀ (one gemm) on inputs that are first **centred** and divided by ℓ,
 //! so inputs far from the origin do not cancel.
+//!
+//! # Panics
+//! These are building blocks on matrices whose shapes the caller matches, as nalgebra's
+//! operations are: inputs of D columns with D lengthscales and centres, outputs of the shapes
+//! documented; like nalgebra's, they panic when the shapes disagree. The models check every
+//! shape a user gives them before they call these (an [`Error`](crate::Error), never a panic).
 
 mod exp;
 pub mod spectral;

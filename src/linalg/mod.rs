@@ -19,6 +19,11 @@
 //!
 //! Conventions: Cholesky factors are **lower** triangular, A = L Lᵀ, stored in the lower triangle
 //! (the strict upper triangle is zeroed).
+//!
+//! # Panics
+//! The public kernels ([`tr_mul_to`], [`log_det_from_cholesky`]) panic on operands of
+//! mismatched shapes (a non-square factor, an output of the wrong size), as nalgebra's
+//! operations do.
 
 mod blas3;
 mod factor;

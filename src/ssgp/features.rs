@@ -8,6 +8,11 @@
 //! the first m columns the cosines, the last m the sines (the transpose of the paper's 2m×n Φ_f,
 //! with its interleaved pairs regrouped; the model is invariant to that order). Hence
 //! A = ΦᵀΦ + λI and K = (σ0²/m)ΦΦᵀ.
+//!
+//! # Panics
+//! [`scaled_frequencies`] and [`design_matrix`] take W or Ω with as many columns as ℓ has
+//! entries and x has columns, and panic otherwise (as nalgebra's products do); the models
+//! check these shapes first.
 
 use crate::error::{Error, Result};
 use crate::linalg;
