@@ -280,6 +280,9 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
 
     /// The mixture's moments from the members' predictives `preds` at `n` test points.
     fn predict_from(&self, n: usize, preds: &[Predictive]) -> Result<Predictive> {
+        for p in preds {
+            p.check_lengths(Some(n))?;
+        }
         let (mean, between) = mean_and_spread(preds);
         let average = |var: fn(&Predictive) -> &DVector<f64>| {
             preds.iter().fold(DVector::zeros(n), |a, p| a + var(p)) / preds.len() as f64
@@ -305,7 +308,15 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
                 let means = self
                     .members
                     .iter()
-                    .map(|m| m.predict_mean(x))
+                    .map(|m| {
+                        let mean = m.predict_mean(x)?;
+                        member_shape(
+                            "a member's predictive means",
+                            (mean.len(), 1),
+                            (x.nrows(), 1),
+                        )?;
+                        Ok(mean)
+                    })
                     .collect::<Result<Vec<_>>>()?;
                 let mean =
                     means.iter().fold(DVector::zeros(x.nrows()), |a, m| a + m) / means.len() as f64;
@@ -337,6 +348,12 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
         let mut cov = crate::linalg::try_zeros(n, n, "joint predictive covariance")?;
         for m in &self.members {
             let joint = m.predict_covariance(x)?;
+            member_shape("a member's joint means", (joint.mean.len(), 1), (n, 1))?;
+            member_shape(
+                "a member's joint covariance",
+                joint.f_covariance.shape(),
+                (n, n),
+            )?;
             let d = &joint.mean - &p.mean;
             cov += joint.f_covariance / k;
             cov.ger(1.0 / k, &d, &d, 1.0);
@@ -424,7 +441,15 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
         let k = grads.len() as f64;
         let preds: Vec<Predictive> = grads.iter().map(|g| g.predictive.clone()).collect();
         let predictive = self.predict_from(x.nrows(), &preds)?;
-        let (n, d) = grads[0].mean.shape();
+        let (n, d) = x.shape();
+        for g in &grads {
+            member_shape("a member's gradients of the means", g.mean.shape(), (n, d))?;
+            member_shape(
+                "a member's gradients of the variances",
+                g.variance.shape(),
+                (n, d),
+            )?;
+        }
         let (mut mean, mut variance) = (DMatrix::zeros(n, d), DMatrix::zeros(n, d));
         for g in &grads {
             mean += &g.mean / k;
@@ -461,8 +486,33 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
     }
 
     fn member_predictions(&self, x: &DMatrix<f64>) -> Result<Vec<Predictive>> {
-        self.members.iter().map(|m| m.predict(x)).collect()
+        self.members
+            .iter()
+            .map(|m| {
+                let p = m.predict(x)?;
+                p.check_lengths(Some(x.nrows()))?;
+                Ok(p)
+            })
+            .collect()
     }
+}
+
+/// Checks a member's result of shape `found` against `expected` (members may be any
+/// [`FittedRegressor`], a user's own among them).
+///
+/// # Errors
+/// [`Error::DimensionMismatch`] naming `what` if they differ.
+fn member_shape(what: &'static str, found: (usize, usize), expected: (usize, usize)) -> Result<()> {
+    for (found, expected) in [(found.0, expected.0), (found.1, expected.1)] {
+        if found != expected {
+            return Err(Error::DimensionMismatch {
+                what,
+                expected,
+                found,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The members' average mean ⟨μ_k⟩ and the variance of their means ⟨(μ_k − ⟨μ⟩)²⟩, per test point

@@ -385,7 +385,7 @@ impl JointPredictive {
     /// The covariance of the noisy targets y_*: Σ_f + σn² I (n*×n*).
     pub fn y_covariance(&self) -> DMatrix<f64> {
         let mut c = self.f_covariance.clone();
-        for i in 0..c.nrows() {
+        for i in 0..c.nrows().min(c.ncols()) {
             c[(i, i)] += self.noise_variance;
         }
         c
@@ -410,7 +410,8 @@ impl JointPredictive {
     ///
     /// # Errors
     /// [`Error::NotPositiveDefinite`] if Σ_f + 1e-6·max diag Σ_f·I still does not factorise;
-    /// [`Error::Allocation`] if the factor or the n*×draws draws cannot be allocated.
+    /// [`Error::Allocation`] if the factor or the n*×draws draws cannot be allocated;
+    /// [`Error::DimensionMismatch`] if `f_covariance` (set by hand) is not n*×n*.
     pub fn sample(&self, draws: usize, seed: u64) -> Result<JointSamples> {
         let (l, jitter) = self.factor()?;
         let z = standard_normals(self.len(), draws, &mut crate::random::seeded(seed))?;
@@ -426,6 +427,25 @@ impl JointPredictive {
     /// As [`JointPredictive::sample`].
     pub(crate) fn factor(&self) -> Result<(DMatrix<f64>, f64)> {
         let n = self.len();
+        // The fields are public: a joint predictive built by hand may disagree with itself.
+        for (found, what) in [
+            (
+                self.f_covariance.nrows(),
+                "the joint predictive's `f_covariance` (rows, one per mean)",
+            ),
+            (
+                self.f_covariance.ncols(),
+                "the joint predictive's `f_covariance` (columns, one per mean)",
+            ),
+        ] {
+            if found != n {
+                return Err(Error::DimensionMismatch {
+                    what,
+                    expected: n,
+                    found,
+                });
+            }
+        }
         let scale = self.f_covariance.diagonal().max();
         let mut l = linalg::try_zeros(n, n, "Cholesky factor of a joint predictive covariance")?;
         if scale <= 0.0 {
@@ -615,6 +635,27 @@ mod tests {
                 }
                 other => panic!("{field}: {other:?}"),
             }
+        }
+    }
+
+    /// A joint predictive built by hand with a covariance of the wrong shape is an error when
+    /// sampled (its factor panicked copying it), and its noisy covariance does not panic.
+    #[test]
+    fn a_hand_built_joint_predictive_of_the_wrong_shape_is_an_error() {
+        for (rows, cols) in [(2, 3), (3, 2), (2, 2)] {
+            let joint = JointPredictive {
+                mean: DVector::zeros(3),
+                f_covariance: DMatrix::identity(rows, cols),
+                noise_variance: 0.1,
+            };
+            assert!(
+                matches!(
+                    joint.sample(4, 1),
+                    Err(Error::DimensionMismatch { expected: 3, .. })
+                ),
+                "{rows}×{cols}"
+            );
+            assert_eq!(joint.y_covariance().shape(), (rows, cols));
         }
     }
 

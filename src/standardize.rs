@@ -73,6 +73,13 @@ impl Scaler {
     /// [`Error::DimensionMismatch`] for a wrong D, [`Error::NonFinite`] for a NaN or infinity.
     pub fn transform_inputs(&self, x: &DMatrix<f64>) -> Result<DMatrix<f64>> {
         check_inputs(x, self.x_mean.len())?;
+        if self.x_scale.len() != self.x_mean.len() {
+            return Err(Error::DimensionMismatch {
+                what: "the scaler's `x_scale` (one per entry of `x_mean`)",
+                expected: self.x_mean.len(),
+                found: self.x_scale.len(),
+            });
+        }
         let mut z = x.clone();
         for (d, mut col) in z.column_iter_mut().enumerate() {
             col.apply(|v| *v = (*v - self.x_mean[d]) / self.x_scale[d]);
@@ -381,6 +388,25 @@ mod tests {
     /// σn² on the original scale is scaled as the variances are, by s_y² in one factor: with
     /// (σn²·s_y)·s_y instead, a variance equal to σn² on the standardised scale can come out below
     /// it by one ulp (as it does for some of these scales).
+    /// A scaler built by hand with fewer scales than means is an error, not an index panic.
+    #[test]
+    fn a_hand_built_scaler_of_mismatched_lengths_is_an_error() {
+        let scaler = Scaler {
+            x_mean: DVector::zeros(3),
+            x_scale: DVector::from_element(2, 1.0),
+            y_mean: 0.0,
+            y_scale: 1.0,
+        };
+        assert!(matches!(
+            scaler.transform_inputs(&DMatrix::zeros(4, 3)),
+            Err(Error::DimensionMismatch {
+                expected: 3,
+                found: 2,
+                ..
+            })
+        ));
+    }
+
     #[test]
     fn noise_variance_bounds_the_variances_exactly() {
         let x = DMatrix::zeros(1, 1);

@@ -78,3 +78,66 @@ fn best_of_predicts_as_its_member_with_the_lowest_negative_log_evidence() {
         best.members()[lowest].predict(&xs).unwrap()
     );
 }
+
+/// A member from outside the crate whose results have one row too few (a bug in the user's
+/// model): the mixture's predictions are a `DimensionMismatch`, where adding its vectors to the
+/// others' panicked.
+#[test]
+fn a_member_with_results_of_the_wrong_shape_is_an_error() {
+    use nalgebra::DVector;
+    use ssgp::{Dataset, Error, FittedRegressor, JointPredictive, Predictive, TrainingSummary};
+    struct Short;
+    struct FittedShort(TrainingSummary);
+    impl Regressor for Short {
+        fn name(&self) -> &'static str {
+            "short"
+        }
+        fn fit_boxed(&self, _: &Dataset) -> ssgp::Result<Box<dyn FittedRegressor>> {
+            Ok(Box::new(FittedShort(TrainingSummary::untrained(0.0))))
+        }
+    }
+    impl FittedRegressor for FittedShort {
+        fn name(&self) -> &'static str {
+            "short"
+        }
+        fn predict(&self, x: &DMatrix<f64>) -> ssgp::Result<Predictive> {
+            let n = x.nrows() - 1;
+            Ok(Predictive {
+                mean: DVector::zeros(n),
+                y_variance: DVector::from_element(n, 1.0),
+                f_variance: DVector::zeros(n),
+            })
+        }
+        fn predict_covariance(&self, x: &DMatrix<f64>) -> ssgp::Result<JointPredictive> {
+            let n = x.nrows();
+            Ok(JointPredictive {
+                mean: DVector::zeros(n),
+                f_covariance: DMatrix::zeros(n - 1, n - 1),
+                noise_variance: 1.0,
+            })
+        }
+        fn neg_log_evidence(&self) -> f64 {
+            0.0
+        }
+        fn noise_variance(&self) -> f64 {
+            1.0
+        }
+        fn training(&self) -> &TrainingSummary {
+            &self.0
+        }
+    }
+    let mut rng = StdRng::seed_from_u64(4);
+    let train = sinc_data(30, false, 0.05, &mut rng).unwrap();
+    let members: Vec<Box<dyn Regressor>> = vec![
+        Box::new(Ssgp::params(3).seed(1).max_evaluations(20)),
+        Box::new(Short),
+    ];
+    let mixture = Ensemble::new(members, Combine::Mixture).fit(&train).unwrap();
+    let xs = DMatrix::from_column_slice(4, 1, &[-2.0, 0.0, 1.0, 2.0]);
+    let mismatch = |r: ssgp::Result<()>| matches!(r, Err(Error::DimensionMismatch { .. }));
+    assert!(mismatch(mixture.predict(&xs).map(|_| ())));
+    assert!(mismatch(mixture.predict_mean(&xs).map(|_| ())));
+    assert!(mismatch(mixture.spread(&xs).map(|_| ())));
+    assert!(mismatch(mixture.predict_covariance(&xs).map(|_| ())));
+    assert!(mismatch(mixture.sample_joint(&xs, 3, 1).map(|_| ())));
+}
