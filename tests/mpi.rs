@@ -566,22 +566,61 @@ fn settings(cluster: &Cluster) -> Result<(), String> {
                 ssgp::kernel::Kernel::SquaredExponential
             }),
         ),
+        (
+            "relative noise floor",
+            base().relative_noise_floor(if odd { 1e-3 } else { 1e-4 }),
+        ),
+        (
+            "optimiser",
+            base().optimizer(if odd {
+                ssgp::optim::Method::Lbfgs { memory: 10 }
+            } else {
+                ssgp::optim::Method::ConjugateGradient
+            }),
+        ),
+        ("chunk rows", base().chunk_rows(if odd { 64 } else { 128 })),
+        (
+            "initial unit frequencies",
+            base().initial_unit_frequencies(ssgp::nalgebra::DMatrix::from_element(
+                10,
+                8,
+                if odd { 0.5 } else { 0.25 },
+            )),
+        ),
+        (
+            "lengthscale start",
+            base().lengthscale_init(if odd {
+                LengthscaleInit::FullGpSubset(64)
+            } else {
+                LengthscaleInit::HalfRange
+            }),
+        ),
+        ("best effort", base().best_effort(odd)),
     ];
     for (name, params) in variants {
         let params = params.check().map_err(|e| e.to_string())?;
+        // The error lists the differing settings as "<name> (rank …)", after ": " or "; ".
+        let names = |what: &str| {
+            what.contains(&format!(": {name} (rank 1"))
+                || what.contains(&format!("; {name} (rank 1"))
+        };
         match params.fit_distributed(&local, cluster) {
             Ok(_) => return Err(format!("ranks with a different {name} both fitted")),
-            Err(ssgp::Error::Distributed { what }) if what.contains(name) => {
+            Err(ssgp::Error::Distributed { what }) if names(&what) => {
                 if cluster.is_root() && name == "m" {
                     println!("  2 ranks, another m on rank 1: {what}");
                 }
             }
             Err(e) => return Err(format!("{name}: {e}")),
         }
-        if params.distributed_evidence(&local, cluster).is_ok() {
-            return Err(format!(
-                "the evidence of ranks with a different {name} was built"
-            ));
+        match params.distributed_evidence(&local, cluster) {
+            Err(ssgp::Error::Distributed { what }) if names(&what) => {}
+            Err(e) => return Err(format!("the evidence, {name}: {e}")),
+            Ok(_) => {
+                return Err(format!(
+                    "the evidence of ranks with a different {name} was built"
+                ))
+            }
         }
     }
     let same = base()

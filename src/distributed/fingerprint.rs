@@ -4,10 +4,12 @@
 //! return different models with the same −log p (a different noise floor or seed).
 //!
 //! Compared: m, the initial draws, the fixed spectral points and any initial frequencies, the
-//! noise bound, the spectral density, the seed, the optimiser's budgets and stopping rule, the
-//! kernel, the noise floor, the lengthscale start, best effort and the calibration guard. Not
-//! compared: threads, chunk
-//! and cache sizes and the observer, which change neither the model nor the collectives.
+//! noise bound, the spectral density, the seed, the optimiser (its method, budgets and stopping
+//! rule), the kernel, the noise floors (absolute and relative), the lengthscale start, best
+//! effort, the calibration guard and the chunk size (it sets the order of each rank's sums, so
+//! their bits). Not compared: threads, the cache size and the observer, which change neither
+//! the model nor the collectives. The number of settings is compared first, so that ranks of
+//! different builds are an error too.
 
 use super::cluster::Cluster;
 use crate::error::{Error, Result};
@@ -60,11 +62,17 @@ fn settings(params: &ValidSsgpParams) -> Vec<(&'static str, String)> {
                 o.gradient_tolerance.to_bits()
             ),
         ),
+        ("optimiser", format!("{:?}", o.method.unwrap_or_default())),
         ("kernel", format!("{:?}", t.kernel)),
         ("noise floor", t.noise_floor.to_bits().to_string()),
+        (
+            "relative noise floor",
+            t.relative_noise_floor.to_bits().to_string(),
+        ),
         ("lengthscale start", format!("{:?}", t.lengthscales)),
         ("best effort", t.best_effort.to_string()),
         ("calibration guard", format!("{:?}", params.calibration)),
+        ("chunk rows", params.chunk_rows.to_string()),
     ]
 }
 
@@ -75,6 +83,17 @@ fn settings(params: &ValidSsgpParams) -> Vec<(&'static str, String)> {
 /// [`Error::Distributed`] on every rank when they differ, naming the settings and the ranks.
 pub(crate) fn check_same_settings(params: &ValidSsgpParams, cluster: &Cluster) -> Result<()> {
     let named = settings(params);
+    // The count of settings first: every rank reads the others' at this width.
+    let count = [named.len() as f64];
+    let counts = cluster.all_gather(&count);
+    if counts.iter().any(|&c| c != count[0]) {
+        return Err(Error::Distributed {
+            what: format!(
+                "the ranks compare different numbers of settings ({counts:?}): they run \
+                 different builds of ssgp; build every rank from the same version"
+            ),
+        });
+    }
     let local: Vec<f64> = named
         .iter()
         .flat_map(|(_, value)| {

@@ -143,8 +143,9 @@ impl ValidSsgpParams {
     /// # Errors
     /// As [`ValidSsgpParams::fit`]; [`Error::Distributed`] on the other ranks when one rank
     /// fails, and on every rank when the ranks' settings that change the model differ (m, draws,
-    /// seed, budgets, kernel, noise floor and bound, fixed points, start, calibration guard:
-    /// compared before anything else); [`Error::InvalidParameter`] for a noise bound.
+    /// seed, optimiser and budgets, kernel, noise floors and bound, fixed points, start,
+    /// calibration guard, chunk size: compared before anything else); [`Error::InvalidParameter`]
+    /// for a noise bound.
     pub fn fit_distributed(&self, local: &Dataset, cluster: &Cluster) -> Result<DistributedFit> {
         check_same_settings(self, cluster)?;
         if self.noise_bound != NoiseBound::None {

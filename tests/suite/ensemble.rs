@@ -132,7 +132,9 @@ fn a_member_with_results_of_the_wrong_shape_is_an_error() {
         Box::new(Ssgp::params(3).seed(1).max_evaluations(20)),
         Box::new(Short),
     ];
-    let mixture = Ensemble::new(members, Combine::Mixture).fit(&train).unwrap();
+    let mixture = Ensemble::new(members, Combine::Mixture)
+        .fit(&train)
+        .unwrap();
     let xs = DMatrix::from_column_slice(4, 1, &[-2.0, 0.0, 1.0, 2.0]);
     let mismatch = |r: ssgp::Result<()>| matches!(r, Err(Error::DimensionMismatch { .. }));
     assert!(mismatch(mixture.predict(&xs).map(|_| ())));
