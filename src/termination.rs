@@ -613,6 +613,9 @@ pub struct Flags {
     /// Too few distinct inputs to hold any out: the error bars are checked at the training
     /// inputs (by the LOO) and not between them ([`Remedy::FewInputs`]).
     pub few_inputs: bool,
+    /// Training ended by a failure ([`Termination::is_success`] false: a fit kept at its best
+    /// point by `best_effort`), and no held-out rows vouch for the model it kept.
+    pub training_failed: bool,
 }
 
 impl Flags {
@@ -625,6 +628,7 @@ impl Flags {
             || self.underconfident
             || self.start_overfits
             || self.few_inputs
+            || self.training_failed
     }
 }
 
@@ -646,6 +650,10 @@ impl fmt::Display for Flags {
             (
                 self.few_inputs,
                 "too few distinct inputs to check the error bars between them",
+            ),
+            (
+                self.training_failed,
+                "training failed; kept at its best point",
             ),
         ]
         .iter()
@@ -792,6 +800,7 @@ impl LooDiagnostic {
             underconfident: self.honest && self.fits_too_well(),
             start_overfits: false,
             few_inputs: false,
+            training_failed: false,
         }
     }
 
@@ -860,7 +869,10 @@ impl TrainingSummary {
     /// the LOO NMSE and the held-out NMSE: a kept learned fit's LOO NMSE is optimistic for the
     /// same reason, and any fit's is where inputs repeat (the row left out is still in the
     /// data under another index; the check holds out whole groups of equal inputs). A fit on
-    /// too few distinct inputs for the check is flagged for that ([`Remedy::FewInputs`]).
+    /// too few distinct inputs for the check is flagged for that ([`Remedy::FewInputs`]), and
+    /// a fit whose training ended by a failure (kept at its best point by `best_effort`) for
+    /// that, unless held-out rows judged it (the check's own two-parameter fits are kept so
+    /// where their evidence is flat within round-off, near noise-free data).
     pub fn flags(&self) -> Flags {
         let loo = self.diagnostic.map(|d| d.flags()).unwrap_or_default();
         let start_overfits = self.remedy.is_some_and(|r| r.start_overfits());
@@ -869,6 +881,7 @@ impl TrainingSummary {
             return Flags {
                 start_overfits,
                 few_inputs,
+                training_failed: !self.termination.is_success(),
                 ..loo
             };
         };
@@ -889,6 +902,7 @@ impl TrainingSummary {
             underconfident: h.underconfident(),
             start_overfits,
             few_inputs,
+            training_failed: false,
         }
     }
 
@@ -1022,6 +1036,35 @@ mod tests {
             )),
             ..TrainingSummary::untrained(0.0)
         }
+    }
+
+    /// A fit whose training failed (kept at its best point) is flagged for it, unless held-out
+    /// rows judged the model it kept; a budget spent is no failure.
+    #[test]
+    fn a_failed_training_is_flagged_unless_held_out_rows_judged_it() {
+        let failed = Termination::LineSearchFailed("no decrease".into());
+        let alone = TrainingSummary {
+            diagnostic: Some(calibrated_loo()),
+            termination: failed.clone(),
+            ..TrainingSummary::untrained(0.0)
+        };
+        assert!(alone.flags().training_failed && alone.is_flagged());
+        assert!(alone.diagnosis().to_string().contains("training failed"));
+        let spent = TrainingSummary {
+            termination: Termination::MaxEvaluations,
+            ..alone.clone()
+        };
+        assert!(!spent.is_flagged(), "{}", spent.diagnosis());
+        let held = HeldOutCalibration {
+            rows: 100,
+            mean_z2: 1.0,
+            nmse: 0.5,
+        };
+        let judged = TrainingSummary {
+            termination: failed,
+            ..checked(calibrated_loo(), true, Some(held))
+        };
+        assert!(!judged.is_flagged(), "{}", judged.diagnosis());
     }
 
     /// The training mean kept by a check explains nothing by construction: neither its LOO

@@ -6,6 +6,7 @@ use crate::data::Dataset;
 use crate::error::Result;
 use crate::kernel;
 use crate::linalg::{self, view, view_mut};
+use crate::predictive::round_off_variance;
 use nalgebra::{DMatrix, DVector};
 use std::sync::Arc;
 
@@ -90,8 +91,15 @@ impl FittedFullGp {
             -1.0,
             self.par(),
         );
-        // The predictive variances of the new targets: σ0² − ‖L⁻¹k_i‖² + σn², as `predict`.
-        let variances: Vec<f64> = (0..k).map(|i| c[(i, i)] - self.jitter).collect();
+        // The predictive variances of the new targets: σ0² − ‖L⁻¹k_i‖² + σn², as `predict`
+        // (its latent part checked and its round-off below 0 set to 0, as there).
+        let noise = h.noise_variance;
+        let variances = (0..k)
+            .map(|i| {
+                let latent = c[(i, i)] - self.jitter - noise;
+                Ok(round_off_variance(latent, h.signal_variance, i)? + noise)
+            })
+            .collect::<Result<Vec<f64>>>()?;
         linalg::cholesky_in_place_lower(&mut c, "the new block of K + σn²I", self.par())?;
         let mut factor = linalg::try_zeros(total, total, "the n×n Cholesky factor of K + σn²I")?;
         for j in 0..n {

@@ -685,3 +685,34 @@ fn full_gp_prequential_record_is_each_calls_predictions_before_it() {
         max_relative = 1e-10
     );
 }
+
+/// A full GP conditioned with almost no noise on inputs so dense that its factor needs jitter
+/// δ, updated sample by sample at its training inputs: their predictive variances (the new
+/// block's diagonal σ0² + σn² + δ − ‖L⁻¹k‖², less δ) are recorded as `predict` gives them —
+/// never below σn² by round-off — so the one-step-ahead record stays finite and not negative.
+#[test]
+fn a_full_gp_update_at_its_training_inputs_records_positive_variances() {
+    let x = DMatrix::from_fn(200, 1, |i, _| i as f64 / 200.0);
+    let y = x.map(|v| (2.0 * v).sin()).column(0).into_owned();
+    // θ = [log ℓ, log σ0, p_n]: ℓ = 1 over inputs 0.005 apart, σn² = e^{2·(−20)}.
+    let theta = DVector::from_vec(vec![0.0, 0.0, -20.0]);
+    let mut model = FullGp::params()
+        .relative_noise_floor(0.0)
+        .check()
+        .unwrap()
+        .condition(&Dataset::new(x.clone(), y.clone()).unwrap(), &theta)
+        .unwrap();
+    assert!(model.jitter() > 0.0, "δ = {:e}", model.jitter());
+    for i in (0..200).step_by(7) {
+        let xi = x.rows(i, 1).into_owned();
+        let yi = y.rows(i, 1).into_owned();
+        model.update(&xi, &yi).unwrap();
+    }
+    let record = model.prequential().unwrap();
+    assert_eq!(record.rows, 29);
+    assert!(
+        record.mean_z2.is_finite() && record.mean_z2 >= 0.0,
+        "{record:?}, σn² {:e}",
+        model.noise_variance()
+    );
+}
