@@ -21,9 +21,9 @@
 
 use super::multi_posterior::FittedMultiSsgp;
 use super::remedy::{
-    few_inputs_fit, held_out, held_out_mean, held_out_split, held_out_target, mean_wins,
-    narrowed_to_the_measured_level, standard_error_of_difference, with_mean, CalibrationGuard,
-    Comparison, FewInputsCandidate, HeldOutScore, Verdict,
+    few_inputs_fit, held_out, held_out_mean, held_out_target, mean_wins,
+    narrowed_to_the_measured_level, split_leaving_targets_varying, standard_error_of_difference,
+    varies_on, with_mean, CalibrationGuard, Comparison, FewInputsCandidate, HeldOutScore, Verdict,
 };
 use super::{FittedSsgp, MultiSsgpEvidence, ValidSsgpParams};
 use crate::data::{groups_of_equal_inputs, variance, Dataset, InputColumns};
@@ -183,7 +183,13 @@ impl ValidSsgpParams {
         let (start_hyperparameters, start_rows) =
             self.training.lengthscales.learned_from(n, x.ncols());
         let proxy = learned_on_all.is_some();
-        let split = held_out_split(groups, held_out_target(n, proxy), self.training.seed);
+        let columns: Vec<DVector<f64>> = y.column_iter().map(|c| c.into_owned()).collect();
+        let split = split_leaving_targets_varying(
+            groups,
+            held_out_target(n, proxy),
+            self.training.seed,
+            |fit| columns.iter().all(|c| varies_on(c, fit)),
+        );
         let (held_rows, fit_rows) = split.order.split_at(split.held);
         let (held_x, held_y) = rows_of(x, y, held_rows);
         let (fit_x, fit_y) = rows_of(x, y, fit_rows);
@@ -460,7 +466,13 @@ mod tests {
         let start = unit_start(dim);
         let fitted = params.fit_multi_calibrated(&x, &y, &start).unwrap();
         let (group_of, inputs) = groups_of_equal_inputs(&x).unwrap();
-        let split = held_out_split((&group_of, inputs), n / 4, params.training.seed);
+        let columns: Vec<DVector<f64>> = y.column_iter().map(|c| c.into_owned()).collect();
+        let split = split_leaving_targets_varying(
+            (&group_of, inputs),
+            n / 4,
+            params.training.seed,
+            |fit| columns.iter().all(|c| varies_on(c, fit)),
+        );
         let (held_rows, fit_rows) = split.order.split_at(split.held);
         let (held_x, held_y) = rows_of(&x, &y, held_rows);
         let (fit_x, fit_y) = rows_of(&x, &y, fit_rows);

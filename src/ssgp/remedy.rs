@@ -387,7 +387,12 @@ impl ValidSsgpParams {
         // What the lengthscale start learned from these rows (held-out ones included).
         let (start_hyperparameters, start_rows) =
             self.training.lengthscales.learned_from(n, data.dim());
-        let rows = held_out_split(groups, held_out_target(n, proxy), self.training.seed);
+        let rows = split_leaving_targets_varying(
+            groups,
+            held_out_target(n, proxy),
+            self.training.seed,
+            |fit| varies_on(data.y(), fit),
+        );
         let (held, fit) = rows.order.split_at(rows.held);
         let (held, fit) = (data.subset(held)?, data.subset(fit)?);
         // The comparison's fits are on the used columns.
@@ -931,6 +936,37 @@ pub(crate) struct HeldOutSplit {
     pub(crate) held: usize,
     /// The distinct inputs (groups) among the held-out rows.
     pub(crate) held_inputs: usize,
+}
+
+/// How many seeds [`split_leaving_targets_varying`] tries.
+pub(crate) const SPLIT_SEEDS: u64 = 16;
+
+/// [`held_out_split`] with the seed `seed`, moved on (seed + 1, …, at most [`SPLIT_SEEDS`]
+/// seeds) while `varies` says the rows left to train on (`order[held..]`) have constant
+/// targets: targets constant but for a few rows (a spike, a rare event) held out left the fits
+/// nothing to learn and the training mean a variance of 0, and the fit failed ("predictive
+/// variance 0 is not positive", a quarter of the seeds on 40–300 rows with one spike). A table
+/// whose first split leaves its targets varying is split as before.
+pub(crate) fn split_leaving_targets_varying(
+    groups: (&[usize], usize),
+    target: usize,
+    seed: u64,
+    mut varies: impl FnMut(&[usize]) -> bool,
+) -> HeldOutSplit {
+    let mut split = held_out_split(groups, target, seed);
+    for k in 1..SPLIT_SEEDS {
+        if varies(&split.order[split.held..]) {
+            break;
+        }
+        split = held_out_split(groups, target, seed.wrapping_add(k));
+    }
+    split
+}
+
+/// Whether `y` (n) takes more than one value on `rows`.
+pub(crate) fn varies_on(y: &DVector<f64>, rows: &[usize]) -> bool {
+    rows.first()
+        .is_some_and(|&first| rows.iter().any(|&i| y[i] != y[first]))
 }
 
 pub(crate) fn held_out_split(
