@@ -1136,7 +1136,10 @@ fn targets_constant_but_for_one_row_fit_on_every_seed() {
         for k in [0, 7, 20] {
             for seed in 0..8 {
                 let fitted = Ssgp::params(10).seed(seed).fit(&spike(n, k));
-                assert!(fitted.is_ok(), "n {n}, spike at {k}, seed {seed}: {fitted:?}");
+                assert!(
+                    fitted.is_ok(),
+                    "n {n}, spike at {k}, seed {seed}: {fitted:?}"
+                );
             }
         }
     }
@@ -1146,7 +1149,10 @@ fn targets_constant_but_for_one_row_fit_on_every_seed() {
             .initial_lengthscales_from_full_gp(256)
             .max_evaluations(30)
             .fit(&spike(2400, k));
-        assert!(fitted.is_ok(), "2 400 rows, spike at {k}, seed {seed}: {fitted:?}");
+        assert!(
+            fitted.is_ok(),
+            "2 400 rows, spike at {k}, seed {seed}: {fitted:?}"
+        );
     }
     for seed in 0..4 {
         let full = FullGp::params()
