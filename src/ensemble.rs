@@ -491,6 +491,15 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
             .map(|m| {
                 let p = m.predict(x)?;
                 p.check_lengths(Some(x.nrows()))?;
+                if let Some(v) = p.y_variance.iter().find(|v| !(**v > 0.0 && v.is_finite())) {
+                    return Err(Error::InvalidParameter {
+                        name: "members",
+                        reason: format!(
+                            "member `{}` predicted a variance of {v}, not positive and finite",
+                            m.name()
+                        ),
+                    });
+                }
                 Ok(p)
             })
             .collect()

@@ -36,10 +36,30 @@ fn check(y_test: &DVector<f64>, pred: &Predictive) -> Result<()> {
 /// # Errors
 /// [`Error::EmptyData`] for no test points, [`Error::DimensionMismatch`] if the predictive's
 /// fields or the test targets have not one entry per predictive mean, [`Error::NonFinite`] for a
-/// NaN or infinite target or mean.
+/// NaN or infinite target or mean; [`Error::Numerical`] if the squared errors overflow f64.
 pub fn mse(y_test: &DVector<f64>, pred: &Predictive) -> Result<f64> {
     check(y_test, pred)?;
-    Ok((y_test - &pred.mean).norm_squared() / y_test.len() as f64)
+    finite_mean_square(
+        (y_test - &pred.mean).norm_squared() / y_test.len() as f64,
+        "errors",
+    )
+}
+
+/// `value`, a mean of squares of `what`, checked finite.
+///
+/// # Errors
+/// [`Error::Numerical`] if it overflowed.
+fn finite_mean_square(value: f64, what: &str) -> Result<f64> {
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(Error::Numerical {
+            what: format!(
+                "the mean square of the {what} overflows f64 (values beyond about 1e154 apart): \
+                 compare targets and predictions on a smaller scale"
+            ),
+        })
+    }
 }
 
 /// Normalised mean squared error (eq. 13):
@@ -61,7 +81,10 @@ pub fn nmse(y_test: &DVector<f64>, pred: &Predictive, y_train_mean: f64) -> Resu
         });
     }
     // Summed as the numerator is, so that predicting ȳ everywhere scores exactly 1.
-    let den = y_test.add_scalar(-y_train_mean).norm_squared() / y_test.len() as f64;
+    let den = finite_mean_square(
+        y_test.add_scalar(-y_train_mean).norm_squared() / y_test.len() as f64,
+        "test targets' deviations from ȳ",
+    )?;
     if den <= 0.0 {
         return Err(Error::InvalidParameter {
             name: "y_train_mean",
@@ -75,7 +98,8 @@ pub fn nmse(y_test: &DVector<f64>, pred: &Predictive, y_train_mean: f64) -> Resu
 /// $\tfrac12 \langle ((y_{*j} - \mu_{*j})/\sigma_{*j})^2 + \log \sigma_{*j}^2 + \log 2\pi \rangle$.
 ///
 /// # Errors
-/// As [`mse`], and [`Error::InvalidParameter`] if a predictive variance is not positive.
+/// As [`mse`], and [`Error::InvalidParameter`] if a predictive variance is not positive and
+/// finite.
 pub fn mnlp(y_test: &DVector<f64>, pred: &Predictive) -> Result<f64> {
     Ok(half_mean(&twice_nlp(y_test, pred)?))
 }
@@ -110,10 +134,14 @@ fn half_mean(twice: &DVector<f64>) -> f64 {
 /// Twice each target's negative log probability, checked as [`mnlp`] says.
 fn twice_nlp(y_test: &DVector<f64>, pred: &Predictive) -> Result<DVector<f64>> {
     check(y_test, pred)?;
-    if let Some(var) = pred.y_variance.iter().find(|v| v.is_nan() || **v <= 0.0) {
+    if let Some(var) = pred
+        .y_variance
+        .iter()
+        .find(|v| !(**v > 0.0 && v.is_finite()))
+    {
         return Err(Error::InvalidParameter {
             name: "variance",
-            reason: format!("predictive variance {var} is not positive"),
+            reason: format!("predictive variance {var} is not positive and finite"),
         });
     }
     Ok(DVector::from_fn(y_test.len(), |j, _| {
@@ -173,6 +201,28 @@ mod tests {
             y_variance: DVector::from_column_slice(variance),
             f_variance: DVector::from_column_slice(variance),
         }
+    }
+
+    /// Metrics that overflow f64, or an infinite predictive variance, are errors: NMSE of
+    /// targets ±1e200 was Ok(NaN) (∞/∞), MSE Ok(∞), and an infinite variance passed into MNLP
+    /// and calibration (∞/∞ where the error overflowed too).
+    #[test]
+    fn overflowing_metrics_and_infinite_variances_are_errors() {
+        let y = DVector::from_vec(vec![1e200, -1e200]);
+        let pred = predictive(&[0.0, 0.0], &[1.0, 1.0]);
+        assert!(matches!(mse(&y, &pred), Err(Error::Numerical { .. })));
+        assert!(matches!(nmse(&y, &pred, 0.0), Err(Error::Numerical { .. })));
+        let wide = predictive(&[0.0, 0.0], &[f64::INFINITY, 1.0]);
+        let small = DVector::from_vec(vec![1.0, -1.0]);
+        assert!(matches!(
+            mnlp(&small, &wide),
+            Err(Error::InvalidParameter { .. })
+        ));
+        assert!(matches!(
+            calibration(&small, &wide),
+            Err(Error::InvalidParameter { .. })
+        ));
+        assert_eq!(mse(&small, &pred).unwrap(), 1.0);
     }
 
     /// Predicting the training mean everywhere scores exactly 1, whatever the targets' round-off

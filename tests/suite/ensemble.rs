@@ -81,19 +81,26 @@ fn best_of_predicts_as_its_member_with_the_lowest_negative_log_evidence() {
 
 /// A member from outside the crate whose results have one row too few (a bug in the user's
 /// model): the mixture's predictions are a `DimensionMismatch`, where adding its vectors to the
-/// others' panicked.
+/// others' panicked; one whose variances are 0 is an `InvalidParameter`, where the spread's
+/// ratio came out NaN.
 #[test]
 fn a_member_with_results_of_the_wrong_shape_is_an_error() {
     use nalgebra::DVector;
     use ssgp::{Dataset, Error, FittedRegressor, JointPredictive, Predictive, TrainingSummary};
-    struct Short;
-    struct FittedShort(TrainingSummary);
+    /// One row too few, or (`flat`) variances of 0.
+    struct Short {
+        flat: bool,
+    }
+    struct FittedShort(TrainingSummary, bool);
     impl Regressor for Short {
         fn name(&self) -> &'static str {
             "short"
         }
         fn fit_boxed(&self, _: &Dataset) -> ssgp::Result<Box<dyn FittedRegressor>> {
-            Ok(Box::new(FittedShort(TrainingSummary::untrained(0.0))))
+            Ok(Box::new(FittedShort(
+                TrainingSummary::untrained(0.0),
+                self.flat,
+            )))
         }
     }
     impl FittedRegressor for FittedShort {
@@ -101,10 +108,14 @@ fn a_member_with_results_of_the_wrong_shape_is_an_error() {
             "short"
         }
         fn predict(&self, x: &DMatrix<f64>) -> ssgp::Result<Predictive> {
-            let n = x.nrows() - 1;
+            let (n, v) = if self.1 {
+                (x.nrows(), 0.0)
+            } else {
+                (x.nrows() - 1, 1.0)
+            };
             Ok(Predictive {
                 mean: DVector::zeros(n),
-                y_variance: DVector::from_element(n, 1.0),
+                y_variance: DVector::from_element(n, v),
                 f_variance: DVector::zeros(n),
             })
         }
@@ -130,7 +141,7 @@ fn a_member_with_results_of_the_wrong_shape_is_an_error() {
     let train = sinc_data(30, false, 0.05, &mut rng).unwrap();
     let members: Vec<Box<dyn Regressor>> = vec![
         Box::new(Ssgp::params(3).seed(1).max_evaluations(20)),
-        Box::new(Short),
+        Box::new(Short { flat: false }),
     ];
     let mixture = Ensemble::new(members, Combine::Mixture)
         .fit(&train)
@@ -142,4 +153,18 @@ fn a_member_with_results_of_the_wrong_shape_is_an_error() {
     assert!(mismatch(mixture.spread(&xs).map(|_| ())));
     assert!(mismatch(mixture.predict_covariance(&xs).map(|_| ())));
     assert!(mismatch(mixture.sample_joint(&xs, 3, 1).map(|_| ())));
+    let members: Vec<Box<dyn Regressor>> = vec![
+        Box::new(Ssgp::params(3).seed(1).max_evaluations(20)),
+        Box::new(Short { flat: true }),
+    ];
+    let flat = Ensemble::new(members, Combine::Mixture)
+        .fit(&train)
+        .unwrap();
+    assert!(matches!(
+        flat.spread(&xs),
+        Err(Error::InvalidParameter {
+            name: "members",
+            ..
+        })
+    ));
 }
