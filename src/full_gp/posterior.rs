@@ -95,7 +95,9 @@ impl FittedFullGp {
     /// result does not depend on it.
     ///
     /// # Errors
-    /// As [`Self::predict`]; [`crate::error::Error::InvalidParameter`] for `batch` = 0.
+    /// As [`Self::predict`]; [`crate::error::Error::InvalidParameter`] for `batch` = 0;
+    /// [`crate::error::Error::Allocation`] before any work if a batch's n×`batch`
+    /// cross-covariances (at most n×n*) cannot be allocated.
     pub fn predict_in_batches<X: Inputs + ?Sized>(
         &self,
         x: &X,
@@ -108,6 +110,13 @@ impl FittedFullGp {
                 reason: "a batch needs at least one test point".into(),
             });
         }
+        linalg::check_allocation(
+            self.z
+                .nrows()
+                .saturating_mul(batch.min(x.nrows()))
+                .saturating_mul(8),
+            "a batch of cross-covariances (n×batch); use a smaller batch",
+        )?;
         let h = &self.hyperparameters;
         predict_in_chunks(
             x,

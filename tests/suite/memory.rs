@@ -224,3 +224,34 @@ fn joint_samples_beyond_memory() {
         (1, 10)
     );
 }
+
+/// A full GP on 2 000 points asked to predict 10⁵ rows in one batch: its 2 000×10⁵
+/// cross-covariances (1.6 GB) are an allocation error before any work, where they were
+/// allocated unchecked until the process aborted; ten rows in one batch predict as by default.
+#[test]
+fn a_full_gp_batch_beyond_memory() {
+    if !in_memory_limited_child("memory::a_full_gp_batch_beyond_memory", LIMIT_KIB) {
+        return;
+    }
+    let x = DMatrix::from_fn(2000, 1, |i, _| i as f64 / 200.0);
+    let y = DVector::from_fn(2000, |i, _| f64::sin(x[(i, 0)]));
+    let theta = DVector::from_vec(vec![0.0, 0.0, -2.0]);
+    let fitted = ssgp::FullGp::params()
+        .threads(1)
+        .check()
+        .unwrap()
+        .condition(&Dataset::new(x, y).unwrap(), &theta)
+        .unwrap();
+    let xs = DMatrix::from_fn(100_000, 1, |i, _| i as f64 / 10_000.0);
+    let result = fitted.predict_in_batches(&xs, usize::MAX);
+    assert!(
+        matches!(result, Err(Error::Allocation { .. })),
+        "{:?}",
+        result.map(|p| p.mean.len())
+    );
+    let few = xs.rows(0, 10).into_owned();
+    assert_eq!(
+        fitted.predict_in_batches(&few, usize::MAX).unwrap(),
+        fitted.predict(&few).unwrap()
+    );
+}
