@@ -28,6 +28,21 @@ use rand::Rng;
 use rayon::prelude::*;
 
 /// How the members of an ensemble are combined (saved as `"best"` or `"mixture"`).
+///
+/// ```
+/// use ssgp::ensemble::{Combine, Ensemble};
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::{data::sinc_data, Ssgp};
+///
+/// let train = sinc_data(80, false, 0.05, &mut StdRng::seed_from_u64(0))?;
+/// let restarts = |combine| Ensemble::restarts(&Ssgp::params(8).seed(1).max_evaluations(60), 3, combine);
+/// let best = restarts(Combine::Best).fit(&train)?;       // the restart with the lowest −log p
+/// let mixture = restarts(Combine::Mixture).fit(&train)?; // all three, equally weighted
+/// let x = ssgp::nalgebra::DMatrix::from_element(1, 1, 8.0);
+/// println!("σ at 8: best {:.3}, mixture {:.3}", best.predict(&x)?.y_std()[0],
+///     mixture.predict(&x)?.y_std()[0]);
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Combine {
     /// Keep the member with the lowest −log p(y|θ).

@@ -30,6 +30,23 @@ use std::time::Instant;
 pub const DEFAULT_START: LengthscaleInit = LengthscaleInit::FullGpSubset(1024);
 
 /// How the lengthscales start.
+///
+/// ```
+/// use ssgp::nalgebra::DVector;
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::{data::sinc_data, LengthscaleInit, Ssgp};
+///
+/// let train = sinc_data(100, false, 0.05, &mut StdRng::seed_from_u64(0))?;
+/// for start in [
+///     LengthscaleInit::HalfRange,                          // the paper's
+///     LengthscaleInit::FullGpSubset(64),                   // a full GP on 64 rows (the default: 1 024)
+///     LengthscaleInit::Given(DVector::from_element(1, 1.5)), // yours, one per input
+/// ] {
+///     let fitted = Ssgp::params(10).seed(1).max_evaluations(50).lengthscale_init(start).fit(&train)?;
+///     println!("ℓ = {:.3}", fitted.lengthscales()[0]);
+/// }
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum LengthscaleInit {
     /// ℓ_d = half the range of input d (the paper's choice, §4.2; the full GP's default). A full

@@ -88,6 +88,23 @@ impl FitRecord {
 }
 
 /// A configured model that trains into a concrete fitted type.
+///
+/// ```
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::{data::sinc_data, metrics, Dataset, Fit, FittedRegressor, FullGp, Ssgp};
+///
+/// /// Any model's test NMSE: generic over the builder.
+/// fn test_nmse<F: Fit>(model: &F, train: &Dataset, test: &Dataset) -> ssgp::Result<f64> {
+///     let fitted = model.fit(train)?;
+///     metrics::nmse(test.y(), &fitted.predict(test.x())?, train.y_mean())
+/// }
+/// let mut rng = StdRng::seed_from_u64(0);
+/// let (train, test) = (sinc_data(80, false, 0.05, &mut rng)?, sinc_data(200, true, 0.05, &mut rng)?);
+/// let full = test_nmse(&FullGp::params().max_evaluations(60), &train, &test)?;
+/// let sparse = test_nmse(&Ssgp::params(10).seed(1).max_evaluations(100), &train, &test)?;
+/// println!("NMSE: full GP {full:.4}, SSGP {sparse:.4}");
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 pub trait Fit: Send + Sync {
     /// What training returns.
     type Fitted: FittedRegressor + 'static;
@@ -104,6 +121,25 @@ pub trait Fit: Send + Sync {
 }
 
 /// A configured model, ready to be fitted (the object-safe form of [`Fit`]).
+///
+/// ```
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::{data::sinc_data, Fitc, FullGp, Regressor, Ssgp};
+///
+/// let train = sinc_data(80, false, 0.05, &mut StdRng::seed_from_u64(0))?;
+/// // Different models behind one trait object, fitted and used alike.
+/// let models: Vec<Box<dyn Regressor>> = vec![
+///     Box::new(FullGp::params().max_evaluations(60)),
+///     Box::new(Fitc::params(8).seed(1).max_evaluations(60)),
+///     Box::new(Ssgp::params(10).seed(1).max_evaluations(60)),
+/// ];
+/// for model in &models {
+///     let fitted = model.fit_boxed(&train)?;       // a Box<dyn FittedRegressor>
+///     println!("{}: σn² {:.4}, −log p {:.1}", fitted.name(), fitted.noise_variance(),
+///         fitted.neg_log_evidence());
+/// }
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 pub trait Regressor: Send + Sync {
     /// A short name: `ssgp`, `ssgp-fixed`, `fitc`, `full`, `mixture` or `best-of`.
     fn name(&self) -> &'static str;
@@ -137,7 +173,26 @@ impl Fit for Box<dyn Regressor> {
     }
 }
 
-/// A fitted model.
+/// A fitted model: predictions, the joint predictive and its samples, gradients where the
+/// model has them, and how its training went — the same calls for every model.
+///
+/// ```
+/// use ssgp::nalgebra::DMatrix;
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::{data::sinc_data, FittedRegressor, FullGp, Ssgp};
+///
+/// /// The 95 % interval's width at `x` of any fitted model.
+/// fn width(model: &dyn FittedRegressor, x: &DMatrix<f64>) -> ssgp::Result<f64> {
+///     let (lo, hi) = model.predict(x)?.interval(0.95)?;
+///     Ok(hi[0] - lo[0])
+/// }
+/// let train = sinc_data(80, false, 0.05, &mut StdRng::seed_from_u64(0))?;
+/// let x = DMatrix::from_element(1, 1, 0.5);
+/// let full = FullGp::params().max_evaluations(60).fit(&train)?;
+/// let sparse = Ssgp::params(10).seed(1).max_evaluations(100).fit(&train)?;
+/// println!("widths at 0.5: {:.3} and {:.3}", width(&full, &x)?, width(&sparse, &x)?);
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 pub trait FittedRegressor: Send + Sync {
     /// The same name as the [`Regressor`] it came from.
     fn name(&self) -> &'static str;

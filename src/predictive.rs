@@ -49,6 +49,24 @@ pub struct Predictive {
 /// Row j of `mean` is ∂μ_*/∂x_* at test point j and row j of `variance` is ∂σ²_*/∂x_*, the
 /// gradient of the predictive variance of y_* — the same as that of f_*, since σn² does not
 /// depend on x_*. Columns of inputs the model ignores (constant on the training data) are 0.
+///
+/// ```
+/// use ssgp::nalgebra::DMatrix;
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::{data::sinc_data, Ssgp};
+///
+/// let train = sinc_data(60, false, 0.05, &mut StdRng::seed_from_u64(0))?;
+/// let fitted = Ssgp::params(10).seed(1).max_evaluations(100).fit(&train)?;
+/// let x = DMatrix::from_row_slice(3, 1, &[-1.0, 0.5, 2.0]);
+/// let g = fitted.predict_gradients(&x)?;          // n*×D slopes beside the predictive
+/// assert_eq!((g.mean.shape(), g.predictive.mean.len()), ((3, 1), 3));
+/// // The slope of the mean at 0.5 against a central difference of the means.
+/// let h = 1e-5;
+/// let at = |v: f64| fitted.predict_mean(&DMatrix::from_element(1, 1, v)).map(|m| m[0]);
+/// let difference = (at(0.5 + h)? - at(0.5 - h)?) / (2.0 * h);
+/// assert!((g.mean[(1, 0)] - difference).abs() < 1e-5 * difference.abs().max(1.0));
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct PredictiveGradients {
     /// The predictive distribution at the same test inputs (as `predict` returns it, within
@@ -297,6 +315,27 @@ pub(crate) fn check_joint_size(n: usize) -> Result<()> {
 /// [`Predictive::f_variance`] of the same inputs bit for bit and whose mean is
 /// [`Predictive::mean`] bit for bit; [`JointPredictive::y_covariance`] adds the noise. Each model
 /// documents its formula (e.g. [`crate::ssgp::FittedSsgp::predict_covariance`]).
+///
+/// ```
+/// use ssgp::nalgebra::DMatrix;
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::{data::sinc_data, FullGp};
+///
+/// let train = sinc_data(60, false, 0.05, &mut StdRng::seed_from_u64(0))?;
+/// let fitted = FullGp::params().max_evaluations(60).fit(&train)?;
+/// let x = DMatrix::from_row_slice(3, 1, &[0.0, 0.1, 5.0]);
+/// let joint = fitted.predict_covariance(&x)?;      // μ_* (3) and Σ_f (3×3)
+/// let marginal = fitted.predict(&x)?;
+/// assert_eq!(joint.f_covariance.diagonal(), marginal.f_variance);
+/// // Near inputs are strongly correlated, far ones hardly.
+/// let corr = |i: usize, j: usize| {
+///     joint.f_covariance[(i, j)] / (joint.f_covariance[(i, i)] * joint.f_covariance[(j, j)]).sqrt()
+/// };
+/// assert!(corr(0, 1) > 0.9 && corr(0, 2).abs() < 0.5);
+/// let draws = joint.sample(100, 7)?;              // 3×100 seeded joint draws of f_*
+/// assert_eq!(draws.values.shape(), (3, 100));
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct JointPredictive {
     /// Predictive means μ_* (n*).
@@ -308,6 +347,21 @@ pub struct JointPredictive {
 }
 
 /// Joint draws of the latent values f_* at n* test inputs, one draw per column.
+///
+/// ```
+/// use ssgp::nalgebra::DMatrix;
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::{data::sinc_data, Ssgp};
+///
+/// let train = sinc_data(60, false, 0.05, &mut StdRng::seed_from_u64(0))?;
+/// let fitted = Ssgp::params(10).seed(1).max_evaluations(100).fit(&train)?;
+/// let grid = DMatrix::from_fn(50, 1, |i, _| -5.0 + i as f64 / 5.0);
+/// let s = fitted.sample_joint(&grid, 20, 3)?;      // 20 smooth curves over the grid, seed 3
+/// assert_eq!(s.values.shape(), (50, 20));
+/// assert_eq!(s, fitted.sample_joint(&grid, 20, 3)?); // the same draws on any machine
+/// println!("jitter added to Σ_f: {:e}", s.jitter);
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct JointSamples {
     /// The draws f_*^{(s)} = μ_* + L z^{(s)}, z^{(s)} ~ N(0, I): n*×draws.

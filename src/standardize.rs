@@ -23,6 +23,20 @@ use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
 
 /// Means and standard deviations (1/n) of each input column and of the targets.
+///
+/// ```
+/// use ssgp::nalgebra::{DMatrix, DVector};
+/// use ssgp::standardize::Scaler;
+/// use ssgp::Dataset;
+///
+/// let x = DMatrix::from_row_slice(4, 2, &[1e3, 0.0, 2e3, 1.0, 3e3, 0.0, 4e3, 1.0]);
+/// let data = Dataset::new(x, DVector::from_vec(vec![300.0, 310.0, 290.0, 300.0]))?;
+/// let scaler = Scaler::fit(&data)?;
+/// assert_eq!((scaler.x_mean[0], scaler.y_mean), (2.5e3, 300.0));
+/// let z = scaler.transform(&data)?;               // every column mean 0, sd 1
+/// assert!(z.x().column(0).mean().abs() < 1e-12 && (z.y_variance() - 1.0).abs() < 1e-12);
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scaler {
     /// Mean of each input column (D).

@@ -104,6 +104,23 @@ impl fmt::Display for FailedTraining {
 
 /// How a training run went. For VFE the objective is −F, the negated variational bound
 /// (≥ −log p(y|θ)), and its two `neg_log_evidence` fields hold −F.
+///
+/// ```
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::{data::sinc_data, Ssgp};
+///
+/// let train = sinc_data(100, false, 0.05, &mut StdRng::seed_from_u64(0))?;
+/// let fitted = Ssgp::params(10).seed(1).max_evaluations(100).fit(&train)?;
+/// let summary = fitted.training();
+/// println!("{} iterations, {} evaluations: {}", summary.iterations, summary.evaluations,
+///     summary.termination);
+/// println!("{}", summary.diagnosis());    // the LOO's and the held-out rows' numbers, any flags
+/// if summary.is_flagged() {
+///     eprintln!("these error bars need care: {}", summary.flags());
+/// }
+/// assert!(summary.termination.is_success());
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TrainingSummary {
@@ -137,6 +154,20 @@ pub struct TrainingSummary {
 /// What SSGP's calibration check (`ssgp::CalibrationGuard`, issue 17) did: whether the learned fit
 /// was kept or the random-feature fit (spectral points drawn from the kernel at the start's
 /// lengthscales, held fixed with them; σ0² and σn² trained) replaced it, and on what evidence.
+///
+/// ```
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::{data::sinc_data, Ssgp};
+///
+/// let train = sinc_data(100, false, 0.05, &mut StdRng::seed_from_u64(0))?;
+/// let fitted = Ssgp::params(10).seed(1).max_evaluations(100).fit(&train)?;
+/// if let Some(remedy) = fitted.training().remedy {
+///     println!("{remedy}");             // which fit was kept, and the held-out rows' scores
+///     println!("random features: {}, training mean: {}, variances × {:.3}",
+///         remedy.random_features(), remedy.mean_kept(), remedy.variance_scale());
+/// }
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Remedy {
@@ -589,6 +620,15 @@ impl fmt::Display for HeldOutCalibration {
 
 /// What a fit is flagged for ([`TrainingSummary::flags`], [`LooDiagnostic::flags`]); its
 /// `Display` lists the set flags in words, in parentheses (nothing when none is set).
+///
+/// ```
+/// use ssgp::Flags;
+///
+/// let flags = Flags { overconfident: true, ..Flags::default() };
+/// assert!(flags.any());
+/// assert_eq!(flags.to_string(), " (overconfident)");
+/// assert!(!Flags::default().any() && Flags::default().to_string().is_empty());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Flags {
     /// Held-out points are predicted worse than by the training mean (NMSE above

@@ -7,6 +7,20 @@ use nalgebra::{DMatrix, DVector};
 use std::path::Path;
 
 /// A validated data set with P ≥ 1 target columns: inputs x (n×D), targets Y (n×P), all finite.
+///
+/// ```
+/// use ssgp::data::MultiDataset;
+/// use ssgp::nalgebra::DMatrix;
+///
+/// let x = DMatrix::from_row_slice(3, 2, &[0.0, 1.0, 0.5, 2.0, 1.0, 0.0]);
+/// let y = DMatrix::from_row_slice(3, 2, &[1.0, 10.0, 2.0, 20.0, 3.0, 35.0]);
+/// let data = MultiDataset::new(x, y)?;
+/// assert_eq!((data.len(), data.dim(), data.outputs()), (3, 2, 2));
+/// let second = data.output(1)?;                   // one output as a `Dataset`
+/// assert_eq!(second.y()[2], 35.0);
+/// assert!(MultiDataset::new(DMatrix::zeros(3, 2), DMatrix::zeros(2, 2)).is_err());
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct MultiDataset {
     x: DMatrix<f64>,

@@ -95,6 +95,23 @@ pub enum Method {
 }
 
 /// Budget and stopping rule of the optimiser.
+///
+/// ```
+/// use ssgp::optim::Method;
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::{data::sinc_data, OptimConfig, Ssgp};
+///
+/// let train = sinc_data(100, false, 0.05, &mut StdRng::seed_from_u64(0))?;
+/// let config = OptimConfig {
+///     max_evaluations: 200,                       // the original code's budget is 1 000
+///     tolerance: 1e-6,                            // per data point, over the last `window` iterations
+///     method: Some(Method::Lbfgs { memory: 10 }), // or conjugate gradients, the default
+///     ..OptimConfig::default()
+/// };
+/// let fitted = Ssgp::params(10).seed(1).optim(config).fit(&train)?;
+/// println!("{}", fitted.training().termination);
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct OptimConfig {
     /// The optimiser; `None` (the default) for the model's own: conjugate gradients for SSGP,

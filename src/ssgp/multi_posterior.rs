@@ -19,6 +19,29 @@ use nalgebra::{DMatrix, DVector};
 
 /// A trained SSGP with P outputs on shared spectral points ([`super::multi`]): the posterior of
 /// output p is N(α_p, σnp²A⁻¹) with one A = LLᵀ for all outputs.
+///
+/// ```
+/// use ssgp::nalgebra::DMatrix;
+/// use ssgp::{data::MultiDataset, Ssgp};
+///
+/// // Two outputs of one input (n = 80): sin x and 2 cos x, each with a little noise.
+/// let x = DMatrix::from_fn(80, 1, |i, _| i as f64 / 10.0);
+/// let y = DMatrix::from_fn(80, 2, |i, p| {
+///     let (v, wiggle) = (x[(i, 0)], 0.01 * ((7 * i + p) % 5) as f64);
+///     if p == 0 { v.sin() + wiggle } else { 2.0 * v.cos() + wiggle }
+/// });
+/// let data = MultiDataset::new(x, y)?;
+/// let mut fitted = Ssgp::params(10).seed(1).max_evaluations(100).fit_multi(&data)?;
+/// let at = DMatrix::from_row_slice(2, 1, &[0.5, 2.0]);
+/// let each = fitted.predict(&at)?;                   // one Predictive per output
+/// assert_eq!((each.len(), each[1].mean.len()), (2, 2));
+/// assert_eq!(fitted.predict_output(&at, 1)?, each[1]); // one output alone: the same numbers
+/// println!("output 1: {}", fitted.output_training(1)?.diagnosis());
+/// // Online: new samples of both outputs, at fixed hyperparameters.
+/// fitted.update(&DMatrix::from_element(1, 1, 8.5), &DMatrix::from_row_slice(1, 2, &[0.8, -1.2]))?;
+/// assert_eq!(fitted.num_updates(), 1);
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct FittedMultiSsgp {
     hyper: MultiSsgpHyperparameters,

@@ -13,6 +13,22 @@ use std::sync::Arc;
 
 /// A lower bound on σn² estimated from the data before training — a guard against SSGP's
 /// overconfidence on small data sets (paper §5.4), where the learned noise collapses towards 0.
+///
+/// ```
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::ssgp::{CalibrationGuard, NoiseBound};
+/// use ssgp::{data::sinc_data, Ssgp};
+///
+/// let train = sinc_data(60, false, 0.05, &mut StdRng::seed_from_u64(0))?;
+/// let bounded = Ssgp::params(10)
+///     .seed(1)
+///     .max_evaluations(100)
+///     .calibration(CalibrationGuard::Off)              // the bound instead of the check
+///     .noise_bound(NoiseBound::FixedSpectralPoints { fraction: 0.5 })
+///     .fit(&train)?;
+/// println!("σn² {:.5} (the bound's fit first, then at least half its noise)", bounded.noise_variance());
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum NoiseBound {
     /// No bound beyond the noise floor.
@@ -32,6 +48,23 @@ pub enum NoiseBound {
 /// Defaults follow the paper (§4.2) and the original code: spectral points drawn from the kernel's
 /// spectral density (the squared exponential's unless set), the best of 100 draws as the starting
 /// point, then nonlinear CG with a budget of 1000 evaluations (about 500 line searches).
+///
+/// ```
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::ssgp::CalibrationGuard;
+/// use ssgp::{data::sinc_data, ParamGuard, Ssgp};
+///
+/// let train = sinc_data(60, false, 0.05, &mut StdRng::seed_from_u64(0))?;
+/// // Validated once (the paper's fit alone, so that the fitted θ is the evidence's).
+/// let checked = Ssgp::params(10).seed(1).max_evaluations(100)
+///     .calibration(CalibrationGuard::Off).check()?;
+/// let fitted = checked.fit(&train)?;
+/// let evidence = checked.evidence(&train)?;     // −log p(y|θ) and ∇θ at any θ (eq. 8)
+/// let (value, gradient) = ssgp::optim::Objective::value_and_gradient(&evidence, fitted.parameters())?;
+/// println!("−log p {value:.2} at the fitted θ ({} entries)", gradient.len());
+/// assert!(Ssgp::params(0).check().is_err());      // m = 0: an error, before any data
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct ValidSsgpParams {
     pub(crate) m: usize,

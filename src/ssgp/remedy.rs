@@ -35,6 +35,22 @@ use rand::seq::SliceRandom;
 
 /// How an SSGP fit guards its error bars against overfitted spectral points (the default is
 /// [`CalibrationGuard::Check`]).
+///
+/// ```
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::ssgp::CalibrationGuard;
+/// use ssgp::{data::sinc_data, Ssgp};
+///
+/// let train = sinc_data(100, false, 0.05, &mut StdRng::seed_from_u64(0))?;
+/// // The paper's fit alone: no check, no remedy recorded.
+/// let paper = Ssgp::params(10).seed(1).max_evaluations(100)
+///     .calibration(CalibrationGuard::Off).fit(&train)?;
+/// assert!(paper.training().remedy.is_none());
+/// // The random-feature fit alone: spectral points drawn at the start's lengthscales, held fixed.
+/// let features = Ssgp::params(10).seed(1).calibration(CalibrationGuard::RandomFeatures).fit(&train)?;
+/// assert!(features.fixed_spectral_points());
+/// # Ok::<(), ssgp::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum CalibrationGuard {
     /// The paper's fit only: learned spectral points (§4.2), no check.
