@@ -1,8 +1,9 @@
 //! The hyperparameters every model shares and their place in the parameter vector θ.
 //!
-//! All three models use the SE-ARD covariance (paper eq. 3) with Gaussian noise, so they share
-//! ℓ (D lengthscales), the signal variance σ0² and the noise variance σn². In θ these come first,
-//! in log space:
+//! Every model's covariance is a stationary ARD kernel (the squared exponential of paper eq. 3 by
+//! default, or a Matérn, [`crate::kernel`]) with Gaussian noise, so they share ℓ (D
+//! lengthscales), the signal variance σ0² and the noise variance σn². In θ these come first, in
+//! log space:
 //!
 //! $$θ = [\log ℓ_1, …, \log ℓ_D,\ \log σ_0,\ p_n,\ \mathrm{vec}(B)],$$
 //!
@@ -12,12 +13,31 @@
 //! original `ssgpr.m` layout) and FITC's pseudo-inputs X̄ (Snelson's, up to the log
 //! parametrisation). The full GP has no block, and neither do SSGP and FITC when the block is held
 //! fixed. [`pack`] and `unpack` are the only functions that know this layout.
+//!
+//! ```
+//! use ssgp::hyperparameters::{pack, theta_len, NoiseParam};
+//! use ssgp::nalgebra::{DMatrix, DVector};
+//! use ssgp::Hyperparameters;
+//!
+//! let h = Hyperparameters {
+//!     lengthscales: DVector::from_vec(vec![0.5, 2.0]),
+//!     signal_variance: 4.0,
+//!     noise_variance: 0.01,
+//! };
+//! let w = DMatrix::from_row_slice(3, 2, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]); // an m×D block, m = 3
+//! let theta = pack(&h, NoiseParam { floor: 0.0 }, Some(&w));
+//! assert_eq!(theta.len(), theta_len(2, 3));        // D + 2 + m·D = 10
+//! assert_eq!(theta[0], 0.5f64.ln());               // log ℓ_1
+//! assert_eq!(theta[2], 0.5 * 4.0f64.ln());         // log σ0
+//! assert!((theta[3] - 0.1f64.ln()).abs() < 1e-15); // p_n = log σn without a floor
+//! assert_eq!((theta[4], theta[5], theta[7]), (1.0, 3.0, 2.0)); // W column by column
+//! ```
 
 use crate::error::{Error, Result};
 use nalgebra::{DMatrix, DVector};
 use std::borrow::Cow;
 
-/// The SE-ARD hyperparameters in natural units: lengthscales ℓ, signal variance σ0², noise
+/// The kernel's hyperparameters in natural units: lengthscales ℓ, signal variance σ0², noise
 /// variance σn².
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

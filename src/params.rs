@@ -8,6 +8,21 @@
 //! The settings every model's training shares — seed, optimiser budget and observer, threads,
 //! noise floor, lengthscale start — live in [`TrainingSettings`], and every builder has the same
 //! methods to set them.
+//!
+//! ```
+//! use ssgp::{Error, FullGp, ParamGuard, Ssgp};
+//!
+//! // The same training settings on every builder.
+//! let sparse = Ssgp::params(20).seed(3).threads(1).max_evaluations(200).check()?;
+//! let full = FullGp::params().seed(3).threads(1).max_evaluations(200).check()?;
+//! assert_eq!(sparse.training().seed(), full.training().seed());
+//! // A bad setting is an error when checked (or fitted), naming it.
+//! assert!(matches!(
+//!     Ssgp::params(20).relative_noise_floor(2.0).check(),
+//!     Err(Error::InvalidParameter { name: "relative_noise_floor", .. })
+//! ));
+//! # Ok::<(), ssgp::Error>(())
+//! ```
 
 use crate::data::InputColumns;
 use crate::error::{Error, Result};

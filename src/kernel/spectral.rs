@@ -1,5 +1,17 @@
 //! Spectral densities p_S(s) of stationary kernels (paper eq. 9–12), from which SSGP draws its
 //! spectral points.
+//!
+//! ```
+//! use ssgp::kernel::{SpectralDensity, SquaredExponential};
+//! use ssgp::rand::{rngs::StdRng, SeedableRng};
+//!
+//! let mut rng = StdRng::seed_from_u64(1);
+//! let w = SquaredExponential.sample_unit_frequencies(20_000, 2, &mut rng); // W ~ N(0, I)
+//! let var = w.column(0).map(|v| v * v).mean();
+//! assert_eq!(w.shape(), (20_000, 2));
+//! assert!((var - 1.0).abs() < 0.05);
+//! println!("{}", SquaredExponential.name());
+//! ```
 
 use nalgebra::DMatrix;
 use rand::RngCore;

@@ -157,14 +157,14 @@ fn describe(p: &Progress) -> String {
 /// the first report of every phase, and the last report of a phase when the next one begins (so
 /// a short phase is seen, and where each ended). It never stops a run.
 ///
-/// ```no_run
-/// use ssgp::{optim::progress_printer, Dataset, Ssgp};
+/// ```
+/// use ssgp::rand::{rngs::StdRng, SeedableRng};
+/// use ssgp::{data::sinc_data, optim::progress_printer, Ssgp};
 ///
-/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let data = Dataset::from_csv("data.csv")?;
-/// let fitted = Ssgp::params(100).observer(progress_printer()).fit(&data)?;
-/// # Ok(())
-/// # }
+/// // With your own table: `let data = ssgp::Dataset::from_csv("data.csv")?;`
+/// let data = sinc_data(100, false, 0.05, &mut StdRng::seed_from_u64(0))?;
+/// let fitted = Ssgp::params(10).max_evaluations(100).observer(progress_printer()).fit(&data)?;
+/// # Ok::<(), ssgp::Error>(())
 /// ```
 pub fn progress_printer() -> Observer {
     printer(|line| eprintln!("{line}"))

@@ -9,6 +9,19 @@
 //! with its interleaved pairs regrouped; the model is invariant to that order). Hence
 //! A = ΦᵀΦ + λI and K = (σ0²/m)ΦΦᵀ.
 //!
+//! ```
+//! use ssgp::linalg::Par;
+//! use ssgp::nalgebra::{DMatrix, DVector};
+//! use ssgp::ssgp::features::{design_matrix, scaled_frequencies};
+//!
+//! let w = DMatrix::from_row_slice(2, 1, &[1.0, 2.0]);     // m = 2 unit frequencies, D = 1
+//! let omega = scaled_frequencies(&w, &DVector::from_element(1, 0.5)); // Ω = W ⊘ ℓ = [2, 4]
+//! let x = DMatrix::from_row_slice(3, 1, &[0.0, 0.25, 1.0]);
+//! let phi = design_matrix(&x, &omega, Par::Seq);           // n×2m: [cos(XΩᵀ) | sin(XΩᵀ)]
+//! assert_eq!(phi.shape(), (3, 4));
+//! assert!((phi[(1, 0)] - 0.5f64.cos()).abs() < 1e-15 && (phi[(1, 3)] - 1f64.sin()).abs() < 1e-15);
+//! ```
+//!
 //! # Panics
 //! [`scaled_frequencies`] and [`design_matrix`] take W or Ω with as many columns as ℓ has
 //! entries and x has columns, and panic otherwise (as nalgebra's products do); the models

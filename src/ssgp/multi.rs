@@ -19,6 +19,28 @@
 //! W m×D column by column (left out with fixed spectral points). At the same θ the evidence and
 //! its gradient are the sums of the P single-output ones at θ_p = [log ℓ, log σ0p, log σnp, W]
 //! (mapped by the chain rule for σ0p and p_ρ; tested).
+//!
+//! ```
+//! use ssgp::nalgebra::{DMatrix, DVector};
+//! use ssgp::optim::Objective;
+//! use ssgp::ssgp::{MultiSsgpHyperparameters, Ssgp};
+//! use ssgp::ParamGuard;
+//!
+//! let x = DMatrix::from_fn(40, 2, |i, d| ((i * (d + 3)) % 17) as f64 / 4.0);
+//! let y = DMatrix::from_fn(40, 2, |i, p| (x[(i, 0)] + p as f64).sin() + x[(i, 1)].cos());
+//! let params = Ssgp::params(6).check()?;
+//! let evidence = params.multi_evidence(&x, &y, None)?;
+//! let theta = evidence.pack(&MultiSsgpHyperparameters {
+//!     lengthscales: DVector::from_element(2, 1.0),
+//!     signal_variances: DVector::from_vec(vec![1.0, 1.5]),
+//!     noise_ratio: 0.1,
+//!     unit_frequencies: DMatrix::from_fn(6, 2, |r, d| (r as f64 - 2.5) * (d as f64 + 0.5)),
+//! })?;
+//! let (value, gradient) = evidence.value_and_gradient(&theta)?; // −log p(Y|θ) and ∇θ
+//! assert_eq!(gradient.len(), 2 + 2 + 1 + 6 * 2);                 // [log ℓ, log σ0p, p_ρ, vec(W)]
+//! assert!(value.is_finite());
+//! # Ok::<(), ssgp::Error>(())
+//! ```
 
 use super::chunks::{ChunkBuffers, RowPlan, Workspace};
 use super::evidence::{chunk_design, design_sums, Design};

@@ -88,7 +88,9 @@ impl FittedSsgp {
     /// [`crate::error::Error::EmptyData`] for no rows, [`crate::error::Error::DimensionMismatch`] for a wrong
     /// D, [`crate::error::Error::NonFinite`] for a NaN or infinity in `x`;
     /// [`crate::error::Error::Scale`] for a test point so far from the training inputs that f64
-    /// cannot resolve the phases of its features ([`features::PHASE_LIMIT`]).
+    /// cannot resolve the phases of its features ([`features::PHASE_LIMIT`]);
+    /// [`crate::error::Error::Numerical`] for a non-finite mean or variance;
+    /// [`crate::error::Error::Allocation`] if the n* means and variances cannot be allocated.
     pub fn predict<X: Inputs + ?Sized>(&self, x: &X) -> Result<Predictive> {
         let x = &*x.to_matrix()?;
         predict_in_chunks(
@@ -137,7 +139,9 @@ impl FittedSsgp {
     /// (`benches/online.rs`).
     ///
     /// # Errors
-    /// As [`Self::predict`].
+    /// As [`Self::predict`]; [`crate::error::Error::Allocation`] before any work if the result
+    /// (8·n*·(2D + 3) bytes) cannot be allocated; [`crate::error::Error::Numerical`] for a
+    /// non-finite gradient.
     pub fn predict_gradients<X: Inputs + ?Sized>(&self, x: &X) -> Result<PredictiveGradients> {
         let x = &*x.to_matrix()?;
         gradients_in_chunks(
