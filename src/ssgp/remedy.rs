@@ -802,12 +802,16 @@ impl Verdict {
 /// lower by more than one standard error of their row-by-row difference (`standard_error`, asked
 /// for only there); on fewer, where that standard error is itself too rough (n = 50, D = 20,
 /// SSGP seed 5: a random-feature fit with test NMSE 0.18 lost to the mean on 12 held-out rows),
-/// unless the fit's MNLP is lower at all.
+/// unless the fit's MNLP is lower at all. A score that is not finite (`f64::MAX`) loses to one
+/// that is, whatever the rows (its row-by-row difference has no standard error).
 pub(crate) fn mean_wins(
     kept: &HeldOutScore,
     mean: &HeldOutScore,
     standard_error: impl FnOnce() -> f64,
 ) -> bool {
+    if kept.mnlp == f64::MAX || mean.mnlp == f64::MAX {
+        return mean.mnlp <= kept.mnlp;
+    }
     if kept.rows >= CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS {
         kept.mnlp - mean.mnlp > -standard_error()
     } else {
@@ -1167,6 +1171,33 @@ pub(crate) fn held_out_factor(z2: f64, rows: usize, (lowest, highest): (f64, f64
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fit whose held-out score is not finite (its z² overflowed: `f64::MAX`, rows of ∞)
+    /// loses to the training mean on any count of rows; the standard error of their difference
+    /// was NaN, and from 55 rows the comparison with it kept the fit.
+    #[test]
+    fn a_fit_scored_not_finite_loses_to_the_mean() {
+        let score = |mnlp: f64, row: f64, rows: usize| HeldOutScore {
+            mnlp,
+            scale: 1.0,
+            calibration: None,
+            row_nlp: DVector::from_element(rows, row),
+            unscaled_z2: 1.0,
+            rows,
+        };
+        for rows in [12, 100] {
+            let broken = score(f64::MAX, f64::INFINITY, rows);
+            let mean = score(1.3, 1.3, rows);
+            let se = || standard_error_of_difference(&broken.row_nlp, &mean.row_nlp);
+            assert!(mean_wins(&broken, &mean, se), "{rows} rows");
+            let good = score(0.2, 0.2, rows);
+            assert!(!mean_wins(
+                &good,
+                &score(f64::MAX, f64::INFINITY, rows),
+                || 0.0
+            ));
+        }
+    }
 
     /// Without repeated inputs the split is the seeded shuffle of the rows with n/4 held out, as
     /// before groups (the suite's fits are the same bits); with every input three times, no input
