@@ -591,15 +591,7 @@ impl ValidSsgpParams {
         crate::data::check_finite("inputs", x)?;
         let fixed = match (self.fixed_spectral_points, w) {
             (false, _) => None,
-            (true, Some(w)) => {
-                check_block(
-                    w,
-                    (self.m, "fixed unit frequencies (rows, m)"),
-                    (x.ncols(), "fixed unit frequencies (columns, D)"),
-                    "fixed unit frequencies",
-                )?;
-                Some(w.clone())
-            }
+            (true, Some(w)) => Some(self.checked_fixed_frequencies(w, x.ncols())?),
             (true, None) => {
                 return Err(Error::InvalidParameter {
                     name: "fixed_spectral_points",

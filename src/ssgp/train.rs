@@ -46,6 +46,24 @@ pub(crate) fn check_ssgp_target_spread(spread: f64, remedy: &str) -> Result<()> 
 }
 
 impl ValidSsgpParams {
+    /// A copy of the fixed unit frequencies `w`, checked m×`dim` and finite.
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] for another shape, [`Error::NonFinite`] for a NaN or infinity.
+    pub(super) fn checked_fixed_frequencies(
+        &self,
+        w: &DMatrix<f64>,
+        dim: usize,
+    ) -> Result<DMatrix<f64>> {
+        check_block(
+            w,
+            (self.m, "fixed unit frequencies (rows, m)"),
+            (dim, "fixed unit frequencies (columns, D)"),
+            "fixed unit frequencies",
+        )?;
+        Ok(w.clone())
+    }
+
     /// The unit frequencies W (m×`dim`) training starts from: the given ones, or the best of the
     /// initial draws from the spectral density by `neg_log_evidence`, each reported to
     /// `observer`.
@@ -100,15 +118,7 @@ impl ValidSsgpParams {
         w: Option<&DMatrix<f64>>,
     ) -> Result<SsgpEvidence<'a>> {
         let fixed = match (self.fixed_spectral_points, w) {
-            (true, Some(w)) => {
-                check_block(
-                    w,
-                    (self.m, "fixed unit frequencies (rows, m)"),
-                    (data.dim(), "fixed unit frequencies (columns, D)"),
-                    "fixed unit frequencies",
-                )?;
-                Some(w.clone())
-            }
+            (true, Some(w)) => Some(self.checked_fixed_frequencies(w, data.dim())?),
             _ => None,
         };
         let evidence = SsgpEvidence::new(data, self, fixed);
