@@ -22,8 +22,8 @@ use crate::hyperparameters::Hyperparameters;
 use crate::metrics::nlp_and_mnlp;
 use crate::predictive::Predictive;
 use crate::ssgp::remedy::{
-    few_inputs_fit, held_out_factor, held_out_split, held_out_target, mean_wins,
-    narrowed_to_the_measured_level, with_mean, Comparison, HeldOutScore, SPLIT_SEEDS,
+    few_inputs_fit, held_out_factor, held_out_target, mean_wins, narrowed_to_the_measured_level,
+    split_leaving_targets_varying, with_mean, Comparison, HeldOutScore,
 };
 #[cfg(doc)]
 use crate::ssgp::CalibrationGuard;
@@ -53,35 +53,28 @@ impl ValidSsgpParams {
         // Each rank's seed, moved on by the ranks' count while the rows left to train on have
         // constant targets over every rank (as one process's `split_leaving_targets_varying`).
         let seed = self.training.seed.wrapping_add(cluster.rank() as u64);
-        let ranks = cluster.size() as u64;
-        let mut split = held_out_split(
+        let split = split_leaving_targets_varying(
             (&group_of, groups),
             held_out_target(local.len(), true),
-            seed,
+            (seed, cluster.size() as u64),
+            |fit| {
+                // Collective: the least and largest target left to train on over every rank.
+                let (low, high) = fit
+                    .iter()
+                    .map(|&i| local.y()[i])
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
+                        (l.min(v), h.max(v))
+                    });
+                let all = cluster.all_gather(&[low, high]);
+                let low = all.iter().step_by(2).fold(f64::INFINITY, |l, &v| l.min(v));
+                let high = all
+                    .iter()
+                    .skip(1)
+                    .step_by(2)
+                    .fold(f64::NEG_INFINITY, |h, &v| h.max(v));
+                low < high
+            },
         );
-        for k in 1..SPLIT_SEEDS {
-            let (low, high) = split.order[split.held..]
-                .iter()
-                .map(|&i| local.y()[i])
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
-                    (l.min(v), h.max(v))
-                });
-            let all = cluster.all_gather(&[low, high]);
-            let low = all.iter().step_by(2).fold(f64::INFINITY, |l, &v| l.min(v));
-            let high = all
-                .iter()
-                .skip(1)
-                .step_by(2)
-                .fold(f64::NEG_INFINITY, |h, &v| h.max(v));
-            if low < high {
-                break;
-            }
-            split = held_out_split(
-                (&group_of, groups),
-                held_out_target(local.len(), true),
-                seed.wrapping_add(k.wrapping_mul(ranks)),
-            );
-        }
         let (held, fit) = split.order.split_at(split.held);
         let mut held_rows = [held.len() as f64, groups as f64];
         cluster.sum_as_root(&mut held_rows);

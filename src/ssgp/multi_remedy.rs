@@ -187,7 +187,7 @@ impl ValidSsgpParams {
         let split = split_leaving_targets_varying(
             groups,
             held_out_target(n, proxy),
-            self.training.seed,
+            (self.training.seed, 1),
             |fit| columns.iter().all(|c| varies_on(c, fit)),
         );
         let (held_rows, fit_rows) = split.order.split_at(split.held);
@@ -470,7 +470,7 @@ mod tests {
         let split = split_leaving_targets_varying(
             (&group_of, inputs),
             n / 4,
-            params.training.seed,
+            (params.training.seed, 1),
             |fit| columns.iter().all(|c| varies_on(c, fit)),
         );
         let (held_rows, fit_rows) = split.order.split_at(split.held);

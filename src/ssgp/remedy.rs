@@ -406,7 +406,7 @@ impl ValidSsgpParams {
         let rows = split_leaving_targets_varying(
             groups,
             held_out_target(n, proxy),
-            self.training.seed,
+            (self.training.seed, 1),
             |fit| varies_on(data.y(), fit),
         );
         let (held, fit) = rows.order.split_at(rows.held);
@@ -959,18 +959,18 @@ pub(crate) struct HeldOutSplit {
 }
 
 /// How many seeds [`split_leaving_targets_varying`] tries.
-pub(crate) const SPLIT_SEEDS: u64 = 16;
+const SPLIT_SEEDS: u64 = 16;
 
-/// [`held_out_split`] with the seed `seed`, moved on (seed + 1, …, at most [`SPLIT_SEEDS`]
-/// seeds) while `varies` says the rows left to train on (`order[held..]`) have constant
-/// targets: targets constant but for a few rows (a spike, a rare event) held out left the fits
+/// [`held_out_split`] with the seed `seed`, moved on by `step` (seed + step, …, at most
+/// [`SPLIT_SEEDS`] seeds; across MPI ranks `step` is the ranks' count, and `varies` is collective)
+/// while `varies` says the rows left to train on (`order[held..]`) have constant targets: targets constant but for a few rows (a spike, a rare event) held out left the fits
 /// nothing to learn and the training mean a variance of 0, and the fit failed ("predictive
 /// variance 0 is not positive", a quarter of the seeds on 40–300 rows with one spike). A table
 /// whose first split leaves its targets varying is split as before.
 pub(crate) fn split_leaving_targets_varying(
     groups: (&[usize], usize),
     target: usize,
-    seed: u64,
+    (seed, step): (u64, u64),
     mut varies: impl FnMut(&[usize]) -> bool,
 ) -> HeldOutSplit {
     let mut split = held_out_split(groups, target, seed);
@@ -978,7 +978,7 @@ pub(crate) fn split_leaving_targets_varying(
         if varies(&split.order[split.held..]) {
             break;
         }
-        split = held_out_split(groups, target, seed.wrapping_add(k));
+        split = held_out_split(groups, target, seed.wrapping_add(k.wrapping_mul(step)));
     }
     split
 }
