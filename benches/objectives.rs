@@ -13,8 +13,10 @@
 //! `portable`), `flops_per_cycle` per core at `isa` (two FMA ports × lanes × 2: 32, 16, or 4 for
 //! SSE2's separate add and multiply; a core with one AVX-512 FMA port does half), `ghz` (the clock
 //! measured now by a chain of dependent integer additions, one per cycle), `peak_gflops_per_core`
-//! = their product, `threads`, and `openblas` (the library the reference dgemm came from, or
-//! `null` when no `libopenblas.so.0` could be loaded: `apt-get install libopenblas0` on Debian).
+//! = their product, `threads`, `openblas` (the library the reference dgemm came from, or
+//! `null` when no `libopenblas.so.0` could be loaded: `apt-get install libopenblas0` on Debian)
+//! and `openblas_core` (the kernels it runs: those of `isa` unless `OPENBLAS_CORETYPE` was set, see
+//! `openblas::OpenBlas::load`).
 //!
 //! A case: `method`, `n`, `m`, `d`, `threads`, `seconds_median` with `seconds_min` and
 //! `seconds_max` (the fastest and slowest repetition: their spread is the run's noise, ±15 % on
@@ -115,6 +117,7 @@ mod openblas {
         c_int,
     );
     type SetThreads = unsafe extern "C" fn(c_int);
+    type CoreName = unsafe extern "C" fn() -> *const c_char;
 
     extern "C" {
         fn dlopen(filename: *const c_char, flag: c_int) -> *mut c_void;
@@ -124,6 +127,8 @@ mod openblas {
     /// The library's dgemm and thread setter.
     pub struct OpenBlas {
         pub name: &'static str,
+        /// The kernels the library runs (`openblas_get_corename`), when it says.
+        pub core: Option<String>,
         dgemm: Dgemm,
         set_threads: SetThreads,
     }
@@ -134,8 +139,22 @@ mod openblas {
     const RTLD_NOW: c_int = 2;
 
     impl OpenBlas {
-        /// The first of Debian's names that loads and has both symbols.
-        pub fn load() -> Option<Self> {
+        /// The first of Debian's names that loads and has both symbols. Unless the caller set
+        /// `OPENBLAS_CORETYPE`, it is set first to the kernels of the CPU's instruction set `isa`
+        /// (`SkylakeX` for `avx512f`, `Haswell` for `avx2+fma`): a `DYNAMIC_ARCH` build falls
+        /// back to its SSE3 `Prescott` kernels on a CPU model it does not know — Debian 12's
+        /// OpenBLAS 0.3.21 on an Emerald Rapids core (family 6 model 207) ran dgemm at 15 GFLOP/s
+        /// there, and at 56–65 with `SkylakeX`'s, which are its kernels for every AVX-512 core.
+        pub fn load(isa: &str) -> Option<Self> {
+            let kernels = match isa {
+                "avx512f" => Some("SkylakeX"),
+                "avx2+fma" => Some("Haswell"),
+                _ => None,
+            };
+            if let (None, Some(kernels)) = (std::env::var_os("OPENBLAS_CORETYPE"), kernels) {
+                // Before the library is loaded: it reads the variable once, when it starts.
+                std::env::set_var("OPENBLAS_CORETYPE", kernels);
+            }
             for name in ["libopenblas.so.0", "libopenblas.so"] {
                 let file = format!("{name}\0");
                 let lib_name = CStr::from_bytes_with_nul(file.as_bytes()).ok()?;
@@ -145,20 +164,27 @@ mod openblas {
                     continue;
                 }
                 // SAFETY: a live handle and NUL-terminated symbol names; null is checked.
-                let (dgemm, set_threads) = unsafe {
+                let (dgemm, set_threads, core_name) = unsafe {
                     (
                         dlsym(handle, c"cblas_dgemm".as_ptr()),
                         dlsym(handle, c"openblas_set_num_threads".as_ptr()),
+                        dlsym(handle, c"openblas_get_corename".as_ptr()),
                     )
                 };
                 if dgemm.is_null() || set_threads.is_null() {
                     continue;
                 }
+                // SAFETY: a non-null `openblas_get_corename` returns a static NUL-terminated name.
+                let core = (!core_name.is_null()).then(|| unsafe {
+                    let core_name = std::mem::transmute::<*mut c_void, CoreName>(core_name);
+                    CStr::from_ptr(core_name()).to_string_lossy().into_owned()
+                });
                 // SAFETY: the symbols have these C signatures in every OpenBLAS (LP64 build,
                 // 32-bit `blasint`, as Debian ships it).
                 return Some(unsafe {
                     Self {
                         name,
+                        core,
                         dgemm: std::mem::transmute::<*mut c_void, Dgemm>(dgemm),
                         set_threads: std::mem::transmute::<*mut c_void, SetThreads>(set_threads),
                     }
@@ -269,23 +295,28 @@ fn cpu_model() -> String {
     )
 }
 
-/// The core's clock now (GHz), from a chain of dependent integer additions (one cycle each on
-/// every x86-64 core): the median of 7 timings of 2·10⁸ additions.
+/// The core's clock now (GHz), from a chain of dependent register-to-register integer additions
+/// (one cycle each on every x86-64 core): the median of 7 timings of 2·10⁸ additions. Not
+/// `add reg, imm`: Golden Cove and later Intel cores fold chains of immediate additions at
+/// register renaming, several per cycle (measured 9.0 "GHz" on a 2.9 GHz Emerald Rapids core,
+/// where register additions and 3-cycle `imul` chains both gave 2.9).
 fn measured_ghz() -> f64 {
     #[cfg(target_arch = "x86_64")]
     {
         const ROUNDS: u64 = 10_000_000;
         let secs = median_seconds(7, || {
-            let mut x: u64 = 0;
+            let (mut x, one): (u64, u64) = (0, std::hint::black_box(1));
             for _ in 0..ROUNDS {
                 // SAFETY: register-only additions, no memory, stack or flags contract broken.
                 unsafe {
                     std::arch::asm!(
-                        "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
-                        "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
-                        "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
-                        "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
+                        "add {x}, {one}", "add {x}, {one}", "add {x}, {one}", "add {x}, {one}",
+                        "add {x}, {one}", "add {x}, {one}", "add {x}, {one}", "add {x}, {one}",
+                        "add {x}, {one}", "add {x}, {one}", "add {x}, {one}", "add {x}, {one}",
+                        "add {x}, {one}", "add {x}, {one}", "add {x}, {one}", "add {x}, {one}",
+                        "add {x}, {one}", "add {x}, {one}", "add {x}, {one}", "add {x}, {one}",
                         x = inout(reg) x,
+                        one = in(reg) one,
                         options(nomem, nostack),
                     );
                 }
@@ -408,8 +439,8 @@ fn main() {
             .collect()
     });
     let reps = if quick { 3 } else { 7 };
-    let blas = openblas::OpenBlas::load();
     let (isa, flops_per_cycle, gemm_isa) = instruction_sets();
+    let blas = openblas::OpenBlas::load(isa);
     let ghz = measured_ghz();
     let peak = flops_per_cycle * ghz;
     println!(
@@ -424,6 +455,7 @@ fn main() {
                 "peak_gflops_per_core": peak,
                 "threads": threads,
                 "openblas": blas.as_ref().map(|b| b.name),
+                "openblas_core": blas.as_ref().and_then(|b| b.core.clone()),
             }
         })
     );
