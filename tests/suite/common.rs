@@ -5,6 +5,7 @@ use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::Rng;
 use ssgp::optim::Objective;
+use ssgp::ParamGuard;
 use std::path::PathBuf;
 
 /// Checks every entry of the analytic gradient at θ against central differences (h = 1e-5) with
@@ -150,18 +151,66 @@ pub fn inducing_problem(
     (x, y, theta)
 }
 
+/// The address space the packed gemm (the `private-gemm-x86` crate, on x86-64) reserves on the
+/// first thread that runs it, in KiB: two buffers the size of the L3 cache, reserved whatever
+/// the product's size (as read from `/sys`, Linux's view of the CPU's own report; 0 where it
+/// cannot be read). Mostly never touched, but counted by `ulimit -v`: 520 MiB on a VM that
+/// reports a 260 MiB L3, where a 1 GB limit then aborted in the gemm instead of testing the
+/// crate's own allocations.
+fn packed_gemm_reserve_kib() -> u64 {
+    if !cfg!(target_arch = "x86_64") {
+        return 0;
+    }
+    let size = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index3/size")
+        .unwrap_or_default();
+    let size = size.trim();
+    let kib = match size.strip_suffix('K') {
+        Some(k) => k.parse().ok(),
+        None => size
+            .strip_suffix('M')
+            .and_then(|m| m.parse::<u64>().ok())
+            .map(|m| m * 1024),
+    };
+    2 * kib.unwrap_or(0)
+}
+
+/// Runs one small packed product on this thread (an SSGP's test phases, 1 000 rows × 8 spectral
+/// points), so that the packed gemm takes its reserve ([`packed_gemm_reserve_kib`]) before the
+/// test's own allocations, out of the room the limit adds for it.
+fn reserve_packed_gemm() {
+    let x = DMatrix::from_fn(1000, 1, |i, _| i as f64 / 1000.0);
+    let data = ssgp::Dataset::new(x.clone(), x.column(0).map(f64::sin)).expect("a data set");
+    let hyper = ssgp::ssgp::SsgpHyperparameters {
+        hyper: ssgp::Hyperparameters {
+            lengthscales: DVector::from_element(1, 1.0),
+            signal_variance: 1.0,
+            noise_variance: 0.01,
+        },
+        unit_frequencies: DMatrix::from_fn(8, 1, |r, _| r as f64 / 4.0 - 1.0),
+    };
+    let fitted = ssgp::ssgp::Ssgp::params(8)
+        .threads(1)
+        .check()
+        .and_then(|p| p.condition(&data, &hyper))
+        .expect("a conditioned SSGP");
+    fitted.predict(&x).expect("its predictions");
+}
+
 /// Set in the subprocess [`in_memory_limited_child`] runs.
 const MEMORY_LIMITED: &str = "SSGP_MEMORY_LIMITED_CHILD";
 
 /// For a test that asks for more memory than it may use: true in a subprocess running the test
 /// `name` (its path in this binary, e.g. `"ssgp_model::x"`) alone with its address space limited
-/// to `kib` KiB (`ulimit -v`), where an allocation beyond the limit fails as on a machine that
-/// small; false in the parent, which runs that subprocess and fails unless it exits with success
-/// (an aborted allocation, say). The test runs its body only when this is true.
+/// to `kib` KiB (`ulimit -v`) beyond [`packed_gemm_reserve_kib`], where an allocation beyond the
+/// limit fails as on a machine that small; false in the parent, which runs that subprocess and
+/// fails unless it exits with success (an aborted allocation, say). The test runs its body only
+/// when this is true, on one thread.
 pub fn in_memory_limited_child(name: &str, kib: u64) -> bool {
     if std::env::var_os(MEMORY_LIMITED).is_some() {
+        reserve_packed_gemm();
         return true;
     }
+    let kib = kib + packed_gemm_reserve_kib();
     let out = std::process::Command::new("sh")
         .args([
             "-c",
