@@ -159,6 +159,33 @@ pub(crate) fn resize(m: &mut DMatrix<f64>, r: usize, c: usize) {
     }
 }
 
+/// [`resize`] for a buffer whose row count the caller chose (a chunk of test rows, as many as
+/// `chunk_rows` allows): the buffer grows fallibly, so that a chunk memory cannot hold is an
+/// error naming `what`, not an aborted process.
+///
+/// # Errors
+/// [`Error::Allocation`] if r·c overflows or the buffer cannot grow to r·c entries (`m` is then
+/// left empty).
+pub(crate) fn try_resize(
+    m: &mut DMatrix<f64>,
+    r: usize,
+    c: usize,
+    what: &'static str,
+) -> Result<()> {
+    if m.shape() == (r, c) {
+        return Ok(());
+    }
+    let too_big = |bytes| Error::Allocation { what, bytes };
+    let entries = r.checked_mul(c).ok_or(too_big(usize::MAX))?;
+    let mut data: Vec<f64> = std::mem::replace(m, DMatrix::zeros(0, 0)).data.into();
+    data.clear();
+    data.try_reserve_exact(entries)
+        .map_err(|_| too_big(entries.saturating_mul(std::mem::size_of::<f64>())))?;
+    data.resize(entries, 0.0);
+    *m = DMatrix::from_vec(r, c, data);
+    Ok(())
+}
+
 /// A `rows`×`cols` matrix of zeros, allocated fallibly: for the n×n buffers of the full GP, where
 /// too many points must be an error, not an aborted process.
 ///

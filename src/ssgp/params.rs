@@ -137,7 +137,9 @@ impl SsgpParams {
         /// A lower bound on σn² estimated from the data (default [`NoiseBound::None`]); combined
         /// with the noise floor by taking the larger.
         noise_bound(bound: NoiseBound) => noise_bound;
-        /// Rows of the design matrix computed at a time (default 4096).
+        /// Rows of the design matrix computed at a time (default 4096), in training and in
+        /// predictions: a chunk's buffers (chunk_rows×2m and chunk_rows×D) are checked before they
+        /// are allocated, so a value too large for memory is `Error::Allocation`, not an abort.
         chunk_rows(rows: usize) => chunk_rows;
         /// Memory (bytes) allowed for keeping the n×2m design matrix between the value and the
         /// gradient pass (default 512 MiB): as many leading row chunks as fit are kept and the rest

@@ -24,6 +24,12 @@ use rand_distr::StandardNormal;
 /// and the chain-rule weights) stay small and are reused chunk after chunk.
 pub(crate) const GRADIENT_CHUNK_ROWS: usize = 256;
 
+/// What a chunk of test rows holds, for [`crate::error::Error::Allocation`]: its design matrix
+/// and centred inputs have `chunk_rows` rows (all n* rows of a prediction where `chunk_rows` is
+/// larger), allocated fallibly.
+const CHUNK_BUFFERS: &str =
+    "a chunk of test rows' features (chunk_rows × 2m and chunk_rows × D); set a smaller chunk_rows";
+
 /// The trained posterior over the 2m weights: N(α, σn² A⁻¹) with A = LLᵀ.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct WeightPosterior {
@@ -90,7 +96,9 @@ impl FittedSsgp {
     /// [`crate::error::Error::Scale`] for a test point so far from the training inputs that f64
     /// cannot resolve the phases of its features ([`features::PHASE_LIMIT`]);
     /// [`crate::error::Error::Numerical`] for a non-finite mean or variance;
-    /// [`crate::error::Error::Allocation`] if the n* means and variances cannot be allocated.
+    /// [`crate::error::Error::Allocation`] if the n* means and variances cannot be allocated, or
+    /// a chunk of test rows' features (min(n*, `chunk_rows`)×2m: see
+    /// [`SsgpParams::chunk_rows`](super::SsgpParams::chunk_rows)).
     pub fn predict<X: Inputs + ?Sized>(&self, x: &X) -> Result<Predictive> {
         let x = &*x.to_matrix()?;
         predict_in_chunks(
@@ -521,6 +529,8 @@ impl<'a> OutputView<'a> {
         mean: &mut [f64],
     ) -> Result<()> {
         let alpha = MatRef::from_column_major_slice(self.alpha, self.l.nrows(), 1);
+        linalg::try_resize(phi, len, self.l.nrows(), CHUNK_BUFFERS)?;
+        linalg::try_resize(centred, len, x.ncols(), CHUNK_BUFFERS)?;
         design_matrix_into(
             linalg::rows_view(x, start, len),
             self.centre,
@@ -643,7 +653,7 @@ impl PosteriorSample {
     /// [`crate::error::Error::NonFinite`] for a NaN or infinity,
     /// [`crate::error::Error::Scale`] for a row whose phases f64 cannot resolve (as
     /// [`FittedSsgp::predict`]), [`crate::error::Error::Numerical`] where the value is not
-    /// finite.
+    /// finite; [`crate::error::Error::Allocation`] as [`FittedSsgp::predict`].
     pub fn evaluate(&self, x: &DMatrix<f64>) -> Result<DVector<f64>> {
         let rows = Rows {
             columns: &self.columns,
@@ -654,6 +664,8 @@ impl PosteriorSample {
         let (mut phi, mut centred) = (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0));
         let chunk =
             |x: &DMatrix<f64>, start: usize, len: usize, f: &mut [f64], _: Option<&mut [f64]>| {
+                linalg::try_resize(&mut phi, len, self.weights.len(), CHUNK_BUFFERS)?;
+                linalg::try_resize(&mut centred, len, x.ncols(), CHUNK_BUFFERS)?;
                 design_matrix_into(
                     linalg::rows_view(x, start, len),
                     &self.centre,

@@ -15,6 +15,11 @@ const LIMIT_KIB: u64 = 1_000_000;
 /// An SSGP with `m` spectral points conditioned on 30 random points with `dim` inputs (no
 /// training).
 fn conditioned(m: usize, dim: usize) -> ssgp::ssgp::FittedSsgp {
+    conditioned_in_chunks(m, dim, ssgp::ssgp::DEFAULT_CHUNK_ROWS)
+}
+
+/// [`conditioned`] with `chunk_rows` rows per chunk.
+fn conditioned_in_chunks(m: usize, dim: usize, chunk_rows: usize) -> ssgp::ssgp::FittedSsgp {
     let mut rng = StdRng::seed_from_u64(7);
     let x = DMatrix::from_fn(30, dim, |_, _| rng.random_range(-1.0..1.0));
     let y = DVector::from_fn(30, |i, _| f64::sin(x.row(i).sum()));
@@ -29,6 +34,7 @@ fn conditioned(m: usize, dim: usize) -> ssgp::ssgp::FittedSsgp {
     let data = Dataset::new(x, y).unwrap();
     Ssgp::params(m)
         .threads(1)
+        .chunk_rows(chunk_rows)
         .check()
         .unwrap()
         .condition(&data, &hyper)
@@ -176,6 +182,33 @@ fn predictions_beyond_memory() {
     );
     let means = fitted.predict_mean(&x).unwrap();
     assert_eq!(means.len(), x.nrows());
+}
+
+/// A model whose `chunk_rows` exceeds the test rows predicts them in one chunk: at m = 100 and
+/// 10⁶ one-input rows, its features (1.6 GB) are an allocation error for predictions, their
+/// means and a posterior sample's values, where they used to be allocated unchecked until the
+/// process aborted; in the default chunks the same rows are predicted.
+#[test]
+fn a_chunk_of_test_rows_beyond_memory() {
+    if !in_memory_limited_child("memory::a_chunk_of_test_rows_beyond_memory", LIMIT_KIB) {
+        return;
+    }
+    let one_chunk = conditioned_in_chunks(100, 1, usize::MAX);
+    let x = DMatrix::from_fn(1_000_000, 1, |i, _| (i % 1000) as f64 / 500.0 - 1.0);
+    let sample = one_chunk.sample_posterior(&mut StdRng::seed_from_u64(1));
+    for result in [
+        one_chunk.predict(&x).map(|p| p.mean),
+        one_chunk.predict_mean(&x),
+        sample.evaluate(&x),
+    ] {
+        assert!(
+            matches!(result, Err(Error::Allocation { .. })),
+            "{:?}",
+            result.map(|m| m.len())
+        );
+    }
+    let chunked = conditioned(100, 1).predict(&x).unwrap();
+    assert_eq!(chunked.mean.len(), x.nrows());
 }
 
 /// An SSGP with m = 50 updated with 2·10⁶ one-input samples at once: their design matrix
