@@ -377,6 +377,14 @@
 //! e.g. at inputs beyond what f64 resolves, is [`Error::Numerical`](crate::error::Error::Numerical), never
 //! a NaN returned as a number.
 //!
+//! Sizes that come from you (m, n, test rows, draws, `chunk_rows`) are checked before anything of
+//! their size is allocated: what memory cannot hold is
+//! [`Error::Allocation`](crate::error::Error::Allocation), not an aborted process. One reserve is
+//! not the crate's: on x86-64 with AVX2 the packed matrix product (`private-gemm-x86`) reserves
+//! two buffers the size of the L3 cache on each thread that runs it (64 MB on a 32 MB L3; 520 MB
+//! on a VM reporting 260 MB), whatever the product's size. It is address space, mostly never
+//! touched, so only a limit on address space (`ulimit -v`) sees it: allow for it there.
+//!
 //! # Reproducibility
 //!
 //! A seed fixes every random draw (ChaCha12). On one machine a fit has the same bits on any
