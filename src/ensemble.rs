@@ -16,7 +16,7 @@
 
 use crate::data::Dataset;
 use crate::data::{Inputs, TrainingData};
-use crate::error::{Error, Result};
+use crate::error::{check_shape, Error, Result};
 use crate::model::{Fit, FittedRegressor, Regressor};
 use crate::params::Reseed;
 use crate::predictive::{
@@ -325,11 +325,8 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
                     .iter()
                     .map(|m| {
                         let mean = m.predict_mean(x)?;
-                        member_shape(
-                            "a member's predictive means",
-                            (mean.len(), 1),
-                            (x.nrows(), 1),
-                        )?;
+                        const WHAT: &str = "a member's predictive means";
+                        check_shape((mean.len(), 1), (x.nrows(), WHAT), (1, WHAT))?;
                         Ok(mean)
                     })
                     .collect::<Result<Vec<_>>>()?;
@@ -363,12 +360,10 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
         let mut cov = crate::linalg::try_zeros(n, n, "joint predictive covariance")?;
         for m in &self.members {
             let joint = m.predict_covariance(x)?;
-            member_shape("a member's joint means", (joint.mean.len(), 1), (n, 1))?;
-            member_shape(
-                "a member's joint covariance",
-                joint.f_covariance.shape(),
-                (n, n),
-            )?;
+            const MEANS: &str = "a member's joint means";
+            const COVARIANCE: &str = "a member's joint covariance";
+            check_shape((joint.mean.len(), 1), (n, MEANS), (1, MEANS))?;
+            check_shape(joint.f_covariance.shape(), (n, COVARIANCE), (n, COVARIANCE))?;
             let d = &joint.mean - &p.mean;
             cov += joint.f_covariance / k;
             cov.ger(1.0 / k, &d, &d, 1.0);
@@ -458,12 +453,10 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
         let predictive = self.predict_from(x.nrows(), &preds)?;
         let (n, d) = x.shape();
         for g in &grads {
-            member_shape("a member's gradients of the means", g.mean.shape(), (n, d))?;
-            member_shape(
-                "a member's gradients of the variances",
-                g.variance.shape(),
-                (n, d),
-            )?;
+            const MEANS: &str = "a member's gradients of the means";
+            const VARIANCES: &str = "a member's gradients of the variances";
+            check_shape(g.mean.shape(), (n, MEANS), (d, MEANS))?;
+            check_shape(g.variance.shape(), (n, VARIANCES), (d, VARIANCES))?;
         }
         let (mut mean, mut variance) = (DMatrix::zeros(n, d), DMatrix::zeros(n, d));
         for g in &grads {
@@ -519,24 +512,6 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
             })
             .collect()
     }
-}
-
-/// Checks a member's result of shape `found` against `expected` (members may be any
-/// [`FittedRegressor`], a user's own among them).
-///
-/// # Errors
-/// [`Error::DimensionMismatch`] naming `what` if they differ.
-fn member_shape(what: &'static str, found: (usize, usize), expected: (usize, usize)) -> Result<()> {
-    for (found, expected) in [(found.0, expected.0), (found.1, expected.1)] {
-        if found != expected {
-            return Err(Error::DimensionMismatch {
-                what,
-                expected,
-                found,
-            });
-        }
-    }
-    Ok(())
 }
 
 /// The members' average mean ⟨μ_k⟩ and the variance of their means ⟨(μ_k − ⟨μ⟩)²⟩, per test point

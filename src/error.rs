@@ -255,6 +255,27 @@ impl std::fmt::Debug for Error {
     }
 }
 
+/// [`Error::DimensionMismatch`] unless a matrix of shape `found` (rows, columns) has the shape
+/// expected: `rows` and `cols` pair each expected count with the name the error gives (e.g.
+/// `(m, "pseudo-inputs (rows, m)")`). The one shape check of blocks of θ, hand-built results and
+/// ensemble members' results.
+pub(crate) fn check_shape(
+    found: (usize, usize),
+    rows: (usize, &'static str),
+    cols: (usize, &'static str),
+) -> Result<()> {
+    for ((expected, what), found) in [(rows, found.0), (cols, found.1)] {
+        if expected != found {
+            return Err(Error::DimensionMismatch {
+                what,
+                expected,
+                found,
+            });
+        }
+    }
+    Ok(())
+}
+
 impl Error {
     /// The variant's name, e.g. `"TrainingFailed"`.
     pub fn variant(&self) -> &'static str {

@@ -262,15 +262,7 @@ pub(crate) fn check_block(
     cols: (usize, &'static str),
     what: &'static str,
 ) -> Result<()> {
-    for ((expected, what), found) in [(rows, block.nrows()), (cols, block.ncols())] {
-        if expected != found {
-            return Err(Error::DimensionMismatch {
-                what,
-                expected,
-                found,
-            });
-        }
-    }
+    crate::error::check_shape(block.shape(), rows, cols)?;
     crate::data::check_finite(what, block)
 }
 

@@ -482,24 +482,17 @@ impl JointPredictive {
     pub(crate) fn factor(&self) -> Result<(DMatrix<f64>, f64)> {
         let n = self.len();
         // The fields are public: a joint predictive built by hand may disagree with itself.
-        for (found, what) in [
+        crate::error::check_shape(
+            self.f_covariance.shape(),
             (
-                self.f_covariance.nrows(),
+                n,
                 "the joint predictive's `f_covariance` (rows, one per mean)",
             ),
             (
-                self.f_covariance.ncols(),
+                n,
                 "the joint predictive's `f_covariance` (columns, one per mean)",
             ),
-        ] {
-            if found != n {
-                return Err(Error::DimensionMismatch {
-                    what,
-                    expected: n,
-                    found,
-                });
-            }
-        }
+        )?;
         let scale = self.f_covariance.diagonal().max();
         let mut l = linalg::try_zeros(n, n, "Cholesky factor of a joint predictive covariance")?;
         if scale <= 0.0 {
