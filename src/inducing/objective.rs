@@ -3,7 +3,7 @@
 
 use super::{centred_rows, factorize, gradient, Approximation, Buffers, Factors};
 use crate::data::Dataset;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::hyperparameters::{self, Decoded, NoiseParam};
 use crate::kernel::{self, Kernel};
 use crate::linalg::{par, Jitter, Threads};
@@ -122,6 +122,15 @@ impl InducingObjective {
             self.approx,
             (&self.pool, par(self.threads), &self.buffers),
         )?;
+        if !f.neg_log_evidence.is_finite() {
+            let what = match self.approx {
+                Approximation::Fitc => "−log p(y|θ)",
+                Approximation::Vfe => "−F(θ)",
+            };
+            return Err(Error::NonFiniteObjective {
+                what: format!("{what} = {}", f.neg_log_evidence),
+            });
+        }
         Ok((decoded, f))
     }
 }

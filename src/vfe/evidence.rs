@@ -62,7 +62,9 @@ evidence_methods! {
     /// [`crate::Error::DimensionMismatch`] for a θ of the wrong length,
     /// [`crate::Error::NonFinite`] for a NaN or infinite θ, [`crate::Error::InvalidParameter`] for
     /// an overflowing lengthscale or variance, [`crate::Error::NotPositiveDefinite`] if $K_{uu}$
-    /// (jitter included) or the Woodbury matrix fails to factor.
+    /// (jitter included) or the Woodbury matrix fails to factor;
+    /// [`crate::Error::NonFiniteObjective`] for a value that is not finite (e.g. σn² near the
+    /// smallest f64 with no noise floor: yᵀy/σn² overflows).
 }
 
 impl VfeEvidence {

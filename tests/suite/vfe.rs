@@ -554,6 +554,40 @@ fn bad_inputs_are_typed_errors() {
     ));
 }
 
+/// A bound that is not finite is an error, never an `Ok` model or value: with no noise floor,
+/// σn² = e^(2p) near the smallest f64 and σ0² small enough that the Woodbury matrix still
+/// factors, the data term yᵀy/σn² overflows (the model reported −F = ∞ and failed to load once
+/// saved). Over p from −349 to −356 each θ gives a finite value or an error, for VFE and FITC.
+#[test]
+fn a_bound_that_is_not_finite_is_an_error() {
+    let mut rng = StdRng::seed_from_u64(38);
+    let train = ssgp::data::sinc_data(30, false, 0.05, &mut rng).unwrap();
+    let vfe = Vfe::params(3).relative_noise_floor(0.0).check().unwrap();
+    let fitc = ssgp::Fitc::params(3)
+        .relative_noise_floor(0.0)
+        .check()
+        .unwrap();
+    let mut not_finite = 0;
+    for step in 0..=70 {
+        let p = -349.0 - 0.1 * f64::from(step);
+        let theta = DVector::from_vec(vec![0.0, -348.0, p, -1.0, 0.1, 1.2]);
+        let results = [
+            vfe.condition(&train, &theta).map(|f| f.neg_log_evidence()),
+            vfe.evidence(&train).unwrap().value(&theta),
+            fitc.condition(&train, &theta).map(|f| f.neg_log_evidence()),
+            fitc.evidence(&train).unwrap().value(&theta),
+        ];
+        for result in results {
+            assert!(
+                result.as_ref().map_or(true, |v| v.is_finite()),
+                "p = {p}: {result:?}"
+            );
+            not_finite += usize::from(matches!(result, Err(Error::NonFiniteObjective { .. })));
+        }
+    }
+    assert!(not_finite > 0);
+}
+
 /// VFE trains with its own optimiser (`vfe::DEFAULT_OPTIMIZER`, L-BFGS) unless told otherwise:
 /// an `OptimConfig` whose `method` is left at its default `None` keeps it (the same fit, bit
 /// for bit, as the builder's budget setter), and `optimizer(ConjugateGradient)` or a config
