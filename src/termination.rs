@@ -558,7 +558,7 @@ impl Prequential {
     pub(crate) fn add(&mut self, y: f64, mean: f64, variance: f64) {
         let error = y - mean;
         let z2 = error * error / variance;
-        self.rows += 1;
+        self.rows = self.rows.saturating_add(1);
         self.sum_z2 += z2;
         self.sum_squared_error += error * error;
         self.sum_squared_deviation += y * y;

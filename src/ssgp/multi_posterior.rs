@@ -578,7 +578,7 @@ impl FittedMultiSsgp {
         self.prequential = scores;
         self.prior_level = prior_level;
         self.means = mean_outputs;
-        self.updates += phi.nrows();
+        self.updates = self.updates.saturating_add(phi.nrows());
         Ok(())
     }
 

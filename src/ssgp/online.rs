@@ -363,7 +363,7 @@ impl FittedSsgp {
         self.rhs = Some(rhs);
         self.prequential = scores.remove(0);
         self.prior_level = prior_level;
-        self.updates += phi.nrows();
+        self.updates = self.updates.saturating_add(phi.nrows());
         Ok(())
     }
 

@@ -350,6 +350,20 @@ fn updated_ssgp_saves_loads_and_keeps_updating() {
             "{field} {value}"
         );
     }
+    // Counts at the largest usize (a hand-edited file) stay there as the model is updated: they
+    // wrapped to 0 in release builds (the next save dropped the online record) and panicked in
+    // debug builds.
+    let mut v = record.clone();
+    v["model"]["ssgp"]["online"]["updates"] = serde_json::json!(usize::MAX);
+    v["model"]["ssgp"]["online"]["prequential"]["rows"] = serde_json::json!(usize::MAX);
+    let mut saturated: FittedSsgp = from_json(&v.to_string()).unwrap();
+    let one = |m: &mut FittedSsgp| {
+        m.update(&xs.rows(15, 1).into_owned(), &ys.rows(15, 1).into_owned())
+            .unwrap()
+    };
+    one(&mut saturated);
+    assert_eq!(saturated.num_updates(), usize::MAX);
+    assert_eq!(saturated.prequential().map(|p| p.rows), Some(usize::MAX));
     // The loaded model recovers b = Aα and goes on as the original does.
     for m in [&mut model, &mut loaded] {
         m.update_forgetting(
