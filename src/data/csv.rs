@@ -203,8 +203,8 @@ impl CsvOptions {
 
 impl Dataset {
     /// Loads a CSV file with the default [`CsvOptions`]: comma-separated, a header detected
-    /// (a first line with a field that is not a number), the target in the **last** column,
-    /// one point per line. Blank lines are skipped.
+    /// (a first line none of whose fields is a number: [`Header::Detect`]), the target in the
+    /// **last** column, one point per line. Blank lines are skipped.
     ///
     /// # Errors
     /// As [`Dataset::from_csv_with`].
@@ -316,7 +316,10 @@ impl FirstLine {
     /// # Errors
     /// The reason, for an error, when the line is data or no column or two have that name.
     pub(super) fn named(&self, name: &str) -> std::result::Result<usize, String> {
-        let fields = QuotedFields::new(trimmed(&self.line, self.number), self.delimiter);
+        let fields = QuotedFields::new(
+            trimmed(&self.line, self.number, self.delimiter),
+            self.delimiter,
+        );
         named_column(fields, name, self.header)
     }
 }
@@ -355,6 +358,7 @@ impl<'a> Loader<'a> {
             after_cr: false,
             limit: self.line_limit,
             source: self.source,
+            delimiter: self.options.delimiter,
         }
     }
 
@@ -556,6 +560,8 @@ struct Lines<'a, R> {
     /// The longest line read, in bytes.
     limit: usize,
     source: &'a Path,
+    /// The field delimiter, which [`trimmed`] leaves at the ends of a line.
+    delimiter: u8,
 }
 
 impl<R: BufRead> Lines<'_, R> {
@@ -613,18 +619,26 @@ impl<R: BufRead> Lines<'_, R> {
 
     /// The line last read, as the loader parses it ([`trimmed`]).
     fn current(&self) -> &[u8] {
-        trimmed(&self.line, self.number)
+        trimmed(&self.line, self.number, self.delimiter)
     }
 }
 
 /// Line `number` as the loader parses it: without surrounding whitespace nor, on line 1, a
-/// leading byte-order mark.
-fn trimmed(line: &[u8], number: usize) -> &[u8] {
+/// leading byte-order mark — but a tab `delimiter` is kept, so that a tab-separated line
+/// starting or ending with an empty field keeps it (runs of spaces separate fields, so the
+/// space delimiter is trimmed as whitespace).
+fn trimmed(line: &[u8], number: usize, delimiter: u8) -> &[u8] {
     let line = match number {
         1 => line.strip_prefix(BOM).unwrap_or(line),
         _ => line,
     };
-    line.trim_ascii()
+    let trims = |b: &u8| b.is_ascii_whitespace() && (*b != delimiter || delimiter == b' ');
+    let start = line.iter().position(|b| !trims(b)).unwrap_or(line.len());
+    let end = line
+        .iter()
+        .rposition(|b| !trims(b))
+        .map_or(start, |e| e + 1);
+    &line[start..end]
 }
 
 /// The text between delimiters of a line trimmed of surrounding whitespace; with the space

@@ -639,6 +639,27 @@ fn csv_a_trailing_delimiter_is_named() {
     );
 }
 
+/// With the tab delimiter an empty first or last field is a field: the line is not trimmed of
+/// its tabs (they were trimmed as whitespace, so the error fell on the next line, or named no
+/// column), and a header whose first cell is empty (as pandas writes an index) is a header.
+#[test]
+fn csv_tab_separated_empty_edge_fields_are_fields() {
+    let o = CsvOptions::new().delimiter(b'\t');
+    assert_eq!(
+        parse_err("1\t2\t\n3\t4\t5\n", &o),
+        "f.csv:1: column 3: the line ends with a delimiter (an empty last field): remove it, or \
+         fill in the missing value"
+    );
+    let leading = parse_err("1\t2\t3\n\t5\t6\n", &o);
+    assert!(leading.starts_with("f.csv:2: column 1: "), "{leading}");
+    let indexed = parse("\tx\ty\n0\t1.5\t2\n1\t2.5\t3\n", &o).unwrap();
+    assert_eq!(indexed.len(), 2);
+    assert_eq!(
+        indexed.x().row(1).iter().copied().collect::<Vec<_>>(),
+        [1.0, 2.5]
+    );
+}
+
 /// Lines end in `\n`, `\r\n` or a lone `\r` (old Mac files), mixed too; line numbers count each
 /// ending once.
 #[test]
