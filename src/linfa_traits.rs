@@ -1,4 +1,4 @@
-//! linfa's traits on the models (feature `linfa`): [`Fit`] for the SSGP, FITC and full-GP
+//! linfa's traits on the models (feature `linfa`): [`Fit`] for the SSGP, FITC, VFE and full-GP
 //! builders, [`Ensemble`] and [`Standardized`] on a linfa `DatasetBase` of an `ArrayBase<_, Ix2>`
 //! (n×D records) and single targets (n), and [`PredictInplace`] for the fitted models — into an
 //! `Array1<f64>` of predictive means, or into a whole [`Predictive`] (means and both variances).
@@ -7,7 +7,9 @@
 //! before trait methods): they take linfa datasets and ndarray records too
 //! ([`TrainingData`](crate::data::TrainingData), [`Inputs`](crate::data::Inputs)) and return the
 //! crate's `Result`, so `params.fit(&dataset)?` and `fitted.predict(&records)?` read as linfa's
-//! idiom; generic linfa code reaches linfa's traits as usual.
+//! idiom; generic linfa code reaches linfa's traits as usual. A dataset with sample weights
+//! other than 1 (`with_weights`) is refused (`Error::InvalidParameter` naming `weights`): every
+//! row weighs the same in a GP's likelihood.
 //!
 //! ```
 //! use ssgp::linfa::traits::Predict;

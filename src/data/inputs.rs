@@ -131,8 +131,24 @@ where
     D: ndarray::Data<Elem = f64>,
     T: linfa::dataset::AsSingleTargets<Elem = f64>,
 {
+    /// As [`Dataset::new`]; [`crate::error::Error::InvalidParameter`] naming `weights` for
+    /// sample weights other than 1 (`with_weights`): every row of a GP's likelihood weighs the
+    /// same, and a weight would otherwise be dropped unseen.
     fn to_dataset(&self) -> Result<Cow<'_, Dataset>> {
         use linfa::dataset::AsSingleTargets;
+        if let Some(w) = self
+            .weights()
+            .and_then(|w| w.iter().position(|&w| w != 1.0))
+        {
+            return Err(crate::error::Error::InvalidParameter {
+                name: "weights",
+                reason: format!(
+                    "row {w} has sample weight {}: the models weigh every row alike; repeat or \
+                     drop rows instead, or leave the weights out",
+                    self.weight_for(w)
+                ),
+            });
+        }
         Dataset::from_ndarray(self.records().view(), self.as_single_targets()).map(Cow::Owned)
     }
 }

@@ -63,6 +63,25 @@ fn linfa_fits_are_the_crates_own_bit_for_bit() {
         Fit::<_, _, Error>::fit(&ssgp, &short),
         Err(Error::LengthMismatch { .. })
     ));
+    // Sample weights are refused, not dropped unseen; weights of 1 change nothing.
+    let weighted =
+        DatasetBase::new(x.clone(), y.clone()).with_weights(Array1::from_shape_fn(80, |i| {
+            if i == 7 {
+                2.0
+            } else {
+                1.0
+            }
+        }));
+    assert!(matches!(
+        Fit::<_, _, Error>::fit(&ssgp, &weighted),
+        Err(Error::InvalidParameter {
+            name: "weights",
+            ..
+        })
+    ));
+    let ones = DatasetBase::new(x.clone(), y.clone()).with_weights(Array1::ones(80));
+    let d = Fit::<_, _, Error>::fit(&ssgp, &ones).unwrap();
+    assert_eq!(d.parameters(), a.parameters());
     let wrong: Array1<f64> = Predict::predict(&a, &Array2::zeros((3, 5)));
     assert!(wrong.len() == 3 && wrong.iter().all(|v| v.is_nan()));
 }
