@@ -374,8 +374,10 @@ macro_rules! training_builder {
         impl $params {
             $crate::params::setters! {
                 /// The covariance family (default
-                /// [`Kernel::SquaredExponential`](crate::kernel::Kernel)): the covariance of FITC
-                /// and the full GP, the spectral density SSGP draws its spectral points from.
+                /// [`Kernel::SquaredExponential`](crate::kernel::Kernel)): the covariance of FITC,
+                /// VFE and the full GP, the spectral density SSGP draws its spectral points from.
+                /// The start's lengthscales ([`crate::init::LengthscaleInit::FullGpSubset`]) are
+                /// those of a squared-exponential full GP whatever the kernel.
                 kernel(kernel: $crate::kernel::Kernel) => training.kernel;
                 /// Seed of the random start (spectral points, pseudo-inputs, subsets): the same
                 /// seed gives the same fit. Default 0.

@@ -44,7 +44,9 @@ fitted_methods! {
     /// and O(mD) for the sums.
     ///
     /// # Errors
-    /// As [`Self::predict`].
+    /// As [`Self::predict`]; [`crate::error::Error::Numerical`] for a non-finite gradient;
+    /// [`crate::error::Error::Allocation`] before any work if the result (8·n*·(2D + 3) bytes)
+    /// cannot be allocated.
     predict_covariance:
     /// The joint predictive at `x` (n*×D, n* ≤
     /// [`MAX_JOINT_POINTS`](crate::predictive::MAX_JOINT_POINTS)): the posterior of the FITC

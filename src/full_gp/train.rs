@@ -75,7 +75,7 @@ impl ValidFullGpParams {
     /// [`Error::InvalidParameter`] for a subset larger than the data, or naming `noise_floor` for a
     /// floor above [`MAX_NOISE_FLOOR_RATIO`](crate::params::MAX_NOISE_FLOOR_RATIO)·var(y);
     /// [`Error::DimensionMismatch`] if the initial lengthscales have not one entry per used input;
-    /// [`Error::ConstantInput`] if every input column is constant, [`Error::ConstantTargets`];
+    /// [`Error::EmptyData`] if every input column is constant, [`Error::ConstantTargets`];
     /// the evidence's errors at the initial θ; [`Error::TrainingFailed`] if training failed
     /// (unless best effort was asked for); as [`Self::condition`].
     pub fn fit(&self, data: &Dataset) -> Result<FittedFullGp> {

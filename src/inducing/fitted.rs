@@ -231,8 +231,9 @@ macro_rules! fitted_methods {
             ///
             /// # Errors
             /// [`crate::Error::EmptyData`] for no rows, [`crate::Error::DimensionMismatch`] if
-            /// `x` has not D columns, [`crate::Error::NonFinite`] for a NaN or infinity in `x` or
-            /// in a prediction.
+            /// `x` has not D columns, [`crate::Error::NonFinite`] for a NaN or infinity in `x`;
+            /// [`crate::Error::Numerical`] for a mean or variance that is not finite;
+            /// [`crate::Error::Allocation`] if the n* means and variances cannot be allocated.
             predict -> $crate::predictive::Predictive;
             /// The predictive means alone, ȳ + k_*ᵀβ at `x` (n*×D): [`Self::predict`]'s means
             /// bit for bit, without either triangular solve (O(mD) per point).

@@ -31,7 +31,9 @@ pub enum InducingStart {
     /// hyperparameters (Burt, Rasmussen & van der Wilk 2020, §3): each next one the input with
     /// the largest $k(x_i, x_i) - Q_{ii}$ given those chosen before, a pivoted Cholesky of
     /// $K_{ff}$, O(nm² + nmD). It needs the start's lengthscales (with a fixed block and no
-    /// given inputs, [`crate::full_gp`]'s start is computed for it); no seed enters.
+    /// given inputs, [`crate::full_gp`]'s start is computed for it). The choice itself draws
+    /// nothing; the seed enters only through the start's lengthscales where they are learned on
+    /// a seeded subset (above 1 024 rows by default).
     Greedy,
 }
 
@@ -411,8 +413,8 @@ macro_rules! inducing_params {
                 self
             }
 
-            #[doc = concat!("Starting ", $what, " X̄ (m×D, one per row) instead of a random subset")]
-            /// of the training inputs.
+            #[doc = concat!("Starting ", $what, " X̄ (m×D, one per row) instead of those the")]
+            /// start chooses from the training inputs.
             pub fn $given(mut self, $given: nalgebra::DMatrix<f64>) -> Self {
                 self.0.inducing.given = Some($given);
                 self

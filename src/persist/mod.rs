@@ -52,8 +52,10 @@
 //! `Remedy::FewInputs`, which no older file holds), a file before format 10 with no training
 //! mean scored, before format 11 with no online record (an updated model then loaded as fitted
 //! on all its rows), before format 12 with SSGP's prior taken as whole (`FORMAT_VERSION`'s docs
-//! list every version's fields), and all predict bit for bit as before
-//! (`tests/suite/format2.rs`). **Any change to what a saved
+//! list every version's fields), and all predict what they predicted when saved
+//! (`tests/suite/format2.rs`: bit for bit but FITC's variances, to 1e-12 relative since the
+//! crate's own blocked kernels sum in another order; an updated full GP saved before format 11,
+//! refactorised on all its rows, to round-off). **Any change to what a saved
 //! type writes or reads — a field added, removed, renamed or read differently, a check that would
 //! refuse files that loaded before — bumps [`FORMAT_VERSION`].**
 //!
@@ -61,7 +63,8 @@
 //!
 //! Everything a constructor would, with the error a constructor would give:
 //! - shapes against each other: θ against D and m; SSGP's α (2m), its factor L (2m×2m), the
-//!   centre (D) and fixed frequencies (m×D); FITC's L_u and L_A (m×m), weights (m); the full GP's
+//!   centre (D) and fixed frequencies (m×D); FITC's and VFE's L_A (m×m) and weights (m) —
+//!   their L_u is not saved but refactorised from K_uu with the saved jitter; the full GP's
 //!   inputs (n×D) against its targets (n); a scaler against its model's D; ensemble members
 //!   against each other. A count in the file (m) is compared only with an array present in it;
 //!   nothing is allocated from a count;
@@ -391,8 +394,9 @@ pub fn to_json<M: FittedRegressor + ?Sized>(model: &M) -> Result<String> {
 /// [`Error::FormatVersion`] for a file of another format version; [`Error::MalformedModel`] for
 /// text that is not a saved model's JSON; the check that failed ([`Error::DimensionMismatch`],
 /// [`Error::NonFinite`], [`Error::InvalidParameter`], [`Error::LengthMismatch`],
-/// [`Error::EmptyData`], and for the full GP [`Error::NotPositiveDefinite`] or
-/// [`Error::Allocation`]); [`Error::WrongModelKind`] if it is not an `M`.
+/// [`Error::EmptyData`]; [`Error::NotPositiveDefinite`] where a factor is recomputed — the full
+/// GP's, FITC's and VFE's K_uu —, and for the full GP [`Error::Allocation`] and, replaying its
+/// online updates, [`Error::Numerical`]); [`Error::WrongModelKind`] if it is not an `M`.
 pub fn from_json<M: FromSaved>(text: &str) -> Result<M> {
     let malformed = |e: serde_json::Error| Error::MalformedModel {
         reason: e.to_string(),

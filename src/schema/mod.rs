@@ -48,7 +48,8 @@ pub const FORMAT_VERSION: u32 = 12;
 
 /// The oldest format version this build reads: a format-2 file is migrated on load (its
 /// training summaries have no diagnostic: the loaded model reports `diagnostic: None`, and
-/// predicts bit for bit what it predicted when saved), and so is a format-3 file (no `remedy`:
+/// predicts what it predicted when saved — bit for bit but FITC's variances, to 1e-12 relative
+/// since the crate's own blocked kernels), and so is a format-3 file (no `remedy`:
 /// the loaded model reports `remedy: None`).
 pub const OLDEST_READ_VERSION: u32 = 2;
 

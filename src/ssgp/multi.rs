@@ -624,7 +624,7 @@ impl ValidSsgpParams {
     /// # Errors
     /// [`Error::InvalidParameter`] for a noise bound, or naming `noise_floor` for a floor (on the
     /// noise ratio) above [`MAX_NOISE_FLOOR_RATIO`](crate::params::MAX_NOISE_FLOOR_RATIO);
-    /// [`Error::ConstantInput`] if every input is constant; [`Error::ConstantTargets`] for a
+    /// [`Error::EmptyData`] if every input is constant; [`Error::ConstantTargets`] for a
     /// constant output; [`Error::Scale`] naming an output whose spread is beyond f64's range or
     /// SSGP's ([`super::TARGET_SPREAD`]); [`Error::NotPositiveDefinite`] if A cannot be factored
     /// at the start; [`Error::TrainingFailed`] if training failed (unless

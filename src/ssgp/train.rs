@@ -157,7 +157,7 @@ impl ValidSsgpParams {
     /// # Errors
     /// [`Error::InvalidParameter`] naming `noise_floor` for a floor above
     /// [`MAX_NOISE_FLOOR_RATIO`](crate::params::MAX_NOISE_FLOOR_RATIO)·var(y);
-    /// [`Error::ConstantInput`] if every input column is constant, [`Error::ConstantTargets`];
+    /// [`Error::EmptyData`] if every input column is constant, [`Error::ConstantTargets`];
     /// [`Error::DimensionMismatch`] if given initial lengthscales or frequencies do not have one
     /// entry/column per used input; [`Error::NotPositiveDefinite`] if A cannot be factored at the
     /// start; [`Error::Scale`] for targets whose spread is outside [`TARGET_SPREAD`];

@@ -37,7 +37,9 @@ fitted_methods! {
     /// per point. Matérn ½ at an inducing input gives the central-difference limit.
     ///
     /// # Errors
-    /// As [`Self::predict`]; [`crate::error::Error::Numerical`] for a non-finite gradient.
+    /// As [`Self::predict`]; [`crate::error::Error::Numerical`] for a non-finite gradient;
+    /// [`crate::error::Error::Allocation`] before any work if the result (8·n*·(2D + 3) bytes)
+    /// cannot be allocated.
     predict_covariance:
     /// The joint predictive at `x` (n*×D, n* ≤
     /// [`MAX_JOINT_POINTS`](crate::predictive::MAX_JOINT_POINTS)): q(f*) = ∫p(f*|u)q(u)du,

@@ -20,9 +20,13 @@ trained_methods! {
     /// k-means centres from the seed's random subset of the training inputs).
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`] if given inducing inputs do not have D columns;
-    /// [`Error::InvalidParameter`] if m > n and none are given, or naming `noise_floor` for a
-    /// floor above [`MAX_NOISE_FLOOR_RATIO`](crate::params::MAX_NOISE_FLOOR_RATIO)·var(y); for
+    /// With [`VfeParams::fixed_inducing_inputs`] (only then are inducing inputs taken here):
+    /// [`Error::DimensionMismatch`] if given ones do not have D columns,
+    /// [`Error::InvalidParameter`] if m > n and none are given.
+    /// [`Error::InvalidParameter`] naming `noise_floor` for a floor above
+    /// [`MAX_NOISE_FLOOR_RATIO`](crate::params::MAX_NOISE_FLOOR_RATIO)·var(y);
+    /// [`Error::Scale`] for an input column whose spread f64 cannot fit
+    /// (a standard deviation outside 10⁻¹⁵²…10¹⁵²); for
     /// fixed inducing inputs started by [`crate::vfe::InducingStart::Greedy`], the errors of the
     /// start's hyperparameters (as [`crate::full_gp::lengthscales_from_subset`] by default);
     /// [`Error::Allocation`] if an evaluation's buffers for this m cannot be allocated.
@@ -41,8 +45,11 @@ trained_methods! {
     /// [`Error::InvalidParameter`] naming `noise_floor` for a floor above
     /// [`MAX_NOISE_FLOOR_RATIO`](crate::params::MAX_NOISE_FLOOR_RATIO)·var(y);
     /// [`Error::DimensionMismatch`] if the given inducing inputs or lengthscales do not have D
-    /// columns (used entries); [`Error::ConstantInput`] if every input column is constant,
-    /// [`Error::ConstantTargets`]; [`Error::NotPositiveDefinite`] if the initial θ cannot be
+    /// columns (used entries); [`Error::EmptyData`] if every input column is constant,
+    /// [`Error::ConstantTargets`]; [`Error::InvalidParameter`] naming `m` if m > n and no
+    /// inducing inputs are given; [`Error::Scale`] for an input column whose spread f64 cannot
+    /// fit (a standard deviation outside 10⁻¹⁵²…10¹⁵²); the start's errors (as
+    /// [`crate::full_gp::lengthscales_from_subset`]'s by default); [`Error::NotPositiveDefinite`] if the initial θ cannot be
     /// factored; [`Error::TrainingFailed`] if training failed (unless best effort was asked for);
     /// [`Error::Allocation`] if the n×m kernel matrices and m×m factors of an evaluation cannot
     /// be allocated (checked before anything else is computed).
