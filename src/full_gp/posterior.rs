@@ -266,7 +266,10 @@ impl FittedFullGp {
             self.z.nrows().saturating_mul(n).saturating_mul(8),
             "the joint predictive's cross-covariances (n×n*)",
         )?;
-        self.covariance().lower_scaled(&zt, &mut cov, self.par());
+        // K** on the test points centred on their own medians: on the training inputs' centre,
+        // test points far from them carry norms whose expanded differences lose every digit.
+        let own = kernel::shift_and_scale(&xs, &kernel::column_medians(&xs), &h.lengthscales);
+        self.covariance().lower_scaled(&own, &mut cov, self.par());
         let mut v = self.covariance().cross_scaled(&self.z, &zt, self.par());
         linalg::solve_lower(
             linalg::view(&self.factor),

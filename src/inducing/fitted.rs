@@ -182,11 +182,10 @@ impl Fitted {
                 .saturating_mul(8),
             "the joint predictive's cross-covariances (n*×m)",
         )?;
-        kernel.lower_scaled(
-            &kernel::scale_inputs(&xs, &self.hyper.lengthscales),
-            &mut cov,
-            p,
-        );
+        // K** on the test points centred on their own medians (as the full GP's).
+        let own =
+            kernel::shift_and_scale(&xs, &kernel::column_medians(&xs), &self.hyper.lengthscales);
+        kernel.lower_scaled(&own, &mut cov, p);
         let mut v = kernel.cross(&xs, &self.inducing, p).transpose();
         for (factor, sign) in [(&self.l_u, -1.0), (&self.l_a, 1.0)] {
             linalg::solve_lower(linalg::view(factor), linalg::view_mut(&mut v), p);

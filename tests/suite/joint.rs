@@ -149,6 +149,59 @@ fn fitc_covariance_is_the_dense_fitc_formula() {
     assert_eq!(joint.f_covariance, joint.f_covariance.transpose());
 }
 
+/// Far from the training inputs a kernel model's joint covariance is its prior's: at x = 10⁸ +
+/// {0, ½, 1} (sinc's inputs within ±10) the full GP's, FITC's and VFE's Σ_f is the kernel's
+/// σ0² exp(−Δ²/2ℓ²) by definition. K** was expanded as ‖z_i‖² + ‖z_j‖² − 2z_iᵀz_j on inputs
+/// centred on the training inputs, whose ~10¹⁶ norms left errors of order 1 in the squared
+/// distances (0.25 and 1 here); it is centred on the test points now.
+#[test]
+fn joint_covariances_far_from_the_data_are_the_kernels() {
+    let mut rng = StdRng::seed_from_u64(25);
+    let train = sinc_data(60, false, 0.05, &mut rng).unwrap();
+    let far = DMatrix::from_column_slice(3, 1, &[1e8, 1e8 + 0.5, 1e8 + 1.0]);
+    let full = FullGp::params().max_evaluations(50).fit(&train).unwrap();
+    let fitc = Fitc::params(8)
+        .seed(1)
+        .max_evaluations(50)
+        .fit(&train)
+        .unwrap();
+    let vfe = ssgp::Vfe::params(8)
+        .seed(1)
+        .max_evaluations(50)
+        .fit(&train)
+        .unwrap();
+    let cases = [
+        (
+            "full",
+            full.predict_covariance(&far),
+            full.lengthscales(),
+            full.signal_variance(),
+        ),
+        (
+            "fitc",
+            fitc.predict_covariance(&far),
+            fitc.lengthscales(),
+            fitc.signal_variance(),
+        ),
+        (
+            "vfe",
+            vfe.predict_covariance(&far),
+            vfe.lengthscales(),
+            vfe.signal_variance(),
+        ),
+    ];
+    for (name, joint, ell, sf2) in cases {
+        let joint = joint.unwrap();
+        let prior = se_ard_by_definition(&far, &far, ell.as_slice(), sf2);
+        let error = max_error(&joint.f_covariance, &prior, sf2);
+        assert!(
+            error < 1e-9,
+            "{name}: {error:e}\n{}{prior}",
+            joint.f_covariance
+        );
+    }
+}
+
 /// Every model of the crate (as in the conformance suite), trained briefly on the sinc toy.
 fn fitted_models() -> Vec<Box<dyn FittedRegressor>> {
     let mut rng = StdRng::seed_from_u64(24);
