@@ -269,11 +269,23 @@ pub(crate) fn pseudo_inputs(data: &Dataset, m: usize, seed: u64) -> Result<DMatr
     for (j, &i) in rows.iter().enumerate() {
         pseudo.set_row(j, &x.row(i));
     }
-    for j in rows.len()..m {
-        for d in 0..dim {
+    in_bounding_box(&mut pseudo, rows.len()..m, x, &mut rng);
+    Ok(pseudo)
+}
+
+/// Rows `rows` of `points` drawn uniformly in the bounding box of the rows of `x` (one uniform
+/// per entry, row after row, with `rng`): the inducing inputs a start wants beyond the distinct
+/// training inputs there are.
+pub(crate) fn in_bounding_box(
+    points: &mut DMatrix<f64>,
+    rows: impl IntoIterator<Item = usize>,
+    x: &DMatrix<f64>,
+    rng: &mut impl Rng,
+) {
+    for j in rows {
+        for d in 0..x.ncols() {
             let (lo, hi) = (x.column(d).min(), x.column(d).max());
-            pseudo[(j, d)] = lo + (hi - lo) * rng.random::<f64>();
+            points[(j, d)] = lo + (hi - lo) * rng.random::<f64>();
         }
     }
-    Ok(pseudo)
 }

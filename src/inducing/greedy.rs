@@ -1,6 +1,7 @@
 //! Greedy conditional-variance selection of inducing inputs (Burt, Rasmussen & van der Wilk,
 //! JMLR 2020, §3): a pivoted Cholesky factorisation of $K_{ff}$ that stops after m pivots.
 
+use crate::init;
 use crate::kernel::{self, Covariance};
 use nalgebra::{DMatrix, DVector};
 
@@ -67,14 +68,33 @@ pub(crate) fn greedy_variance(
     (order, d)
 }
 
-/// The rows of `x` (n×D) that [`greedy_variance`] chooses, in order (m×D).
+/// The rows of `x` (n×D) that [`greedy_variance`] chooses, in order (m×D) — but a row that
+/// repeats one chosen before it (chosen once the distinct rows run out, at zero residual) is
+/// replaced by a point drawn uniformly in the inputs' bounding box with `seed`, as the subset
+/// start fills its shortfall ([`init::pseudo_inputs`]): m inputs with fewer than m distinct rows
+/// were repeats, a K_uu singular but for its jitter and inducing inputs that stayed together.
 pub(crate) fn greedy_inputs(
     x: &DMatrix<f64>,
     m: usize,
     covariance: &Covariance<'_>,
+    seed: u64,
 ) -> DMatrix<f64> {
     let (order, _) = greedy_variance(x, m, covariance);
-    DMatrix::from_fn(order.len(), x.ncols(), |j, d| x[(order[j], d)])
+    let mut inputs = DMatrix::from_fn(order.len(), x.ncols(), |j, d| x[(order[j], d)]);
+    let mut seen = std::collections::HashSet::with_capacity(order.len());
+    let repeats: Vec<usize> = (0..order.len())
+        .filter(|&j| {
+            !seen.insert(
+                inputs
+                    .row(j)
+                    .iter()
+                    .map(|v| v.to_bits())
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .collect();
+    init::in_bounding_box(&mut inputs, repeats, x, &mut crate::random::seeded(seed));
+    inputs
 }
 
 #[cfg(test)]
@@ -167,9 +187,22 @@ mod tests {
         sorted.dedup();
         assert_eq!(sorted.len(), 30, "distinct indices");
         assert_eq!(greedy_variance(&x, 30, &cov).0, order);
-        let inputs = greedy_inputs(&x, 30, &cov);
+        // 20 distinct inputs, each twice: the 20 distinct ones are chosen first, and the 10
+        // picks that repeat one of them are points of the bounding box instead.
+        let inputs = greedy_inputs(&x, 30, &cov, 0);
         for (j, &i) in order.iter().enumerate() {
-            assert_eq!(inputs.row(j), x.row(i));
+            let repeat = order[..j].iter().any(|&k| x.row(k) == x.row(i));
+            assert_eq!(repeat, j >= 20, "pick {j}");
+            if repeat {
+                assert!((0..40).all(|k| x.row(k) != inputs.row(j)), "pick {j}");
+                for d in 0..2 {
+                    let c = x.column(d);
+                    assert!((c.min()..=c.max()).contains(&inputs[(j, d)]), "pick {j}");
+                }
+            } else {
+                assert_eq!(inputs.row(j), x.row(i));
+            }
         }
+        assert_eq!(greedy_inputs(&x, 30, &cov, 0), inputs);
     }
 }

@@ -32,8 +32,9 @@ pub enum InducingStart {
     /// the largest $k(x_i, x_i) - Q_{ii}$ given those chosen before, a pivoted Cholesky of
     /// $K_{ff}$, O(nm² + nmD). It needs the start's lengthscales (with a fixed block and no
     /// given inputs, [`crate::full_gp`]'s start is computed for it). The choice itself draws
-    /// nothing; the seed enters only through the start's lengthscales where they are learned on
-    /// a seeded subset (above 1 024 rows by default).
+    /// nothing; the seed enters through the start's lengthscales where they are learned on a
+    /// seeded subset (above 1 024 rows by default), and where the training inputs hold fewer
+    /// than m distinct ones: the rest are then drawn in their bounding box, as [`Self::Subset`]'s.
     Greedy,
 }
 
@@ -254,7 +255,7 @@ impl Settings {
                     lengthscales: &hyper.lengthscales,
                     signal_variance: hyper.signal_variance,
                 };
-                Ok(greedy_inputs(data.x(), self.m, &covariance))
+                Ok(greedy_inputs(data.x(), self.m, &covariance, training.seed))
             }
         }
     }

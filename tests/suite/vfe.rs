@@ -449,6 +449,37 @@ fn greedy_start_picks_distinct_training_inputs_without_the_seed() {
     ));
 }
 
+/// With fewer distinct training inputs than m, the greedy start takes every distinct one and
+/// draws the rest in their bounding box (as the subset start): it repeated chosen inputs, so
+/// that a fit without jitter failed to factor K_uu where the subset start's fitted.
+#[test]
+fn greedy_start_on_fewer_distinct_inputs_than_m_repeats_none() {
+    let n = 50;
+    let x = DMatrix::from_fn(n, 1, |i, _| (i % 10) as f64);
+    let y = DVector::from_fn(n, |i, _| (x[(i, 0)] * 0.7).sin() + 0.01 * (i as f64).cos());
+    let train = Dataset::new(x, y).unwrap();
+    let params = |start| {
+        Vfe::params(15)
+            .seed(5)
+            .inducing_start(start)
+            .jitter(0.0)
+            .max_iterations(0)
+    };
+    let z = params(InducingStart::Greedy)
+        .fit(&train)
+        .unwrap()
+        .inducing_inputs();
+    let mut values: Vec<f64> = z.iter().copied().collect();
+    values.sort_by(f64::total_cmp);
+    values.dedup();
+    assert_eq!(values.len(), 15, "{z}");
+    assert!(values.iter().all(|v| (0.0..=9.0).contains(v)), "{z}");
+    for k in 0..10 {
+        assert!(values.contains(&f64::from(k)), "input {k} not chosen: {z}");
+    }
+    assert!(params(InducingStart::Subset).fit(&train).is_ok());
+}
+
 #[cfg(feature = "serde")]
 #[test]
 fn persistence_round_trips_bit_for_bit() {
