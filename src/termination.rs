@@ -170,6 +170,7 @@ pub struct TrainingSummary {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub enum Remedy {
     /// Both fits were trained on 3/4 of the rows and scored by their mean negative log
     /// predictive density on the other 1/4, each with its predictive variances multiplied by the
@@ -488,6 +489,7 @@ impl fmt::Display for Remedy {
 /// fit's ȳ.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct HeldOutCalibration {
     /// The number of held-out rows.
     pub rows: usize,
@@ -726,6 +728,7 @@ impl fmt::Display for Flags {
 /// variances, which [`LooDiagnostic::fits_too_well`] flags.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct LooDiagnostic {
     /// Mean of zᵢ² = (yᵢ − μ₋ᵢ)²/v₋ᵢ: 1 for a calibrated model, above for an overconfident one.
     pub mean_z2: f64,

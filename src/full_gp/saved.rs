@@ -108,8 +108,23 @@ impl FittedFullGp {
         if let Some(y_mean) = r.y_mean {
             model.recentre_targets(finite(y_mean, "full-GP y_mean")?);
         }
-        if let Some(online) = r.online {
-            model.prequential = online.checked(1.0)?.1;
+        // The updates' rows and their record, written together (format 11): each counts the
+        // other's rows.
+        let updated_rows = r.blocks.as_deref().map(|b| n - b[0]);
+        let online = r.online.map(|o| o.checked(1.0)).transpose()?;
+        if updated_rows != online.as_ref().map(|(updates, ..)| *updates) {
+            return Err(crate::error::Error::InvalidParameter {
+                name: "online",
+                reason: format!(
+                    "the online record counts {:?} updated rows and the blocks add {:?} to the \
+                     fit: an updated full GP saves both, with the same count",
+                    online.as_ref().map(|(updates, ..)| *updates),
+                    updated_rows
+                ),
+            });
+        }
+        if let Some((_, prequential, _)) = online {
+            model.prequential = prequential;
         }
         crate::data::check_finite_vector("full-GP α = (K + σn²I)⁻¹(y − ȳ)", &model.alpha)?;
         finite(model.record.neg_log_evidence, "full-GP −log p(y|θ)")?;

@@ -80,8 +80,8 @@ impl Fitted {
 }
 
 /// `to_repr` and `from_repr` of `$fitted` (its field `fit` holds the [`Fitted`] core, beside the
-/// model's own `$extra` floats, named `$what` in errors) with its saved form `$repr` and the
-/// words of its [`super::Kind`] `$kind`.
+/// model's own `$extra` floats — finite and not negative, as VFE's trace tr(K_ff − Q_ff) —, named
+/// `$what` in errors) with its saved form `$repr` and the words of its [`super::Kind`] `$kind`.
 macro_rules! saved_methods {
     ($fitted:ident, $repr:ident, $kind:ident $(, $extra:ident: $what:literal)*) => {
         impl $fitted {
@@ -145,7 +145,15 @@ macro_rules! saved_methods {
                     $crate::hyperparameters::unpack(&theta, d, m, noise, None, words.theta)?;
                 let y_mean = finite(r.y_mean, words.y_mean)?;
                 let objective = finite(r.objective, words.objective)?;
-                $(let $extra = finite(r.$extra, $what)?;)*
+                $(
+                    let $extra = finite(r.$extra, $what)?;
+                    if $extra < 0.0 {
+                        return Err($crate::error::Error::InvalidParameter {
+                            name: stringify!($extra),
+                            reason: format!("{} is {}, below 0", $what, $extra),
+                        });
+                    }
+                )*
                 $crate::params::check_threads(r.threads)?;
                 let training = r.training.into_summary(&columns)?;
                 let jitter = finite(r.jitter, words.jitter)?;

@@ -22,7 +22,7 @@
 //!
 //! # The format
 //!
-//! A saved model is `{"format_version": 12, "model": {"<kind>": {...}}}` (the current
+//! A saved model is `{"format_version": 13, "model": {"<kind>": {...}}}` (the current
 //! [`FORMAT_VERSION`]) with kind `ssgp`,
 //! `fitc`, `vfe`, `full_gp`, `standardized` (a scaler and its `model`) or `ensemble` (`combine` and
 //! `members`, each a model). Matrices are lists of rows. What is saved is what the model cannot
@@ -75,6 +75,9 @@
 //! - settings within bounds: threads ≤ [`crate::params::MAX_THREADS`], SSGP's chunk ≥ 1 row,
 //!   jitter retries ≤ [`crate::linalg::Jitter::MAX_RETRIES`];
 //! - the training summary: finite evidences, sums over an ensemble's members that do not overflow;
+//!   VFE's trace tr(K_ff − Q_ff) ≥ 0;
+//! - online records: an SSGP's or full GP's count of updates is its record's rows; an updated
+//!   full GP's `blocks` and `online` record come together and count the same rows;
 //! - that predictions cannot overflow: bounds on every mean, variance and intermediate sum of a
 //!   prediction at any test input (for SSGP, any whose phases Ω(x* − c) are finite) are computed
 //!   from the loaded values — for a triangular solve from ‖L‖_F and ‖L⁻¹‖_F — and must stay

@@ -43,8 +43,12 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// them, `prequential`; absent, none); 12, the online record's `prior_level` (the share ρ of
 /// SSGP's prior term λI in A = D + ρλI that forgetting has left; written only below 1, and read
 /// as 1 when absent — an SSGP updated with forgetting and saved in format 11 continues from a
-/// prior taken as whole).
-pub const FORMAT_VERSION: u32 = 12;
+/// prior taken as whole); 13, checks that refuse what loaded before: an unknown field in a
+/// training summary's `diagnostic`, `remedy` or held-out record (a misspelt one loaded as its
+/// default and moved the flags), a VFE `trace` below 0, an updated full GP's `online` record
+/// without its `blocks` or the other way round, or counting other rows than they add (files of
+/// every earlier version are read with these checks too: the crate never wrote such a file).
+pub const FORMAT_VERSION: u32 = 13;
 
 /// The oldest format version this build reads: a format-2 file is migrated on load (its
 /// training summaries have no diagnostic: the loaded model reports `diagnostic: None`, and

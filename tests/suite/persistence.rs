@@ -16,7 +16,7 @@ use ssgp::ssgp::Ssgp;
 use ssgp::standardize::{FittedStandardized, Standardized};
 use ssgp::{
     Dataset, Error, Fitc, FittedFitc, FittedFullGp, FittedRegressor, FittedSsgp, FullGp,
-    JointPredictive, Predictive, Regressor, TrainingSummary,
+    JointPredictive, Predictive, Regressor, TrainingSummary, Vfe,
 };
 use std::collections::BTreeMap;
 use std::sync::mpsc;
@@ -355,8 +355,24 @@ fn each_listed_tampering_is_a_typed_error() {
             .fit(&train)
             .unwrap(),
     );
+    let vfe = value_of(
+        &Vfe::params(5)
+            .seed(2)
+            .max_evaluations(60)
+            .fit(&train)
+            .unwrap(),
+    );
+    let mut updated = full_params().fit(&train).unwrap();
+    updated
+        .update(
+            &DMatrix::from_element(2, 1, 0.3),
+            &DVector::from_element(2, 0.1),
+        )
+        .unwrap();
+    let updated = value_of(&updated);
     assert!(load(&ssgp).is_ok() && load(&fixed).is_ok() && load(&fitc).is_ok());
     assert!(load(&full).is_ok() && load(&standardized).is_ok());
+    assert!(load(&vfe).is_ok() && load(&updated).is_ok());
     let tamper = |base: &Value, path: &str, change: &dyn Fn(&mut Value)| {
         let mut v = base.clone();
         change(v.pointer_mut(path).unwrap_or_else(|| panic!("{path}")));
@@ -369,6 +385,19 @@ fn each_listed_tampering_is_a_typed_error() {
         v.as_array_mut().unwrap().remove(0);
     };
     let set = |x: Value| move |v: &mut Value| *v = x.clone();
+    let rename = |from: &'static str, to: &'static str| {
+        move |v: &mut Value| {
+            let fields = v.as_object_mut().unwrap();
+            let value = fields.remove(from).unwrap_or_else(|| panic!("{from}"));
+            fields.insert(to.into(), value);
+        }
+    };
+    let remove = |field: &'static str| {
+        move |v: &mut Value| {
+            v.as_object_mut().unwrap().remove(field).unwrap();
+        }
+    };
+    let malformed = |e: &Error| matches!(e, Error::MalformedModel { .. });
 
     let cases: Vec<TamperCase> = vec![
         (
@@ -790,6 +819,48 @@ fn each_listed_tampering_is_a_typed_error() {
                     }
                 )
             },
+        ),
+        (
+            "a misspelt field of the LOO diagnostic (it loaded as the default, the flags moved)",
+            tamper(
+                &ssgp,
+                "/model/ssgp/training/diagnostic",
+                &rename("honest", "honset"),
+            ),
+            &malformed,
+        ),
+        (
+            "a misspelt field of the calibration check's record",
+            tamper(
+                &ssgp,
+                "/model/ssgp/training/remedy/HeldOut",
+                &rename("mean_kept", "mean_kpet"),
+            ),
+            &malformed,
+        ),
+        (
+            "a misspelt field of the held-out rows' calibration",
+            tamper(
+                &ssgp,
+                "/model/ssgp/training/remedy/HeldOut/held_out",
+                &rename("nmse", "nsme"),
+            ),
+            &malformed,
+        ),
+        (
+            "VFE's trace tr(K_ff − Q_ff) negative",
+            tamper(&vfe, "/model/vfe/trace", &set(serde_json::json!(-1.0))),
+            &|e| matches!(e, Error::InvalidParameter { name: "trace", .. }),
+        ),
+        (
+            "an updated full GP's online record without its blocks",
+            tamper(&updated, "/model/full_gp", &remove("blocks")),
+            &|e| matches!(e, Error::InvalidParameter { name: "online", .. }),
+        ),
+        (
+            "an updated full GP's blocks without its online record",
+            tamper(&updated, "/model/full_gp", &remove("online")),
+            &|e| matches!(e, Error::InvalidParameter { name: "online", .. }),
         ),
         (
             "another format version",
