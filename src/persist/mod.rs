@@ -51,7 +51,8 @@
 //! every held-out check's `start_hyperparameters` = `start_rows` = 0 (format 9 adds
 //! `Remedy::FewInputs`, which no older file holds), a file before format 10 with no training
 //! mean scored, before format 11 with no online record (an updated model then loaded as fitted
-//! on all its rows), before format 12 with SSGP's prior taken as whole (`FORMAT_VERSION`'s docs
+//! on all its rows), before format 12 with SSGP's prior taken as whole, before format 13 with an
+//! updated SSGP's b recovered as Aα (its next update equal to round-off) (`FORMAT_VERSION`'s docs
 //! list every version's fields), and all predict what they predicted when saved
 //! (`tests/suite/format2.rs`: bit for bit but FITC's variances, to 1e-12 relative since the
 //! crate's own blocked kernels sum in another order; an updated full GP saved before format 11,

@@ -43,7 +43,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// them, `prequential`; absent, none); 12, the online record's `prior_level` (the share ρ of
 /// SSGP's prior term λI in A = D + ρλI that forgetting has left; written only below 1, and read
 /// as 1 when absent — an SSGP updated with forgetting and saved in format 11 continues from a
-/// prior taken as whole); 13, checks that refuse what loaded before: an unknown field in a
+/// prior taken as whole); 13, an updated SSGP's `rhs` b = Φᵀ(y − ȳ) as its updates
+/// accumulated it (its next update after loading is then the original's bit for bit; absent, b
+/// is recovered as Aα, to round-off), and checks that refuse what loaded before: an unknown field in a
 /// training summary's `diagnostic`, `remedy` or held-out record (a misspelt one loaded as its
 /// default and moved the flags), a VFE `trace` below 0, an updated full GP's `online` record
 /// without its `blocks` or the other way round, or counting other rows than they add (files of

@@ -104,6 +104,11 @@ pub(crate) struct SsgpRepr {
     /// never updated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) online: Option<OnlineRecord>,
+    /// b = Φᵀ(y − ȳ) (2m) as the online updates accumulated it (format 13), so that a loaded
+    /// model's next update is the original's bit for bit; absent for a model never updated, and
+    /// in older files, where it is recovered as Aα (to round-off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) rhs: Option<Vec<f64>>,
 }
 
 #[cfg(test)]
@@ -122,6 +127,9 @@ impl SsgpRepr {
         all.extend(self.centre.iter_mut());
         all.extend(self.alpha.iter_mut());
         all.extend(rows_mut(&mut self.cholesky_factor));
+        if let Some(rhs) = &mut self.rhs {
+            all.extend(rhs.iter_mut());
+        }
         all.extend(self.training.floats_mut());
         all
     }

@@ -1,6 +1,7 @@
 //! A fitted SSGP as saved (feature `serde`): θ, the posterior's α, L and centre, the fixed
-//! frequencies if any, and the settings its predictions run with; ℓ, σ0², σn², W and Ω = W ⊘ ℓ
-//! are decoded from θ on load by the code that decoded them when fitting.
+//! frequencies if any, the settings its predictions run with and, once updated online, the
+//! updates' record and b = Φᵀ(y − ȳ); ℓ, σ0², σn², W and Ω = W ⊘ ℓ are decoded from θ on load by
+//! the code that decoded them when fitting.
 
 use super::features::scaled_frequencies;
 use super::online::MIN_PRIOR_LEVEL;
@@ -40,6 +41,7 @@ impl FittedSsgp {
                 prequential: self.prequential.clone(),
                 prior_level: self.prior_level,
             }),
+            rhs: self.rhs.as_ref().map(|b| b.as_slice().to_vec()),
         }
     }
 
@@ -78,6 +80,11 @@ impl FittedSsgp {
             "cholesky_factor",
         )?;
         let centre = vector(r.centre, d, "SSGP centre (entries, D)")?;
+        let rhs = r
+            .rhs
+            .map(|b| vector(b, k, "SSGP rhs b = Φᵀ(y − ȳ) (entries, 2m)"))
+            .transpose()?
+            .map(|b| nalgebra::DMatrix::from_column_slice(k, 1, b.as_slice()));
         let noise = NoiseParam {
             floor: r.noise_floor,
         };
@@ -144,7 +151,7 @@ impl FittedSsgp {
                 (r.threads, None),
                 columns,
             ),
-            rhs: None,
+            rhs,
             updates: 0,
             prequential: Default::default(),
         };
