@@ -36,7 +36,11 @@
 //! [`FittedStandardized<F>`] and [`FittedEnsemble<M>`] for every persistable `F` and `M`), so
 //! other serde formats work too; to read predictions back bit for bit a format must round-trip
 //! `f64` exactly (a binary one, or serde_json with its `float_roundtrip` feature, which this
-//! crate's feature `serde` turns on).
+//! crate's feature `serde` turns on). Standardised models and ensembles nest models, and their
+//! derived `Deserialize` recurses once per level before any check runs: serde_json stops at 128
+//! levels, but a format without a recursion limit (bincode 1, say) reading an untrusted file
+//! can overflow the stack on a few bytes per level — bound the nesting there, or read untrusted
+//! files as JSON.
 //!
 //! # Versions
 //!
