@@ -101,7 +101,24 @@ pub fn nmse(y_test: &DVector<f64>, pred: &Predictive, y_train_mean: f64) -> Resu
 /// As [`mse`], and [`Error::InvalidParameter`] if a predictive variance is not positive and
 /// finite.
 pub fn mnlp(y_test: &DVector<f64>, pred: &Predictive) -> Result<f64> {
-    Ok(half_mean(&twice_nlp(y_test, pred)?))
+    finite_nlp(half_mean(&twice_nlp(y_test, pred)?))
+}
+
+/// `value`, a (mean) negative log probability, checked finite.
+///
+/// # Errors
+/// [`Error::Numerical`] if it overflowed.
+fn finite_nlp(value: f64) -> Result<f64> {
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(Error::Numerical {
+            what: "the squared error over the predictive variance overflows f64 (an error beyond \
+                   about 1e154 standard deviations): compare targets and predictions on a \
+                   smaller scale"
+                .into(),
+        })
+    }
 }
 
 /// The negative log probability of each test target under the noisy predictive (n_*), whose
@@ -110,7 +127,9 @@ pub fn mnlp(y_test: &DVector<f64>, pred: &Predictive) -> Result<f64> {
 /// # Errors
 /// As [`mnlp`].
 pub fn nlp(y_test: &DVector<f64>, pred: &Predictive) -> Result<DVector<f64>> {
-    Ok(twice_nlp(y_test, pred)? * 0.5)
+    let nlp = twice_nlp(y_test, pred)? * 0.5;
+    finite_nlp(nlp.sum())?;
+    Ok(nlp)
 }
 
 /// [`nlp`] and [`mnlp`] from one pass over the targets (the mean with `mnlp`'s bits).
@@ -174,7 +193,21 @@ const Z95_SQUARED: f64 = 3.841_458_820_694_124;
 /// # Errors
 /// As [`mnlp`].
 pub fn calibration(y_test: &DVector<f64>, pred: &Predictive) -> Result<Calibration> {
-    mnlp(y_test, pred)?;
+    let c = calibration_unchecked(y_test, pred)?;
+    finite_nlp(c.mean_squared_z)?;
+    Ok(c)
+}
+
+/// [`calibration`] with a mean z² that may have overflowed to ∞: the calibration check scores
+/// a candidate whose z² overflows as losing, not as a failed fit.
+///
+/// # Errors
+/// As [`calibration`], overflow aside.
+pub(crate) fn calibration_unchecked(
+    y_test: &DVector<f64>,
+    pred: &Predictive,
+) -> Result<Calibration> {
+    twice_nlp(y_test, pred)?;
     let n = y_test.len() as f64;
     let z2: Vec<f64> = y_test
         .iter()
@@ -212,6 +245,19 @@ mod tests {
         let pred = predictive(&[0.0, 0.0], &[1.0, 1.0]);
         assert!(matches!(mse(&y, &pred), Err(Error::Numerical { .. })));
         assert!(matches!(nmse(&y, &pred, 0.0), Err(Error::Numerical { .. })));
+        // The log probabilities and z² overflow too (they were Ok(∞)): errors, as mse's; the
+        // calibration check's own scoring keeps the ∞ (a candidate that overflows loses).
+        assert!(matches!(mnlp(&y, &pred), Err(Error::Numerical { .. })));
+        assert!(matches!(nlp(&y, &pred), Err(Error::Numerical { .. })));
+        assert!(matches!(
+            calibration(&y, &pred),
+            Err(Error::Numerical { .. })
+        ));
+        let tiny = predictive(&[0.0, 0.0], &[1e-300, 1e-300]);
+        let far = DVector::from_vec(vec![1e5, 0.0]);
+        assert!(matches!(mnlp(&far, &tiny), Err(Error::Numerical { .. })));
+        let unchecked = calibration_unchecked(&y, &pred).unwrap();
+        assert_eq!(unchecked.mean_squared_z, f64::INFINITY);
         let wide = predictive(&[0.0, 0.0], &[f64::INFINITY, 1.0]);
         let small = DVector::from_vec(vec![1.0, -1.0]);
         assert!(matches!(

@@ -244,7 +244,9 @@ impl Predictive {
                 ),
             });
         }
-        let z = standard_normal_quantile(0.5 + 0.5 * level);
+        // From the tail probability (1 − level)/2: 0.5 + 0.5·level rounds to 1 for a level
+        // within 2⁻⁵³ of 1, whose quantile is ∞ (NaN bounds).
+        let z = -standard_normal_quantile(0.5 * (1.0 - level));
         let half = self.y_std() * z;
         Ok((&self.mean - &half, &self.mean + &half))
     }
@@ -720,6 +722,13 @@ mod tests {
         let z = 1.959_963_984_540_054;
         assert!((hi[0] - 1.0 - 2.0 * z).abs() < 1e-14 && (1.0 - lo[0] - 2.0 * z).abs() < 1e-14);
         assert!((hi[1] + 2.0 - z).abs() < 1e-14);
+        // Levels within 2⁻⁵³ of 1 (the largest f64 below 1) and of 0 give finite, ordered
+        // bounds (the largest gave NaN: its 0.5 + 0.5·level rounded to 1): Φ⁻¹(1 − 2⁻⁵⁴) ≈ 8.29.
+        let (_, top) = p.interval(1.0 - f64::EPSILON / 2.0).unwrap();
+        let (_, high) = p.interval(0.9999).unwrap();
+        let (_, least) = p.interval(f64::MIN_POSITIVE).unwrap();
+        assert!(top[1] + 2.0 > 8.2 && top[1] + 2.0 < 8.3, "{top}");
+        assert!(top[1] > high[1] && least[1] == -2.0, "{top} {high} {least}");
         for bad in [0.0, 1.0, -0.5, 1.5, f64::NAN] {
             assert!(
                 matches!(

@@ -26,7 +26,7 @@ use super::{SsgpEvidence, SsgpHyperparameters};
 use crate::data::{groups_of_equal_inputs, Dataset, InputColumns};
 use crate::error::Result;
 use crate::hyperparameters::Hyperparameters;
-use crate::metrics::{calibration, nlp_and_mnlp, nmse};
+use crate::metrics::{calibration_unchecked, nlp_and_mnlp, nmse};
 use crate::optim::{retag, Objective, Phase};
 use crate::predictive::Predictive;
 use crate::termination::{HeldOutCalibration, Remedy, TrainingSummary};
@@ -505,7 +505,7 @@ impl ValidSsgpParams {
             let observer = fitted.record.observer.take();
             let own = fitted.predict(&held_all);
             fitted.record.observer = observer;
-            let own_z2 = calibration(held.y(), &own?)?.mean_squared_z;
+            let own_z2 = calibration_unchecked(held.y(), &own?)?.mean_squared_z;
             let noise = (measured_noise, fitted.noise_variance());
             narrowed_to_the_measured_level(remedy, noise, own_z2, plan.learned_range.0)
         } else {
@@ -1136,7 +1136,7 @@ fn score_predictive(
     y_mean: f64,
     (lowest, highest): (f64, f64),
 ) -> Result<HeldOutScore> {
-    let z2 = calibration(held.y(), &p)?.mean_squared_z;
+    let z2 = calibration_unchecked(held.y(), &p)?.mean_squared_z;
     let scale = held_out_factor(z2, held.len(), (lowest, highest));
     p.y_variance *= scale;
     let (row_nlp, score) = nlp_and_mnlp(held.y(), &p)?;
