@@ -295,6 +295,18 @@ fn ssgp_update_rejects_bad_samples_and_leaves_the_model() {
     assert!(model
         .update(&x, &DVector::from_vec(vec![1.0, f64::NAN]))
         .is_err());
+    // An empty batch is checked too (one of the wrong D was accepted), and one of the right D
+    // changes nothing.
+    let empty = DVector::zeros(0);
+    for (dim, ok) in [(7, false), (2, true)] {
+        let batch = DMatrix::zeros(0, dim);
+        assert_eq!(model.update(&batch, &empty).is_ok(), ok, "D = {dim}");
+        assert_eq!(
+            model.update_forgetting(&batch, &empty, 0.9).is_ok(),
+            ok,
+            "D = {dim}"
+        );
+    }
     assert_eq!(model.predict(&xt).unwrap(), before);
     assert_eq!(model.num_updates(), 0);
 }
