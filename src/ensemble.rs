@@ -190,7 +190,7 @@ impl Ensemble {
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for an empty ensemble; [`Error::Allocation`] for more restarts
-    /// than memory holds; the first member's error if any fit fails.
+    /// than memory holds; the first failing member's error (in member order) if any fit fails.
     pub fn fit<T: TrainingData + ?Sized>(&self, data: &T) -> Result<FittedEnsemble> {
         let data = &*data.to_dataset()?;
         let fitted: Vec<Box<dyn FittedRegressor>> = self.with_configurations(|members| {
@@ -200,7 +200,11 @@ impl Ensemble {
                     reason: "an ensemble needs at least one model".into(),
                 });
             }
-            members.par_iter().map(|m| m.fit_boxed(data)).collect()
+            // Every fit's result, then the first error in member order (rayon's collect into a
+            // Result keeps whichever failing member it meets first).
+            let results: Vec<Result<Box<dyn FittedRegressor>>> =
+                members.par_iter().map(|m| m.fit_boxed(data)).collect();
+            results.into_iter().collect()
         })?;
         let best = fitted
             .iter()
@@ -208,8 +212,12 @@ impl Ensemble {
             .min_by(|a, b| a.1.neg_log_evidence().total_cmp(&b.1.neg_log_evidence()))
             .map_or(0, |(i, _)| i);
         let mut training = fitted[best].training().clone();
-        training.iterations = fitted.iter().map(|f| f.training().iterations).sum();
-        training.evaluations = fitted.iter().map(|f| f.training().evaluations).sum();
+        training.iterations = fitted
+            .iter()
+            .fold(0u64, |a, f| a.saturating_add(f.training().iterations));
+        training.evaluations = fitted
+            .iter()
+            .fold(0usize, |a, f| a.saturating_add(f.training().evaluations));
         Ok(FittedEnsemble {
             members: fitted,
             best,
@@ -415,6 +423,8 @@ impl<M: FittedRegressor> FittedEnsemble<M> {
                 })?;
             cols.extend((0..draws).filter(|&s| which[s] == k));
             let joint = m.predict_covariance(x)?;
+            const MEANS: &str = "a member's joint means";
+            check_shape((joint.mean.len(), 1), (x.nrows(), MEANS), (1, MEANS))?;
             let (l, added) = joint.factor()?;
             jitter = jitter.max(added);
             let mut member_z =

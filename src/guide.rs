@@ -421,7 +421,8 @@
 //! its factor (O(n²) per sample; it keeps the data). Both keep the batch's target offset ȳ, so
 //! they equal conditioning on all the data at θ with that offset. With drifting data, SSGP's
 //! `update_forgetting(x, y, γ)` discounts older samples by γ per sample (the prior on the weights
-//! is kept whole, so directions the stream no longer visits fall back to it); re-learn
+//! is discounted too but restored whole whenever its share falls below ½, so it never drops
+//! under half and directions the stream no longer visits fall back to it); re-learn
 //! θ when the stream has left the batch's range far behind. The model tells you when: every
 //! `update` records how it predicted the samples it adds before adding them
 //! ([`FittedSsgp::prequential`](crate::FittedSsgp::prequential), and the full GP's: mean z² and

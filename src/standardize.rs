@@ -294,11 +294,18 @@ impl<F: FittedRegressor> FittedStandardized<F> {
     /// ∂μ/∂x_d = (s_y/s_d) ∂μ̃/∂z_d and ∂σ²/∂x_d = (s_y²/s_d) ∂σ̃²/∂z_d.
     ///
     /// # Errors
-    /// As [`Self::predict`] and the wrapped model's `predict_gradients`.
+    /// As [`Self::predict`] and the wrapped model's `predict_gradients`;
+    /// [`crate::error::Error::DimensionMismatch`] if the wrapped model's gradients are not n*×D.
     pub fn predict_gradients<X: Inputs + ?Sized>(&self, x: &X) -> Result<PredictiveGradients> {
         let x = &*x.to_matrix()?;
         let z = self.scaler.transform_inputs(x)?;
         let inner = self.inner.predict_gradients(&z)?;
+        // The wrapped model may be a user's: its shapes are checked before they are indexed.
+        let (n, dim) = x.shape();
+        const MEANS: &str = "the wrapped model's gradients of the means";
+        const VARIANCES: &str = "the wrapped model's gradients of the variances";
+        crate::error::check_shape(inner.mean.shape(), (n, MEANS), (dim, MEANS))?;
+        crate::error::check_shape(inner.variance.shape(), (n, VARIANCES), (dim, VARIANCES))?;
         let (sy, sx) = (self.scaler.y_scale, &self.scaler.x_scale);
         let mut mean = inner.mean;
         let mut variance = inner.variance;

@@ -82,16 +82,24 @@ fn best_of_predicts_as_its_member_with_the_lowest_negative_log_evidence() {
 /// A member from outside the crate whose results have one row too few (a bug in the user's
 /// model): the mixture's predictions are a `DimensionMismatch`, where adding its vectors to the
 /// others' panicked; one whose variances are 0 is an `InvalidParameter`, where the spread's
-/// ratio came out NaN.
+/// ratio came out NaN. One whose joint predictive has one row too many (agreeing with itself)
+/// and whose gradients have one column too many: the mixture's joint samples and a
+/// standardised model's gradients are a `DimensionMismatch`, where both panicked.
 #[test]
 fn a_member_with_results_of_the_wrong_shape_is_an_error() {
     use nalgebra::DVector;
-    use ssgp::{Dataset, Error, FittedRegressor, JointPredictive, Predictive, TrainingSummary};
-    /// One row too few, or (`flat`) variances of 0.
+    use ssgp::standardize::Standardized;
+    use ssgp::{
+        Dataset, Error, FittedRegressor, JointPredictive, Predictive, PredictiveGradients,
+        TrainingSummary,
+    };
+    /// One row too few, or (`flat`) variances of 0, or (`long`) a joint predictive of one row
+    /// too many and gradients of one column too many.
     struct Short {
         flat: bool,
+        long: bool,
     }
-    struct FittedShort(TrainingSummary, bool);
+    struct FittedShort(TrainingSummary, bool, bool);
     impl Regressor for Short {
         fn name(&self) -> &'static str {
             "short"
@@ -100,6 +108,7 @@ fn a_member_with_results_of_the_wrong_shape_is_an_error() {
             Ok(Box::new(FittedShort(
                 TrainingSummary::untrained(0.0),
                 self.flat,
+                self.long,
             )))
         }
     }
@@ -121,10 +130,25 @@ fn a_member_with_results_of_the_wrong_shape_is_an_error() {
         }
         fn predict_covariance(&self, x: &DMatrix<f64>) -> ssgp::Result<JointPredictive> {
             let n = x.nrows();
+            if self.2 {
+                return Ok(JointPredictive {
+                    mean: DVector::zeros(n + 1),
+                    f_covariance: DMatrix::identity(n + 1, n + 1),
+                    noise_variance: 1.0,
+                });
+            }
             Ok(JointPredictive {
                 mean: DVector::zeros(n),
                 f_covariance: DMatrix::zeros(n - 1, n - 1),
                 noise_variance: 1.0,
+            })
+        }
+        fn predict_gradients(&self, x: &DMatrix<f64>) -> ssgp::Result<PredictiveGradients> {
+            let (n, d) = x.shape();
+            Ok(PredictiveGradients {
+                predictive: self.predict(x)?,
+                mean: DMatrix::zeros(n, d + 1),
+                variance: DMatrix::zeros(n, d + 1),
             })
         }
         fn neg_log_evidence(&self) -> f64 {
@@ -141,7 +165,10 @@ fn a_member_with_results_of_the_wrong_shape_is_an_error() {
     let train = sinc_data(30, false, 0.05, &mut rng).unwrap();
     let members: Vec<Box<dyn Regressor>> = vec![
         Box::new(Ssgp::params(3).seed(1).max_evaluations(20)),
-        Box::new(Short { flat: false }),
+        Box::new(Short {
+            flat: false,
+            long: false,
+        }),
     ];
     let mixture = Ensemble::new(members, Combine::Mixture)
         .fit(&train)
@@ -155,7 +182,10 @@ fn a_member_with_results_of_the_wrong_shape_is_an_error() {
     assert!(mismatch(mixture.sample_joint(&xs, 3, 1).map(|_| ())));
     let members: Vec<Box<dyn Regressor>> = vec![
         Box::new(Ssgp::params(3).seed(1).max_evaluations(20)),
-        Box::new(Short { flat: true }),
+        Box::new(Short {
+            flat: true,
+            long: false,
+        }),
     ];
     let flat = Ensemble::new(members, Combine::Mixture)
         .fit(&train)
@@ -167,4 +197,17 @@ fn a_member_with_results_of_the_wrong_shape_is_an_error() {
             ..
         })
     ));
+    let long = || Short {
+        flat: true,
+        long: true,
+    };
+    let members: Vec<Box<dyn Regressor>> = vec![Box::new(long())];
+    let joint = Ensemble::new(members, Combine::Mixture)
+        .fit(&train)
+        .unwrap();
+    assert!(mismatch(joint.sample_joint(&xs, 3, 1).map(|_| ())));
+    let standardized = Standardized::new(Box::new(long()) as Box<dyn Regressor>)
+        .fit(&train)
+        .unwrap();
+    assert!(mismatch(standardized.predict_gradients(&xs).map(|_| ())));
 }
