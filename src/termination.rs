@@ -985,13 +985,28 @@ impl TrainingSummary {
     }
 
     /// The summary on targets scaled by `y_scale` (a standardised model's on the original scale):
-    /// −log p(y|θ) shifted by `evidence_shift` = n log y_scale, the diagnostic's MNLP by
-    /// log y_scale (its z² and NMSE do not depend on the scale).
+    /// −log p(y|θ) shifted by `evidence_shift` = n log y_scale, every MNLP — the diagnostic's and
+    /// the calibration check's held-out ones — by log y_scale (z², NMSE and the check's choices
+    /// do not depend on the scale).
     pub fn rescaled(mut self, evidence_shift: f64, y_scale: f64) -> Self {
+        let shift = y_scale.ln();
         self.initial_neg_log_evidence += evidence_shift;
         self.neg_log_evidence += evidence_shift;
         if let Some(d) = &mut self.diagnostic {
-            d.mnlp += y_scale.ln();
+            d.mnlp += shift;
+        }
+        if let Some(Remedy::HeldOut {
+            learned_mnlp,
+            random_features_mnlp,
+            mean_mnlp,
+            ..
+        }) = &mut self.remedy
+        {
+            *learned_mnlp += shift;
+            *random_features_mnlp += shift;
+            if let Some(mean) = mean_mnlp {
+                *mean += shift;
+            }
         }
         self
     }

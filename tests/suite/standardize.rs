@@ -59,6 +59,37 @@ fn raw_and_standardised_fits_agree_up_to_the_scaling() {
     assert!((scaler.y_mean - (c * train.y_mean() + d)).abs() < 1e-12);
 }
 
+/// A standardised model's summary is on the original scale throughout: the calibration
+/// check's held-out MNLPs are shifted by log s_y as the LOO diagnostic's is (they were left on
+/// the standardised scale, beside a diagnostic on the original one).
+#[test]
+fn a_standardised_summary_has_every_mnlp_on_the_original_scale() {
+    use ssgp::Remedy;
+    let mut rng = StdRng::seed_from_u64(12);
+    let train = sinc_data(120, false, 0.05, &mut rng).unwrap();
+    let y = train.y().map(|v| v * 1e3 + 5.0);
+    let train = Dataset::new(train.x().clone(), y).unwrap();
+    let fitted = Standardized::new(Ssgp::params(10).seed(1).max_evaluations(60))
+        .fit(&train)
+        .unwrap();
+    let shift = fitted.scaler().y_scale.ln();
+    let (outer, inner) = (fitted.training(), fitted.inner().training());
+    let mnlps = |r: Option<Remedy>| match r {
+        Some(Remedy::HeldOut {
+            learned_mnlp,
+            random_features_mnlp,
+            mean_mnlp,
+            ..
+        }) => vec![learned_mnlp, random_features_mnlp, mean_mnlp.unwrap()],
+        other => panic!("no held-out check: {other:?}"),
+    };
+    let diagnostic = |s: &ssgp::TrainingSummary| s.diagnostic.unwrap().mnlp;
+    assert!((diagnostic(outer) - diagnostic(inner) - shift).abs() < 1e-12);
+    for (o, i) in mnlps(outer.remedy).into_iter().zip(mnlps(inner.remedy)) {
+        assert!((o - i - shift).abs() < 1e-12, "{o} against {i} + {shift}");
+    }
+}
+
 #[test]
 fn scaler_centres_constant_columns_and_rejects_constant_targets() {
     let x = DMatrix::from_fn(3, 2, |i, j| if j == 0 { i as f64 } else { 2.0 });
