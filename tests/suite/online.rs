@@ -155,6 +155,47 @@ fn ssgp_updates_equal_conditioning_from_scratch() {
     assert_close(&g.predictive.mean, &mean, 1e-10, "gradients' mean");
 }
 
+/// Models from `fit` (the calibration check's: learned or random-feature fits whose σ0² and σn²
+/// the check rescaled, or the training mean) updated with a stream equal the dense posterior on
+/// all the rows at their own θ — as the models from `condition` above; the check's kinds of
+/// model were never updated in a test.
+#[test]
+fn updates_of_fitted_models_equal_conditioning_from_scratch() {
+    let mut kinds = std::collections::BTreeSet::new();
+    for seed in 0..6u64 {
+        let mut rng = StdRng::seed_from_u64(70 + seed);
+        let dim = 1 + (seed as usize % 3);
+        let (xb, yb) = samples(120, dim, 0.0, &mut rng);
+        let mut model = Ssgp::params(8)
+            .seed(seed)
+            .max_evaluations(60)
+            .fit(&Dataset::new(xb.clone(), yb.clone()).unwrap())
+            .unwrap();
+        let remedy = model.training().remedy.expect("the check ran");
+        let kind = match remedy {
+            r if r.mean_kept() => "mean",
+            r if r.random_features() => "features",
+            _ => "learned",
+        };
+        kinds.insert((kind, remedy.variance_scale() != 1.0));
+        let (xs, ys) = samples(30, dim, 0.5, &mut rng);
+        feed(&xs, &ys, 10, |x, y| model.update(x, y).unwrap());
+        let (x_all, y_all) = stacked((&xb, &yb), (&xs, &ys));
+        let xt = samples(7, dim, 0.3, &mut rng).0;
+        let (mean, var) = dense_ssgp(&model, &x_all, &y_all, (&[1.0; 150], 1.0), &xt);
+        let p = model.predict(&xt).unwrap();
+        let what = format!("seed {seed}, {kind} ×{}", remedy.variance_scale());
+        assert_close(&p.mean, &mean, 1e-9, &format!("{what}: mean"));
+        assert_close(
+            &p.f_variance,
+            &var,
+            1e-9,
+            &format!("{what}: latent variance"),
+        );
+    }
+    assert!(kinds.len() >= 2, "{kinds:?}");
+}
+
 /// The prior's share ρ in A = D + ρλI after `calls` (samples, γ) from a whole prior, by the
 /// documented rule: each sample forgotten scales ρ by γ, and a ρ below ½ after a sample is
 /// restored to 1.
