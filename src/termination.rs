@@ -557,14 +557,19 @@ impl Prequential {
 
     /// Adds a sample: its target `y` and predictive mean `mean`, both less ȳ, and the predictive
     /// variance `variance` of y.
+    /// Each sum stops at the largest f64: a sample predicted with a variance so small that its z²
+    /// overflows (targets of spread 1e-60, σn² near 1e-120, then a target 1e140 away) leaves the
+    /// record finite — its mean z² huge, `overconfident`, and the model saved and loaded as any
+    /// (an infinite sum made the file unreadable).
     pub(crate) fn add(&mut self, y: f64, mean: f64, variance: f64) {
         let error = y - mean;
         let z2 = error * error / variance;
+        let capped = |sum: f64| sum.min(f64::MAX);
         self.rows = self.rows.saturating_add(1);
-        self.sum_z2 += z2;
-        self.sum_squared_error += error * error;
-        self.sum_squared_deviation += y * y;
-        self.recent_z2 = Self::RECENT_DECAY * self.recent_z2 + z2;
+        self.sum_z2 = capped(self.sum_z2 + z2);
+        self.sum_squared_error = capped(self.sum_squared_error + error * error);
+        self.sum_squared_deviation = capped(self.sum_squared_deviation + y * y);
+        self.recent_z2 = capped(Self::RECENT_DECAY * self.recent_z2 + z2);
     }
 
     /// The recent mean z² where it is above 1, else 1 (1 before any sample): the factor by which
@@ -1029,6 +1034,23 @@ mod tests {
         let c = off.calibration().unwrap();
         assert_eq!((c.rows, c.mean_z2, c.nmse), (2, 0.625, (0.25 + 4.0) / 4.0));
         assert_eq!(off.variance_factor(), 1.0);
+    }
+
+    /// A sample whose z² (or squared error) overflows leaves every sum at the largest f64: the
+    /// record stays one a saved file can hold (its sums were ∞, refused on load) and says the
+    /// error bars are far too narrow.
+    #[test]
+    fn a_prequential_record_of_an_overflowing_sample_stays_finite() {
+        let mut record = Prequential::default();
+        record.add(0.1, 0.0, 1.0);
+        record.add(1e140, 0.0, 1e-200);
+        record.add(1e300, -1e300, 1.0);
+        #[cfg(feature = "serde")]
+        assert!(record.counts(3), "{record:?}");
+        let c = record.calibration().unwrap();
+        assert!(c.mean_z2.is_finite() && c.mean_z2 > 1e300, "{c:?}");
+        assert!(c.overconfident());
+        assert!(record.variance_factor().is_finite());
     }
 
     use super::*;
