@@ -9,6 +9,8 @@ use approx::assert_relative_eq;
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use ssgp::kernel::Kernel;
+use ssgp::linalg::Jitter;
 use ssgp::optim::Objective;
 use ssgp::{Dataset, Error, Fitc, ParamGuard, Regressor, Vfe};
 
@@ -149,6 +151,141 @@ fn gradient_matches_central_differences_free_and_fixed() {
         }
     }
     println!("finite differences: largest |Δ| / tolerance = {worst:.3}");
+}
+
+/// The pseudo-inputs of θ's block (X̄ − 1cᵀ, column-major after the D + 2 hyperparameters) back
+/// in the inputs' own coordinates, as `pseudo_inputs` takes them.
+fn pseudo_inputs_of(theta: &DVector<f64>, data: &Dataset, m: usize) -> DMatrix<f64> {
+    let dim = data.dim();
+    DMatrix::from_fn(m, dim, |j, d| {
+        theta[dim + 2 + j + d * m] + data.x().column(d).mean()
+    })
+}
+
+/// FITC's gradient with an absolute jitter δ on K_uu (`jitter(δ)`, [`Jitter::absolute`]: δI,
+/// which does not move with σ0, so none of it enters ∂/∂log σ0 — the factors' relative jitter is
+/// 0, where the default's is δσ0²) against central differences, with free and with fixed
+/// pseudo-inputs, for the squared exponential and Matérn 3/2. The jitters (1e-3 … 1e-1, against
+/// σ0² from 0.37 to 2.7) are large enough that counting them as relative fails ∂/∂log σ0.
+#[test]
+fn gradient_with_an_absolute_jitter_matches_central_differences() {
+    let mut rng = StdRng::seed_from_u64(12);
+    let mut worst = 0.0f64;
+    for kernel in [Kernel::SquaredExponential, Kernel::Matern32] {
+        for (&(n, m, dim), jitter) in [(30, 5, 1), (40, 7, 3), (25, 4, 2)]
+            .iter()
+            .zip([1e-3, 1e-1, 1e-2])
+        {
+            let (x, y, theta) = inducing_problem(n, m, dim, &mut rng);
+            let data = Dataset::new(x, y).unwrap();
+            let params = Fitc::params(m).kernel(kernel).jitter(jitter).threads(1);
+            let label = format!("{kernel:?} ({n},{m},{dim}) absolute jitter {jitter:e}");
+            let fitted = params.clone().check().unwrap().condition(&data, &theta);
+            assert_eq!(fitted.unwrap().jitter(), jitter, "{label}");
+            // check_gradient's 1e-5 relative, every FITC check's: h = 1e-5 errs by ~1e-8 absolute.
+            let free = params.clone().check().unwrap().evidence(&data).unwrap();
+            worst = worst.max(check_gradient(&free, &theta, &format!("free, {label}")));
+            let fixed = params
+                .pseudo_inputs(pseudo_inputs_of(&theta, &data, m))
+                .fixed_pseudo_inputs(true)
+                .check()
+                .unwrap()
+                .evidence(&data)
+                .unwrap();
+            let head = theta.rows(0, dim + 2).into_owned();
+            worst = worst.max(check_gradient(&fixed, &head, &format!("fixed, {label}")));
+        }
+    }
+    println!("finite differences: largest |Δ| / tolerance = {worst:.1e}");
+}
+
+/// FITC's gradient with fixed pseudo-inputs (`fixed_pseudo_inputs(true)`: θ = [log ℓ, log σ0,
+/// p_n] alone) under the Matérn kernels ½, 3/2 and 5/2 (whose lengthscale derivatives go through
+/// the kernels' slopes G_uf and G_uu, not K as for the squared exponential), with and without a
+/// noise floor, against central differences; and the head of the free gradient at the same
+/// pseudo-inputs.
+#[test]
+fn fixed_pseudo_inputs_under_matern_kernels_match_central_differences() {
+    let mut rng = StdRng::seed_from_u64(13);
+    let mut worst = 0.0f64;
+    for kernel in [Kernel::Matern12, Kernel::Matern32, Kernel::Matern52] {
+        for (trial, &(n, m, dim)) in [(30, 5, 1), (40, 7, 3), (25, 4, 2)].iter().enumerate() {
+            let (x, y, theta) = inducing_problem(n, m, dim, &mut rng);
+            let data = Dataset::new(x, y).unwrap();
+            let floor = if trial == 2 { 0.05 } else { 0.0 };
+            let params = Fitc::params(m).kernel(kernel).noise_floor(floor).threads(1);
+            let xb = pseudo_inputs_of(&theta, &data, m);
+            let fixed = params
+                .clone()
+                .pseudo_inputs(xb.clone())
+                .fixed_pseudo_inputs(true)
+                .check()
+                .unwrap()
+                .evidence(&data)
+                .unwrap();
+            assert_eq!(fixed.num_params(), dim + 2);
+            let head = theta.rows(0, dim + 2).into_owned();
+            let label = format!("{kernel:?} fixed ({n},{m},{dim}) floor {floor}");
+            // check_gradient's 1e-5 relative, as above (h = 1e-5: ~1e-8 absolute round-off).
+            worst = worst.max(check_gradient(&fixed, &head, &label));
+            // The free θ holding X̄ − c as the fixed evidence computes it (see
+            // `gradient_matches_central_differences_free_and_fixed`).
+            let mut same = theta.clone();
+            for d in 0..dim {
+                let mean = data.x().column(d).mean();
+                for j in 0..m {
+                    same[dim + 2 + j + d * m] = xb[(j, d)] - mean;
+                }
+            }
+            let free = params.check().unwrap().evidence(&data).unwrap();
+            let (vf, gf) = free.value_and_gradient(&same).unwrap();
+            let (vx, gx) = fixed.value_and_gradient(&head).unwrap();
+            assert_relative_eq!(vf, vx, max_relative = 1e-14);
+            assert_relative_eq!(gf.rows(0, dim + 2).into_owned(), gx, max_relative = 1e-12);
+        }
+    }
+    println!("finite differences: largest |Δ| / tolerance = {worst:.1e}");
+}
+
+/// FITC's gradient under `jitter_policy(Jitter::ladder())` against central differences, free and
+/// with fixed pseudo-inputs, for the squared exponential and Matérn 5/2. The ladder adds jitter
+/// only when K_uu fails to factor (1e-10·σ0², then ×10 up to 1e-6·σ0²); at these random θ K_uu
+/// factors at the first rung, with no jitter (checked: the conditioned model's jitter is 0, and
+/// value and gradient are `jitter(0.0)`'s bit for bit), so this checks the ladder's first rung;
+/// the retried rungs are not reached here.
+#[test]
+fn gradient_under_the_jitter_ladder_matches_central_differences() {
+    let mut rng = StdRng::seed_from_u64(14);
+    let mut worst = 0.0f64;
+    for kernel in [Kernel::SquaredExponential, Kernel::Matern52] {
+        for &(n, m, dim) in &[(30, 5, 1), (40, 7, 3), (25, 4, 2)] {
+            let (x, y, theta) = inducing_problem(n, m, dim, &mut rng);
+            let data = Dataset::new(x, y).unwrap();
+            let params = Fitc::params(m)
+                .kernel(kernel)
+                .jitter_policy(Jitter::ladder())
+                .threads(1);
+            let label = format!("{kernel:?} ({n},{m},{dim}) ladder");
+            let fitted = params.clone().check().unwrap().condition(&data, &theta);
+            assert_eq!(fitted.unwrap().jitter(), 0.0, "{label}: first rung");
+            let free = params.clone().check().unwrap().evidence(&data).unwrap();
+            let none = params.clone().jitter(0.0).check().unwrap();
+            let none = none.evidence(&data).unwrap().value_and_gradient(&theta);
+            assert_eq!(free.value_and_gradient(&theta).unwrap(), none.unwrap());
+            // check_gradient's 1e-5 relative, as above (h = 1e-5: ~1e-8 absolute round-off).
+            worst = worst.max(check_gradient(&free, &theta, &format!("free, {label}")));
+            let fixed = params
+                .pseudo_inputs(pseudo_inputs_of(&theta, &data, m))
+                .fixed_pseudo_inputs(true)
+                .check()
+                .unwrap()
+                .evidence(&data)
+                .unwrap();
+            let head = theta.rows(0, dim + 2).into_owned();
+            worst = worst.max(check_gradient(&fixed, &head, &format!("fixed, {label}")));
+        }
+    }
+    println!("finite differences: largest |Δ| / tolerance = {worst:.1e}");
 }
 
 #[test]

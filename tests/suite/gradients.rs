@@ -31,8 +31,9 @@ fn head(dim: usize, rng: &mut StdRng) -> DVector<f64> {
 
 /// Central differences (step `h`) of `predict`'s means and y-variances at every row of `x`,
 /// against `predict_gradients`: |Δ| ≤ `tol`·max(1, |g|) entry by entry; the values it returns
-/// equal `predict`'s to 1e-11.
-fn check(model: &dyn FittedRegressor, x: &DMatrix<f64>, h: f64, tol: f64, label: &str) {
+/// equal `predict`'s to 1e-11. Returns the largest |Δ| / max(1, |g|).
+fn check(model: &dyn FittedRegressor, x: &DMatrix<f64>, h: f64, tol: f64, label: &str) -> f64 {
+    let mut worst = 0.0f64;
     let g: PredictiveGradients = model.predict_gradients(x).unwrap();
     let p = model.predict(x).unwrap();
     assert_eq!(g.mean.shape(), x.shape(), "{label}");
@@ -60,6 +61,9 @@ fn check(model: &dyn FittedRegressor, x: &DMatrix<f64>, h: f64, tol: f64, label:
             let fd_mean = (pp.mean[j] - pm.mean[j]) / (2.0 * h);
             let fd_var = (pp.y_variance[j] - pm.y_variance[j]) / (2.0 * h);
             let (gm, gv) = (g.mean[(j, d)], g.variance[(j, d)]);
+            worst = worst
+                .max((fd_mean - gm).abs() / gm.abs().max(1.0))
+                .max((fd_var - gv).abs() / gv.abs().max(1.0));
             assert!(
                 (fd_mean - gm).abs() <= tol * gm.abs().max(1.0),
                 "{label}: ∂μ/∂x[{j},{d}]: analytic {gm} vs finite difference {fd_mean}"
@@ -70,6 +74,7 @@ fn check(model: &dyn FittedRegressor, x: &DMatrix<f64>, h: f64, tol: f64, label:
             );
         }
     }
+    worst
 }
 
 fn test_inputs(rows: usize, dim: usize, rng: &mut StdRng) -> DMatrix<f64> {
@@ -259,4 +264,103 @@ fn ssgp_gradient_covariance_matches_differences_of_the_joint_covariance() {
         }
         assert!(cov[(0, 0)] > 0.0 && cov[(1, 1)] > 0.0);
     }
+}
+
+/// FITC's and VFE's `predict_gradients` on data with a constant input column (the middle one of
+/// three, which the fit ignores), at more test rows than one prediction block
+/// (`inducing::PREDICT_BLOCK`, 4 096 rows): against central differences of `predict` at every
+/// row and column — rows on both sides of the block border, the used columns' gradients written
+/// at their places among all three, the ignored column's exactly 0 (`predict` does not move with
+/// it, whatever the test inputs hold there) — for the squared exponential and Matérn 5/2.
+#[test]
+fn fitc_and_vfe_gradients_with_an_ignored_column_across_prediction_blocks() {
+    const PREDICT_BLOCK: usize = 4096;
+    let mut rng = StdRng::seed_from_u64(47);
+    let base = problem(40, 2, &mut rng);
+    let mut x = DMatrix::zeros(40, 3);
+    x.column_mut(0).copy_from(&base.x().column(0));
+    x.column_mut(1).fill(-3.0);
+    x.column_mut(2).copy_from(&base.x().column(1));
+    let data = Dataset::new(x, base.y().clone()).unwrap();
+    let xt = test_inputs(PREDICT_BLOCK + 7, 3, &mut rng);
+    let mut worst = 0.0f64;
+    for kernel in [Kernel::SquaredExponential, Kernel::Matern52] {
+        let fitc = Fitc::params(6)
+            .kernel(kernel)
+            .seed(1)
+            .max_evaluations(20)
+            .threads(1)
+            .fit(&data)
+            .unwrap();
+        let vfe = Vfe::params(6)
+            .kernel(kernel)
+            .seed(1)
+            .max_evaluations(20)
+            .threads(1)
+            .fit(&data)
+            .unwrap();
+        let models: [(&str, &dyn FittedRegressor); 2] = [("fitc", &fitc), ("vfe", &vfe)];
+        for (name, model) in models {
+            let label = format!("{name} {}, ignored column", kernel.name());
+            assert_eq!(model.training().ignored_inputs, vec![1], "{label}");
+            // 1e-5 as for FITC and VFE above: h = 1e-6 leaves round-off ε|μ|/h ~ 1e-9 here.
+            worst = worst.max(check(model, &xt, 1e-6, 1e-5, &label));
+            let g = model.predict_gradients(&xt).unwrap();
+            assert!(g.mean.column(1).iter().all(|v| *v == 0.0), "{label}");
+            assert!(g.variance.column(1).iter().all(|v| *v == 0.0), "{label}");
+            for d in [0, 2] {
+                for rows in [(0, PREDICT_BLOCK), (PREDICT_BLOCK, 7)] {
+                    let block = g.mean.view((rows.0, d), (rows.1, 1));
+                    assert!(block.iter().any(|v| *v != 0.0), "{label}: column {d}");
+                }
+            }
+        }
+    }
+    println!("largest |Δ| / max(1, |g|) = {worst:.1e}");
+}
+
+/// `Standardized<Fitc>` and `Standardized<Vfe>`: `predict_gradients` through the scaler's chain
+/// rule (inputs on scales 30 and shifted by 5, targets 100 + 20y, so that ∂/∂x picks up the
+/// inputs' and the targets' scales) against central differences of `predict`, for the squared
+/// exponential and Matérn 3/2.
+#[test]
+fn standardized_fitc_and_vfe_gradients_follow_the_chain_rule() {
+    let mut rng = StdRng::seed_from_u64(48);
+    let dim = 2;
+    let base = problem(60, dim, &mut rng);
+    let mut x = base.x().clone();
+    x.column_mut(0).scale_mut(30.0);
+    x.column_mut(1).add_scalar_mut(5.0);
+    let data = Dataset::new(x, base.y().map(|v| 100.0 + 20.0 * v)).unwrap();
+    let mut xt = test_inputs(6, dim, &mut rng);
+    xt.column_mut(0).scale_mut(30.0);
+    xt.column_mut(1).add_scalar_mut(5.0);
+    let mut worst = 0.0f64;
+    for kernel in [Kernel::SquaredExponential, Kernel::Matern32] {
+        let fitc = Standardized::new(
+            Fitc::params(8)
+                .kernel(kernel)
+                .seed(3)
+                .max_evaluations(40)
+                .threads(1),
+        )
+        .fit(&data)
+        .unwrap();
+        let vfe = Standardized::new(
+            Vfe::params(8)
+                .kernel(kernel)
+                .seed(3)
+                .max_evaluations(40)
+                .threads(1),
+        )
+        .fit(&data)
+        .unwrap();
+        let models: [(&str, &dyn FittedRegressor); 2] = [("fitc", &fitc), ("vfe", &vfe)];
+        for (name, model) in models {
+            // 1e-5 as for the standardised SSGP: means ~100 at h = 1e-5 leave round-off ~1e-8.
+            let label = format!("standardised {name} {}", kernel.name());
+            worst = worst.max(check(model, &xt, 1e-5, 1e-5, &label));
+        }
+    }
+    println!("largest |Δ| / max(1, |g|) = {worst:.1e}");
 }

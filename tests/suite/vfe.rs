@@ -4,11 +4,14 @@
 //! the joint covariance against the dense formulas of the optimal q(u), the trace diagnostic,
 //! persistence bit for bit, the sinc toy end to end and errors on bad input.
 
-use crate::common::{check_gradient, dense_neg_log_evidence, inducing_problem};
+use crate::common::{
+    check_gradient, check_gradient_entries, dense_neg_log_evidence, inducing_problem,
+};
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use ssgp::kernel::Kernel;
+use ssgp::linalg::Jitter;
 use ssgp::optim::Objective;
 use ssgp::vfe::InducingStart;
 use ssgp::{Dataset, Error, FittedRegressor, ParamGuard, Vfe};
@@ -156,6 +159,82 @@ fn gradient_matches_central_differences_for_every_kernel() {
         }
     }
     println!("VFE gradient: worst |Δ|/tolerance {worst:.2}");
+}
+
+/// VFE's gradient under `jitter_policy(Jitter::ladder())` against central differences, free and
+/// with fixed inducing inputs, for the squared exponential and Matérn 3/2. The ladder adds jitter
+/// only when K_uu fails to factor (1e-10·σ0², then ×10 up to 1e-6·σ0²); at these random θ K_uu
+/// factors at the first rung, with no jitter (checked: the conditioned model's jitter is 0, and
+/// value and gradient are `jitter(0.0)`'s bit for bit), so this checks the ladder's first rung;
+/// the retried rungs are not reached here.
+#[test]
+fn gradient_under_the_jitter_ladder_matches_central_differences() {
+    let mut rng = StdRng::seed_from_u64(39);
+    let mut worst = 0.0f64;
+    for kernel in [Kernel::SquaredExponential, Kernel::Matern32] {
+        for &(n, m, dim) in &[(30, 5, 1), (40, 7, 3), (25, 4, 2)] {
+            let (x, y, theta) = inducing_problem(n, m, dim, &mut rng);
+            let data = Dataset::new(x, y).unwrap();
+            let params = Vfe::params(m)
+                .kernel(kernel)
+                .jitter_policy(Jitter::ladder())
+                .threads(1);
+            let label = format!("{kernel:?} ({n},{m},{dim}) ladder");
+            let fitted = params.clone().check().unwrap().condition(&data, &theta);
+            assert_eq!(fitted.unwrap().jitter(), 0.0, "{label}: first rung");
+            let free = params.clone().check().unwrap().evidence(&data).unwrap();
+            let none = params.clone().jitter(0.0).check().unwrap();
+            let none = none.evidence(&data).unwrap().value_and_gradient(&theta);
+            assert_eq!(free.value_and_gradient(&theta).unwrap(), none.unwrap());
+            // check_gradient's 1e-5 relative, every VFE check's: h = 1e-5 errs by ~1e-8 absolute.
+            worst = worst.max(check_gradient(&free, &theta, &format!("free, {label}")));
+            let z = DMatrix::from_fn(m, dim, |j, d| {
+                theta[dim + 2 + j + d * m] + data.x().column(d).mean()
+            });
+            let fixed = params
+                .inducing_inputs(z)
+                .fixed_inducing_inputs(true)
+                .check()
+                .unwrap()
+                .evidence(&data)
+                .unwrap();
+            let head = theta.rows(0, dim + 2).into_owned();
+            worst = worst.max(check_gradient(&fixed, &head, &format!("fixed, {label}")));
+        }
+    }
+    println!("VFE gradient under the ladder: worst |Δ|/tolerance {worst:.1e}");
+}
+
+/// VFE's gradient under Matérn 3/2 and 5/2 (the lengthscales and inducing inputs through the
+/// kernels' slopes) on more points than one row block: n = 5 000 with m = 90 is two blocks of
+/// ten 250-point chunks each (`inducing::blocks` gives a block per 2·10⁷ points × m², chunks of
+/// at most 256 points), so the blocks' partial sums and the chunks' offsets all enter; against
+/// central differences in every hyperparameter and in eight inducing coordinates drawn at random
+/// (all 184 would take 368 evaluations of 5 000 points).
+#[test]
+fn matern_gradient_over_several_row_blocks_matches_central_differences() {
+    let (n, m, dim) = (5000, 90, 2);
+    // Two blocks: ⌊n/2⌋·m² reaches the block's least work, ⌊n/3⌋·m² does not.
+    assert!((n / 2) * m * m >= 20_000_000 && (n / 3) * m * m < 20_000_000);
+    let mut rng = StdRng::seed_from_u64(40);
+    let (x, y, theta) = inducing_problem(n, m, dim, &mut rng);
+    let data = Dataset::new(x, y).unwrap();
+    let mut entries: Vec<usize> = (0..dim + 2).collect();
+    entries.extend((0..8).map(|_| rng.random_range(dim + 2..theta.len())));
+    let mut worst = 0.0f64;
+    for kernel in [Kernel::Matern32, Kernel::Matern52] {
+        let objective = Vfe::params(m)
+            .kernel(kernel)
+            .threads(1)
+            .check()
+            .unwrap()
+            .evidence(&data)
+            .unwrap();
+        // check_gradient's 1e-5 relative: −F ~ 10³ leaves round-off ε|F|/h ~ 1e-8 at h = 1e-5.
+        let label = format!("{kernel:?} ({n},{m},{dim})");
+        worst = worst.max(check_gradient_entries(&objective, &theta, &entries, &label));
+    }
+    println!("VFE gradient over two row blocks: worst |Δ|/tolerance {worst:.1e} at {entries:?}");
 }
 
 #[test]
