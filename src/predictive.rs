@@ -231,10 +231,23 @@ impl Predictive {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] naming `level` for a level outside (0, 1);
-    /// [`Error::DimensionMismatch`] if the fields' lengths disagree (a predictive built by hand).
+    /// [`Error::InvalidParameter`] naming `level` for a level outside (0, 1), naming
+    /// `y_variance` for a variance that is negative or not finite;
+    /// [`Error::DimensionMismatch`] if the fields' lengths disagree; [`Error::NonFinite`] for a
+    /// NaN or infinite mean (these two, of a predictive built by hand).
     pub fn interval(&self, level: f64) -> Result<(DVector<f64>, DVector<f64>)> {
         self.check_lengths(None)?;
+        crate::data::check_finite_vector("the predictive's `mean`", &self.mean)?;
+        if let Some(v) = self
+            .y_variance
+            .iter()
+            .find(|v| !(**v >= 0.0 && v.is_finite()))
+        {
+            return Err(Error::InvalidParameter {
+                name: "y_variance",
+                reason: format!("a predictive variance {v} is not finite and ≥ 0"),
+            });
+        }
         if !(level > 0.0 && level < 1.0) {
             return Err(Error::InvalidParameter {
                 name: "level",
@@ -465,9 +478,11 @@ impl JointPredictive {
     /// n*³/3 + n*²·`draws` flops (0.04 s for 1000 draws at n* = 1000 on a 2-core VM).
     ///
     /// # Errors
-    /// [`Error::NotPositiveDefinite`] if Σ_f + 1e-6·max diag Σ_f·I still does not factorise;
+    /// [`Error::NotPositiveDefinite`] if Σ_f + 1e-6·max diag Σ_f·I still does not factorise, or
+    /// Σ_f is not 0 but has no positive variance on its diagonal;
     /// [`Error::Allocation`] if the factor or the n*×draws draws cannot be allocated;
-    /// [`Error::DimensionMismatch`] if `f_covariance` (set by hand) is not n*×n*.
+    /// [`Error::DimensionMismatch`] if `f_covariance` (set by hand) is not n*×n*;
+    /// [`Error::NonFinite`] for a NaN or infinity in `mean` or `f_covariance`.
     pub fn sample(&self, draws: usize, seed: u64) -> Result<JointSamples> {
         let (l, jitter) = self.factor()?;
         let z = standard_normals(self.len(), draws, &mut crate::random::seeded(seed))?;
@@ -477,7 +492,9 @@ impl JointPredictive {
         })
     }
 
-    /// L and δ with Σ_f + δI = LLᵀ (see [`JointPredictive::sample`]); L = 0 when Σ_f = 0.
+    /// L and δ with Σ_f + δI = LLᵀ (see [`JointPredictive::sample`]); L = 0 when Σ_f = 0, the
+    /// fields checked first (they are public: a joint predictive built by hand may be no
+    /// distribution).
     ///
     /// # Errors
     /// As [`JointPredictive::sample`].
@@ -495,10 +512,25 @@ impl JointPredictive {
                 "the joint predictive's `f_covariance` (columns, one per mean)",
             ),
         )?;
+        crate::data::check_finite_vector("the joint predictive's `mean`", &self.mean)?;
+        crate::data::check_finite("the joint predictive's `f_covariance`", &self.f_covariance)?;
         let scale = self.f_covariance.diagonal().max();
         let mut l = linalg::try_zeros(n, n, "Cholesky factor of a joint predictive covariance")?;
-        if scale <= 0.0 {
+        // Σ_f = 0 draws the mean; a diagonal of zeros and negatives with anything else in Σ_f
+        // is not a covariance (it sampled the mean, L = 0, with no word).
+        if scale <= 0.0 && self.f_covariance.iter().all(|&v| v == 0.0) {
             return Ok((l, 0.0));
+        }
+        if scale <= 0.0 {
+            let pivot = (0..n)
+                .find(|&i| self.f_covariance[(i, i)] < 0.0)
+                .unwrap_or(0);
+            return Err(Error::NotPositiveDefinite {
+                what: "the joint predictive covariance (no positive variance on its diagonal)",
+                dim: n,
+                pivot,
+                max_jitter: 0.0,
+            });
         }
         let jitter = linalg::factorize_with_jitter(
             &mut l,
@@ -729,6 +761,41 @@ mod tests {
         let (_, least) = p.interval(f64::MIN_POSITIVE).unwrap();
         assert!(top[1] + 2.0 > 8.2 && top[1] + 2.0 < 8.3, "{top}");
         assert!(top[1] > high[1] && least[1] == -2.0, "{top} {high} {least}");
+        // A predictive built by hand with a negative variance or a NaN mean is an error (both
+        // gave NaN bounds), as is a joint one whose Σ_f has no positive variance but is not 0
+        // (it sampled the mean) or holds a NaN.
+        let mut negative = p.clone();
+        negative.y_variance[1] = -1.0;
+        assert!(matches!(
+            negative.interval(0.9),
+            Err(Error::InvalidParameter {
+                name: "y_variance",
+                ..
+            })
+        ));
+        let mut nan = p.clone();
+        nan.mean[0] = f64::NAN;
+        assert!(matches!(nan.interval(0.9), Err(Error::NonFinite { .. })));
+        let joint = |mean: [f64; 2], cov: [f64; 4]| JointPredictive {
+            mean: DVector::from_row_slice(&mean),
+            f_covariance: DMatrix::from_row_slice(2, 2, &cov),
+            noise_variance: 0.1,
+        };
+        let indefinite = joint([0.0, 0.0], [-1.0, 5.0, 5.0, -1.0]).sample(3, 0);
+        assert!(
+            matches!(indefinite, Err(Error::NotPositiveDefinite { .. })),
+            "{indefinite:?}"
+        );
+        let unknown = joint([f64::NAN, 0.0], [1.0, 0.0, 0.0, 1.0]).sample(3, 0);
+        assert!(
+            matches!(unknown, Err(Error::NonFinite { .. })),
+            "{unknown:?}"
+        );
+        let zero = joint([1.0, 2.0], [0.0; 4]).sample(3, 0).unwrap();
+        assert_eq!(
+            zero.values,
+            DMatrix::from_row_slice(2, 3, &[1.0, 1.0, 1.0, 2.0, 2.0, 2.0])
+        );
         for bad in [0.0, 1.0, -0.5, 1.5, f64::NAN] {
             assert!(
                 matches!(

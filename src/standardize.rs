@@ -84,7 +84,9 @@ impl Scaler {
     /// (x − mean) / sd for each column of `x` (n×D).
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`] for a wrong D, [`Error::NonFinite`] for a NaN or infinity.
+    /// [`Error::DimensionMismatch`] for a wrong D, [`Error::NonFinite`] for a NaN or infinity;
+    /// for a scaler built by hand, [`Error::InvalidParameter`] naming `x_scale` for a scale that
+    /// is not positive and finite, [`Error::NonFinite`] for a mean that is not finite.
     pub fn transform_inputs(&self, x: &DMatrix<f64>) -> Result<DMatrix<f64>> {
         check_inputs(x, self.x_mean.len())?;
         if self.x_scale.len() != self.x_mean.len() {
@@ -94,6 +96,19 @@ impl Scaler {
                 found: self.x_scale.len(),
             });
         }
+        // The fields are public: a scaler built by hand may hold a scale no fit gives.
+        if let Some((d, scale)) = self
+            .x_scale
+            .iter()
+            .enumerate()
+            .find(|(_, s)| !(**s > 0.0 && s.is_finite()))
+        {
+            return Err(Error::InvalidParameter {
+                name: "x_scale",
+                reason: format!("input column {d}'s scale {scale} is not positive and finite"),
+            });
+        }
+        crate::data::check_finite_vector("the scaler's `x_mean`", &self.x_mean)?;
         let mut z = x.clone();
         for (d, mut col) in z.column_iter_mut().enumerate() {
             col.apply(|v| *v = (*v - self.x_mean[d]) / self.x_scale[d]);

@@ -96,6 +96,16 @@ fn scaler_centres_constant_columns_and_rejects_constant_targets() {
     let y = nalgebra::DVector::from_vec(vec![1.0, 2.0, 3.0]);
     let scaler = Scaler::fit(&Dataset::new(x.clone(), y).unwrap()).unwrap();
     assert_eq!((scaler.x_mean[1], scaler.x_scale[1]), (2.0, 1.0));
+    // A scaler built by hand with a scale of 0 is an error (it gave ∞ inputs).
+    let mut zero = scaler.clone();
+    zero.x_scale[0] = 0.0;
+    assert!(matches!(
+        zero.transform_inputs(&x),
+        Err(ssgp::Error::InvalidParameter {
+            name: "x_scale",
+            ..
+        })
+    ));
     let flat = nalgebra::DVector::from_element(3, 1.0);
     let x = DMatrix::from_fn(3, 1, |i, _| i as f64);
     assert!(matches!(
