@@ -21,7 +21,8 @@ pub struct Evaluation {
     /// ∇_θ of it (D + 2).
     pub gradient: DVector<f64>,
     /// The diagonal jitter that the Cholesky factorisation needed on top of σn² (0 normally).
-    /// Value and gradient are exact for K + (σn² + jitter) I.
+    /// Value and gradient are exact for K + (σn² + jitter) I, the jitter a fixed multiple of σ0²
+    /// (the ladder's rung: it moves with log σ0, and the gradient says so).
     pub jitter: f64,
 }
 
@@ -281,8 +282,12 @@ impl FullGpEvidence {
                 .map(|i| zd[i] * (zd[i] * row_sums[i] - mzd[i]))
                 .sum::<f64>();
         }
-        gradient[dim] = total;
-        gradient[dim + 1] = 0.5 * noise_derivative * (trace_inverse - alpha.norm_squared());
+        // A jitter relative to σ0² (the ladder's) moves with log σ0:
+        // ½ tr((K_y⁻¹ − ααᵀ) ∂(δI)/∂log σ0) = δ(tr K_y⁻¹ − αᵀα), as FITC's and VFE's.
+        let residual_trace = trace_inverse - alpha.norm_squared();
+        let relative_jitter = if self.jitter.relative { jitter } else { 0.0 };
+        gradient[dim] = total + relative_jitter * residual_trace;
+        gradient[dim + 1] = 0.5 * noise_derivative * residual_trace;
         Ok(Evaluation {
             value,
             gradient,

@@ -38,6 +38,56 @@ fn random_theta(dim: usize, rng: &mut StdRng) -> DVector<f64> {
     })
 }
 
+/// Where the jitter ladder fires (K + σn²I not positive definite at σn² = e⁻⁴⁰, no noise floor:
+/// 200 inputs 1/200 apart, smooth targets), the jitter δ is a multiple of σ0² and moves with
+/// log σ0: the gradient's σ0 entry carries δ(tr K_y⁻¹ − αᵀα) (it was left out: −1.6 against a
+/// central difference of +190). Every entry against central differences at the same rung
+/// (checked at θ ± h).
+#[test]
+fn gradient_under_the_jitter_ladder_matches_central_differences() {
+    let x = DMatrix::from_fn(200, 1, |i, _| i as f64 / 200.0);
+    let y = x.column(0).map(|v| (2.0 * v).sin());
+    let data = Dataset::new(x, y).unwrap();
+    let params = FullGp::params()
+        .relative_noise_floor(0.0)
+        .threads(1)
+        .check()
+        .unwrap();
+    let evidence = params.evidence(&data).unwrap();
+    for theta in [[0.0, 0.0, -20.0], [-0.3, 0.4, -20.0], [0.2, -0.5, -21.0]] {
+        let theta = DVector::from_row_slice(&theta);
+        let jitter = evidence.evaluate(&theta).unwrap().jitter;
+        assert!(jitter > 0.0, "θ = {theta}: the ladder must fire");
+        for i in 0..theta.len() {
+            for h in [1e-3, -1e-3] {
+                let mut moved = theta.clone();
+                moved[i] += h;
+                let at = evidence.evaluate(&moved).unwrap().jitter;
+                let rung = |j: f64, sf: f64| (j / (2.0 * sf).exp()).log10().round();
+                assert_eq!(rung(at, moved[1]), rung(jitter, theta[1]), "θ = {theta}");
+            }
+        }
+        // K_y's condition number at the first rung is about n/10⁻¹⁰: values carry relative
+        // noise near 10⁻⁶, so h = 10⁻³ (truncation ~h²) and a 1 % tolerance.
+        let g = evidence.evaluate(&theta).unwrap().gradient;
+        for i in 0..theta.len() {
+            let h = 1e-3;
+            let value = |s: f64| {
+                let mut moved = theta.clone();
+                moved[i] += s * h;
+                evidence.evaluate(&moved).unwrap().value
+            };
+            let fd = (value(1.0) - value(-1.0)) / (2.0 * h);
+            let tol = 1e-2 * g[i].abs().max(1e-3 * g.amax());
+            assert!(
+                (fd - g[i]).abs() <= tol,
+                "θ = {theta}, entry {i}: {} against {fd}",
+                g[i]
+            );
+        }
+    }
+}
+
 #[test]
 fn gradient_matches_central_differences() {
     let mut rng = StdRng::seed_from_u64(11);
