@@ -169,9 +169,10 @@ impl FullGpEvidence {
     /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) for a θ without D + 2 entries, [`Error::NonFinite`](crate::error::Error::NonFinite) for a NaN
     /// or infinity in it, [`Error::InvalidParameter`](crate::error::Error::InvalidParameter) for an overflowing lengthscale or variance;
     /// [`Error::NotPositiveDefinite`](crate::error::Error::NotPositiveDefinite) if K + σn² I cannot be factorised even with the jitter
-    /// ladder ([`Jitter::ladder`]: up to 1e-6·σ0² added).
-    /// [`Error::Allocation`](crate::error::Error::Allocation) if the 24·n² bytes of workspace cannot be
-    /// allocated.
+    /// ladder ([`Jitter::ladder`]: up to 1e-6·σ0² added);
+    /// [`Error::NonFiniteObjective`](crate::error::Error::NonFiniteObjective) if −log p(y|θ) is
+    /// not finite; [`Error::Allocation`](crate::error::Error::Allocation) if the 24·n² bytes of
+    /// workspace cannot be allocated.
     pub fn evaluate(&self, theta: &DVector<f64>) -> Result<Evaluation> {
         let n = self.len();
         let dim = self.dim();
@@ -336,7 +337,8 @@ pub(crate) struct Conditioned {
 /// policy, and conditions the centred targets `y` on it (eq. 2 and 4).
 ///
 /// # Errors
-/// [`crate::error::Error::NotPositiveDefinite`] if the factorisation fails even with jitter.
+/// [`crate::error::Error::NotPositiveDefinite`] if the factorisation fails even with jitter;
+/// [`crate::error::Error::NonFiniteObjective`] if −log p(y|θ) is not finite.
 pub(crate) fn condition(
     factor: &mut DMatrix<f64>,
     fill: impl Fn(&mut DMatrix<f64>),
@@ -360,6 +362,13 @@ pub(crate) fn condition(
     let neg_log_evidence = 0.5 * log_det
         + 0.5 * y.dot(&alpha)
         + 0.5 * y.len() as f64 * (2.0 * std::f64::consts::PI).ln();
+    // As SSGP's, FITC's and VFE's: a value that overflowed is an error, not an Ok model whose
+    // saved file would not load (variances near the smallest f64, targets near 1e155).
+    if !neg_log_evidence.is_finite() {
+        return Err(crate::error::Error::NonFiniteObjective {
+            what: format!("the full GP's −log p(y|θ) = {neg_log_evidence}"),
+        });
+    }
     Ok(Conditioned {
         jitter,
         alpha,

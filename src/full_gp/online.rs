@@ -24,8 +24,9 @@ impl FittedFullGp {
     /// [`crate::error::Error::LengthMismatch`], [`crate::error::Error::DimensionMismatch`] or
     /// [`crate::error::Error::NonFinite`] for bad samples; [`crate::error::Error::Allocation`] if
     /// the larger factor cannot be allocated; [`crate::error::Error::NotPositiveDefinite`] if the
-    /// new block cannot be factorised (e.g. a sample repeated with σn² + δ ≈ 0). The model is
-    /// unchanged on an error.
+    /// new block cannot be factorised (e.g. a sample repeated with σn² + δ ≈ 0);
+    /// [`crate::error::Error::NonFiniteObjective`] if −log p(y|θ) over all the data overflows (a
+    /// target too far from ȳ for the model's noise). The model is unchanged on an error.
     ///
     /// The call's samples are first scored by the model before it ([`Self::prequential`]): their
     /// predictive means K_nfᵀα and variances, the diagonal of CCᵀ less δ, come with the update.
@@ -36,12 +37,29 @@ impl FittedFullGp {
         if xu.nrows() == 0 {
             return Ok(());
         }
+        let before = (
+            Arc::clone(&self.factor),
+            self.z.clone(),
+            Arc::clone(&self.data),
+            self.blocks.len(),
+        );
         let (means, variances) = self.extend(&xu, y)?;
+        let (alpha, neg_log_evidence) = (self.alpha.clone(), self.record.neg_log_evidence);
+        self.recentre_targets(self.record.y_mean);
+        if !self.record.neg_log_evidence.is_finite() {
+            // A target so far from ȳ that yᵀα overflows: the model as it was, and an error.
+            let value = self.record.neg_log_evidence;
+            (self.factor, self.z, self.data) = (before.0, before.1, before.2);
+            self.blocks.truncate(before.3);
+            (self.alpha, self.record.neg_log_evidence) = (alpha, neg_log_evidence);
+            return Err(crate::error::Error::NonFiniteObjective {
+                what: format!("the updated full GP's −log p(y|θ) = {value}"),
+            });
+        }
         for (i, (&mean, &variance)) in means.iter().zip(&variances).enumerate() {
             self.prequential
                 .add(y[i] - self.record.y_mean, mean, variance);
         }
-        self.recentre_targets(self.record.y_mean);
         Ok(())
     }
 

@@ -562,6 +562,37 @@ fn full_gp_update_checks_its_size_and_targets_and_leaves_the_model() {
     assert!(model.prequential().is_none());
 }
 
+/// A target within the spread a fit allows but so far from ȳ for a model of tiny noise that
+/// yᵀα overflows is an error and leaves the model as it was (the update returned Ok with
+/// −log p = ∞, and the saved model could not be loaded); the model then takes a sample as before.
+#[test]
+fn a_full_gp_update_whose_evidence_overflows_leaves_the_model() {
+    let x = DMatrix::from_fn(40, 1, |i, _| i as f64 / 8.0);
+    let y = x.column(0).map(|v| 1e-3 * v.sin());
+    let mut model = FullGp::params()
+        .threads(1)
+        .max_evaluations(30)
+        .fit(&Dataset::new(x.clone(), y).unwrap())
+        .unwrap();
+    let xt = DMatrix::from_fn(4, 1, |i, _| 0.3 + i as f64);
+    let (before, evidence) = (model.predict(&xt).unwrap(), model.neg_log_evidence());
+    let far = model.update(&x.rows(3, 1).into_owned(), &DVector::from_element(1, 1e150));
+    assert!(
+        matches!(far, Err(ssgp::Error::NonFiniteObjective { .. })),
+        "{far:?}"
+    );
+    assert_eq!((model.len(), model.neg_log_evidence()), (40, evidence));
+    assert_eq!(model.predict(&xt).unwrap(), before);
+    assert!(model.prequential().is_none());
+    model
+        .update(
+            &DMatrix::from_element(1, 1, 0.7),
+            &DVector::from_element(1, 6e-4),
+        )
+        .unwrap();
+    assert_eq!(model.len(), 41);
+}
+
 /// An update that fails (a target whose square overflows) leaves the model as it was: its
 /// predictions, its count and its prequential record. (A failure after absorbing the samples
 /// takes the same path — nothing is committed before α is finite — but none is known to be
