@@ -11,7 +11,7 @@ use crate::init::LengthscaleInit;
 use crate::kernel::{self, Covariance};
 use crate::linalg::{self};
 use crate::optim::OptimReport;
-use crate::termination::TrainingSummary;
+use crate::termination::{Termination, TrainingSummary};
 use nalgebra::DVector;
 use std::sync::Arc;
 
@@ -124,9 +124,10 @@ impl ValidFullGpParams {
         let start = super::start(&train, &self.training)?;
         let theta0 = hyperparameters::pack(&start, self.training.noise(), None);
         let evidence = self.evidence_unchecked(&train);
+        let started = std::time::Instant::now();
         let mut report = self.training.minimize(&evidence, theta0)?;
         if self.training.lengthscales == LengthscaleInit::HalfRange {
-            report = self.shorter_starts((&train, &evidence), &start, report)?;
+            report = self.shorter_starts((&train, &evidence), &start, report, started)?;
         }
         Ok(LearnedHyperparameters { report, columns })
     }
@@ -139,16 +140,39 @@ impl ValidFullGpParams {
     /// −log p is lower by more than one nat; a shorter start that fails is passed over. The
     /// report (and so the training summary) is the kept run's, but for its iterations and
     /// evaluations: those of every run that returned, kept or not, the cost of the fit.
+    ///
+    /// The runs share the fit's budgets: each retry has what the runs before it (since
+    /// `started`) left of `max_evaluations`, `max_iterations` and `max_time`, and none runs after
+    /// a run the observer stopped or the clock ended, nor under a noise floor of half the
+    /// targets' variance or more (σn² cannot fall below it, so no retry could help).
     fn shorter_starts(
         &self,
         (data, evidence): (&Dataset, &FullGpEvidence),
         start: &hyperparameters::Hyperparameters,
         mut report: OptimReport,
+        started: std::time::Instant,
     ) -> Result<OptimReport> {
         let variance = data.y_variance();
         let (mut iterations, mut evaluations) = (report.iterations, report.evaluations);
+        let floor = self.training.noise().floor;
+        let mut ended = floor >= 0.5 * variance;
         for factor in SHORTER_STARTS {
-            if evidence.unpack(&report.theta)?.noise_variance <= 0.5 * variance {
+            ended |= matches!(
+                report.termination,
+                Termination::StoppedByObserver | Termination::TimeLimit
+            );
+            if ended || evidence.unpack(&report.theta)?.noise_variance <= 0.5 * variance {
+                break;
+            }
+            let mut left = self.training.clone();
+            let optim = &mut left.optim;
+            optim.max_evaluations = optim.max_evaluations.saturating_sub(evaluations);
+            optim.max_iterations = optim.max_iterations.saturating_sub(iterations);
+            optim.max_time = optim.max_time.map(|t| t.saturating_sub(started.elapsed()));
+            if optim.max_evaluations == 0
+                || optim.max_iterations == 0
+                || optim.max_time.is_some_and(|t| t.is_zero())
+            {
                 break;
             }
             let shorter = hyperparameters::Hyperparameters {
@@ -156,7 +180,11 @@ impl ValidFullGpParams {
                 ..start.clone()
             };
             let theta0 = hyperparameters::pack(&shorter, self.training.noise(), None);
-            if let Ok(retry) = self.training.minimize(evidence, theta0) {
+            if let Ok(retry) = left.minimize(evidence, theta0) {
+                ended = matches!(
+                    retry.termination,
+                    Termination::StoppedByObserver | Termination::TimeLimit
+                );
                 iterations += retry.iterations;
                 evaluations += retry.evaluations;
                 if retry.value < report.value - 1.0 {

@@ -88,6 +88,29 @@ fn gradient_under_the_jitter_ladder_matches_central_differences() {
     }
 }
 
+/// The shorter-start retries (from half ranges, while a fit calls more than half the targets'
+/// variance noise) share the fit's budgets: with `max_evaluations(10)` the fit uses at most 10
+/// evaluations in all (each retry had its own 10: up to 30), on a signal that turns many times
+/// across its range and under a noise floor of 0.6·var(y) (where no retry can help and none runs).
+#[test]
+fn shorter_starts_share_the_fits_budget() {
+    let x = DMatrix::from_fn(200, 1, |i, _| i as f64 / 10.0);
+    let y = x.column(0).map(|v| (3.0 * v).sin());
+    let data = Dataset::new(x, y).unwrap();
+    for floor in [0.0, 0.6] {
+        let fitted = FullGp::params()
+            .relative_noise_floor(floor)
+            .max_evaluations(10)
+            .fit(&data)
+            .unwrap();
+        let evaluations = fitted.training().evaluations;
+        assert!(
+            evaluations <= 10,
+            "floor {floor}: {evaluations} evaluations"
+        );
+    }
+}
+
 #[test]
 fn gradient_matches_central_differences() {
     let mut rng = StdRng::seed_from_u64(11);
