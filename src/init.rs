@@ -55,7 +55,7 @@ pub enum LengthscaleInit {
     /// −log p (by more than a nat) is kept: up to two more trainings, on such tables only.
     #[default]
     HalfRange,
-    /// The given lengthscales (D).
+    /// The given lengthscales, one per used input column (constant columns left out).
     Given(DVector<f64>),
     /// The lengthscales a full GP learns on a seeded random subset of this many training points
     /// (all of them if fewer), from half ranges, with the default optimiser settings but a looser

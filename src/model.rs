@@ -201,8 +201,8 @@ pub trait FittedRegressor: Send + Sync {
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`] if `x` has not D columns, [`Error::NonFinite`]
-    /// for a NaN or infinity in `x` or a prediction that overflows there (never a NaN or ∞ in
-    /// the result), [`Error::EmptyData`] for no rows.
+    /// for a NaN or infinity in `x`, [`Error::Numerical`] for a prediction that overflows there
+    /// (never a NaN or ∞ in the result), [`Error::EmptyData`] for no rows.
     fn predict(&self, x: &DMatrix<f64>) -> Result<Predictive>;
 
     /// The predictive means alone at `x` (n*×D): `predict(x)?.mean` bit for bit, without the

@@ -430,7 +430,9 @@ macro_rules! training_builder {
                 lengthscale_init(init: $crate::init::LengthscaleInit) => training.lengthscales;
             }
 
-            /// Initial lengthscales ℓ (D) instead of the default start.
+            /// Initial lengthscales ℓ instead of the default start: one per **used** input column
+            /// (columns constant on the training data, or on the hyperparameter subset, are left
+            /// out first; a vector of all D is then a `DimensionMismatch`).
             pub fn initial_lengthscales(self, lengthscales: nalgebra::DVector<f64>) -> Self {
                 self.lengthscale_init($crate::init::LengthscaleInit::Given(lengthscales))
             }

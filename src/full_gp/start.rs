@@ -37,7 +37,8 @@ pub const START_TOLERANCE: f64 = 1e-4;
 /// not on `data`) starts at half its range instead.
 ///
 /// # Errors
-/// As [`ValidFullGpParams::learn`].
+/// As [`ValidFullGpParams::learn`] (a `subset` below 2 is named `hyperparameter_subset`);
+/// [`Error::ConstantInput`] for a column constant on all of `data`.
 pub fn lengthscales_from_subset(
     data: &Dataset,
     subset: usize,

@@ -76,8 +76,9 @@ impl ValidFullGpParams {
     /// floor above [`MAX_NOISE_FLOOR_RATIO`](crate::params::MAX_NOISE_FLOOR_RATIO)·var(y);
     /// [`Error::DimensionMismatch`] if the initial lengthscales have not one entry per used input;
     /// [`Error::EmptyData`] if every input column is constant, [`Error::ConstantTargets`];
-    /// the evidence's errors at the initial θ; [`Error::TrainingFailed`] if training failed
-    /// (unless best effort was asked for); as [`Self::condition`].
+    /// [`Error::Scale`] for targets whose spread f64 cannot fit; the evidence's errors at the
+    /// initial θ; [`Error::TrainingFailed`] if training failed (unless best effort was asked
+    /// for); as [`Self::condition`].
     pub fn fit(&self, data: &Dataset) -> Result<FittedFullGp> {
         let this = self.resolved_for(data.y_variance())?;
         let learned = this.learn(data)?;

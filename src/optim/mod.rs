@@ -272,7 +272,8 @@ pub(crate) fn point_and_gradient(
 ///
 /// # Errors
 /// [`Error::InvalidParameter`] for a bad config, [`Error::DimensionMismatch`] for a θ₀ of the
-/// wrong length, and whatever the objective returns **at θ₀** (a failure later in the run is
+/// wrong length, [`Error::NonFiniteObjective`] for a value or gradient at θ₀ that is not
+/// finite, and whatever the objective returns **at θ₀** (a failure later in the run is
 /// recovered from or reported in the [`Termination`], keeping the best point).
 pub fn minimize<O: Objective>(
     objective: &O,
