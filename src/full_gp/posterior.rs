@@ -92,7 +92,9 @@ impl FittedFullGp {
     }
 
     /// [`Self::predict`] with `batch` test points per batch (memory 8·n·`batch` bytes); the
-    /// result does not depend on it.
+    /// result does not depend on it beyond round-off (a batch of one row runs its distances and
+    /// its triangular solve by other kernels than a batch of several: the last bits may
+    /// differ).
     ///
     /// # Errors
     /// As [`Self::predict`]; [`crate::error::Error::InvalidParameter`] for `batch` = 0;
