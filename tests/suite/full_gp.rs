@@ -111,6 +111,46 @@ fn shorter_starts_share_the_fits_budget() {
     }
 }
 
+/// An observer's stop and a time limit end the fit as they say: `StoppedByObserver` after the
+/// first iteration (no shorter-start retry runs after it, on the same many-turn signal as
+/// above, where they run otherwise), and `TimeLimit` at θ₀ for a limit of zero.
+#[test]
+fn an_observers_stop_and_a_time_limit_end_the_fit() {
+    use ssgp::optim::{Observer, Phase};
+    use ssgp::Termination;
+    use std::ops::ControlFlow;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let x = DMatrix::from_fn(200, 1, |i, _| i as f64 / 10.0);
+    let y = x.column(0).map(|v| (3.0 * v).sin());
+    let data = Dataset::new(x, y).unwrap();
+    let iterations = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&iterations);
+    let stop: Observer = Arc::new(move |p| {
+        if p.phase == Phase::Optimiser {
+            seen.fetch_add(1, Ordering::SeqCst);
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    });
+    let fitted = FullGp::params().observer(stop).fit(&data).unwrap();
+    assert_eq!(
+        fitted.training().termination,
+        Termination::StoppedByObserver
+    );
+    assert_eq!(
+        iterations.load(Ordering::SeqCst),
+        1,
+        "no retry after the stop"
+    );
+    let timed = FullGp::params()
+        .max_time(std::time::Duration::ZERO)
+        .best_effort(true)
+        .fit(&data)
+        .unwrap();
+    assert_eq!(timed.training().termination, Termination::TimeLimit);
+}
+
 #[test]
 fn gradient_matches_central_differences() {
     let mut rng = StdRng::seed_from_u64(11);
