@@ -243,7 +243,8 @@ pub(crate) fn unit_frequencies(
 /// them plus points drawn uniformly in the inputs' bounding box.
 ///
 /// # Errors
-/// [`Error::InvalidParameter`] if m > n.
+/// [`Error::InvalidParameter`] if m > n; [`Error::Allocation`] if the index of equal inputs
+/// cannot be allocated.
 pub(crate) fn pseudo_inputs(data: &Dataset, m: usize, seed: u64) -> Result<DMatrix<f64>> {
     let (n, dim) = (data.len(), data.dim());
     if m > n {
@@ -254,11 +255,11 @@ pub(crate) fn pseudo_inputs(data: &Dataset, m: usize, seed: u64) -> Result<DMatr
     }
     let x = data.x();
     let mut rng = seeded(seed);
-    let mut seen = std::collections::HashSet::with_capacity(m);
+    let (group_of, groups) = crate::data::groups_of_equal_inputs(x)?;
+    let mut seen = vec![false; groups];
     let mut rows = Vec::with_capacity(m);
     for i in rand::seq::index::sample(&mut rng, n, n) {
-        let key: Vec<u64> = x.row(i).iter().map(|v| v.to_bits()).collect();
-        if seen.insert(key) {
+        if !std::mem::replace(&mut seen[group_of[i]], true) {
             rows.push(i);
             if rows.len() == m {
                 break;

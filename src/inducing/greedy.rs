@@ -73,28 +73,24 @@ pub(crate) fn greedy_variance(
 /// replaced by a point drawn uniformly in the inputs' bounding box with `seed`, as the subset
 /// start fills its shortfall ([`init::pseudo_inputs`]): m inputs with fewer than m distinct rows
 /// were repeats, a K_uu singular but for its jitter and inducing inputs that stayed together.
+///
+/// # Errors
+/// [`crate::error::Error::Allocation`] if the index of equal inputs cannot be allocated.
 pub(crate) fn greedy_inputs(
     x: &DMatrix<f64>,
     m: usize,
     covariance: &Covariance<'_>,
     seed: u64,
-) -> DMatrix<f64> {
+) -> crate::error::Result<DMatrix<f64>> {
     let (order, _) = greedy_variance(x, m, covariance);
     let mut inputs = DMatrix::from_fn(order.len(), x.ncols(), |j, d| x[(order[j], d)]);
-    let mut seen = std::collections::HashSet::with_capacity(order.len());
+    let (group_of, groups) = crate::data::groups_of_equal_inputs(&inputs)?;
+    let mut seen = vec![false; groups];
     let repeats: Vec<usize> = (0..order.len())
-        .filter(|&j| {
-            !seen.insert(
-                inputs
-                    .row(j)
-                    .iter()
-                    .map(|v| v.to_bits())
-                    .collect::<Vec<_>>(),
-            )
-        })
+        .filter(|&j| std::mem::replace(&mut seen[group_of[j]], true))
         .collect();
     init::in_bounding_box(&mut inputs, repeats, x, &mut crate::random::seeded(seed));
-    inputs
+    Ok(inputs)
 }
 
 #[cfg(test)]
@@ -189,7 +185,7 @@ mod tests {
         assert_eq!(greedy_variance(&x, 30, &cov).0, order);
         // 20 distinct inputs, each twice: the 20 distinct ones are chosen first, and the 10
         // picks that repeat one of them are points of the bounding box instead.
-        let inputs = greedy_inputs(&x, 30, &cov, 0);
+        let inputs = greedy_inputs(&x, 30, &cov, 0).unwrap();
         for (j, &i) in order.iter().enumerate() {
             let repeat = order[..j].iter().any(|&k| x.row(k) == x.row(i));
             assert_eq!(repeat, j >= 20, "pick {j}");
@@ -203,6 +199,6 @@ mod tests {
                 assert_eq!(inputs.row(j), x.row(i));
             }
         }
-        assert_eq!(greedy_inputs(&x, 30, &cov, 0), inputs);
+        assert_eq!(greedy_inputs(&x, 30, &cov, 0).unwrap(), inputs);
     }
 }
