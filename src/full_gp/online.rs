@@ -37,25 +37,7 @@ impl FittedFullGp {
         if xu.nrows() == 0 {
             return Ok(());
         }
-        let before = (
-            Arc::clone(&self.factor),
-            self.z.clone(),
-            Arc::clone(&self.data),
-            self.blocks.len(),
-        );
         let (means, variances) = self.extend(&xu, y)?;
-        let (alpha, neg_log_evidence) = (self.alpha.clone(), self.record.neg_log_evidence);
-        self.recentre_targets(self.record.y_mean);
-        if !self.record.neg_log_evidence.is_finite() {
-            // A target so far from ȳ that yᵀα overflows: the model as it was, and an error.
-            let value = self.record.neg_log_evidence;
-            (self.factor, self.z, self.data) = (before.0, before.1, before.2);
-            self.blocks.truncate(before.3);
-            (self.alpha, self.record.neg_log_evidence) = (alpha, neg_log_evidence);
-            return Err(crate::error::Error::NonFiniteObjective {
-                what: format!("the updated full GP's −log p(y|θ) = {value}"),
-            });
-        }
         for (i, (&mean, &variance)) in means.iter().zip(&variances).enumerate() {
             self.prequential
                 .add(y[i] - self.record.y_mean, mean, variance);
@@ -65,9 +47,10 @@ impl FittedFullGp {
 
     /// Extends the factor, the scaled inputs and the data by the samples (used inputs `xu` k×D,
     /// k ≥ 1, and targets `y`, checked) as [`Self::update`] describes, and records the block's
-    /// rows (`blocks`); returns the predictive means K_nfᵀα (less ȳ) and
-    /// variances of the samples under the model before. α and −log p are left to
-    /// [`Self::recentre_targets`]. A saved model replays its blocks through this on load, so the
+    /// rows (`blocks`), with α and −log p(y|θ) over all the rows at the model's ȳ; returns the
+    /// predictive means K_nfᵀα (less ȳ) and variances of the samples under the model before.
+    /// Nothing is committed before −log p is known finite. A saved model replays its blocks
+    /// through this on load, so the
     /// loaded factor is the updated one bit for bit.
     ///
     /// # Errors
@@ -137,8 +120,17 @@ impl FittedFullGp {
         x_all.rows_mut(n, k).copy_from(xu);
         let y_all = DVector::from_iterator(total, self.data.y().iter().chain(y.iter()).copied());
         let data = Dataset::new(x_all, y_all)?;
+        let (alpha, neg_log_evidence) =
+            solved_targets(&factor, data.y(), self.record.y_mean, self.par());
+        if !neg_log_evidence.is_finite() {
+            // A target so far from ȳ that yᵀα overflows: the model as it was, and an error.
+            return Err(crate::error::Error::NonFiniteObjective {
+                what: format!("the updated full GP's −log p(y|θ) = {neg_log_evidence}"),
+            });
+        }
         let mut z = self.z.clone().insert_rows(n, k, 0.0);
         z.rows_mut(n, k).copy_from(&zt);
+        (self.alpha, self.record.neg_log_evidence) = (alpha, neg_log_evidence);
         self.factor = Arc::new(factor);
         self.z = z;
         self.data = Arc::new(data);
@@ -179,19 +171,28 @@ impl FittedFullGp {
     }
 
     /// Sets the target offset ȳ to `y_mean` and recomputes α = (K + σn²I)⁻¹(y − ȳ) and
-    /// −log p(y|θ) from the factor (O(n²)): after an update, and when loading an updated model.
+    /// −log p(y|θ) from the factor (O(n²)): when loading a model saved with its own ȳ.
+    #[cfg(feature = "serde")]
     pub(crate) fn recentre_targets(&mut self, y_mean: f64) {
-        let y = self.data.y().add_scalar(-y_mean);
-        let mut alpha = y.clone();
-        linalg::cholesky_solve_in_place(
-            &self.factor,
-            linalg::vector_view_mut(&mut alpha),
-            self.par(),
-        );
-        self.record.neg_log_evidence = 0.5 * linalg::log_det_from_cholesky(&self.factor)
-            + 0.5 * y.dot(&alpha)
-            + 0.5 * y.len() as f64 * (2.0 * std::f64::consts::PI).ln();
-        self.alpha = alpha;
+        (self.alpha, self.record.neg_log_evidence) =
+            solved_targets(&self.factor, self.data.y(), y_mean, self.par());
         self.record.y_mean = y_mean;
     }
+}
+
+/// α = (K + σn²I)⁻¹(y − ȳ) from the factor of K + σn²I, and −log p(y|θ) = ½ log|K + σn²I| +
+/// ½(y − ȳ)ᵀα + (n/2) log 2π (O(n²)).
+fn solved_targets(
+    factor: &DMatrix<f64>,
+    y: &DVector<f64>,
+    y_mean: f64,
+    par: linalg::Par,
+) -> (DVector<f64>, f64) {
+    let y = y.add_scalar(-y_mean);
+    let mut alpha = y.clone();
+    linalg::cholesky_solve_in_place(factor, linalg::vector_view_mut(&mut alpha), par);
+    let neg_log_evidence = 0.5 * linalg::log_det_from_cholesky(factor)
+        + 0.5 * y.dot(&alpha)
+        + 0.5 * y.len() as f64 * (2.0 * std::f64::consts::PI).ln();
+    (alpha, neg_log_evidence)
 }

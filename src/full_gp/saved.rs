@@ -98,7 +98,6 @@ impl FittedFullGp {
                 for &k in &blocks[1..] {
                     let xu = data.x().rows(start, k).into_owned();
                     model.extend(&xu, &data.y().rows(start, k).into_owned())?;
-                    model.recentre_targets(model.record.y_mean);
                     start += k;
                 }
                 model
