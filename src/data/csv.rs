@@ -254,8 +254,9 @@ impl Dataset {
     ///   number, an empty row range, a named target with [`Header::Absent`]);
     /// - [`Error::Csv`] naming the source, the 1-based line and the 1-based column of a cell
     ///   that is empty, not a number, NaN or infinite, of a line whose number of fields differs
-    ///   from the first line's, and of a first line with fewer than two fields or without the
-    ///   target column;
+    ///   from the first line's, of a first line with fewer than two fields or without the
+    ///   target column, and of a header with an unnamed column (a row index, as pandas' and R's
+    ///   writers put first, is refused rather than read as an input);
     /// - [`Error::EmptyCsv`] naming the source when it has no data line (empty, blank lines, a
     ///   header alone) or none in the row range;
     /// - [`Error::Allocation`] for a line longer than memory can hold;
@@ -489,6 +490,25 @@ impl<'a> Loader<'a> {
                 }
             }
         };
+        if let Some(k) = header
+            .then(|| fields().position(<[u8]>::is_empty))
+            .flatten()
+        {
+            let index = if k == 0 {
+                "; an unnamed first column is likely a row index (pandas' `to_csv()` writes one: \
+                 write with `index=False`)"
+            } else {
+                ""
+            };
+            return Err(self.error(
+                number,
+                format!(
+                    "the header's column {} (zero-based {k}) has no name: a header names every \
+                     column{index}; name it, or drop the column",
+                    k + 1
+                ),
+            ));
+        }
         if columns < 2 {
             let hint = [b';', b'\t', b'|', b',', b' ']
                 .into_iter()

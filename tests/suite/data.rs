@@ -296,8 +296,25 @@ fn csv_header_is_detected_given_or_refused() {
         .len(),
         1
     );
-    // Every field text (an empty one included) is a header.
-    assert_eq!(parse("a,,y\n4,5,6\n", &CsvOptions::new()).unwrap().len(), 1);
+    // Every field text (an empty one included) is a header, but a header names every column:
+    // an unnamed one is refused, named (before, it was read as an input — for pandas' or R's
+    // row index, the row number).
+    assert_eq!(
+        parse_err("a,,y\n4,5,6\n", &CsvOptions::new()),
+        "f.csv:1: the header's column 2 (zero-based 1) has no name: a header names every \
+         column; name it, or drop the column"
+    );
+    assert_eq!(
+        parse_err(",a,b,y\n0,1,2,3\n1,4,5,6\n", &CsvOptions::new()),
+        "f.csv:1: the header's column 1 (zero-based 0) has no name: a header names every \
+         column; an unnamed first column is likely a row index (pandas' `to_csv()` writes \
+         one: write with `index=False`); name it, or drop the column"
+    );
+    assert!(parse_err(
+        "\"\",a,y\n0,1,2\n",
+        &CsvOptions::new().header(Header::Present)
+    )
+    .contains("column 1 (zero-based 0) has no name"));
     assert_eq!(
         parse_err("1,,3\n4,5,6\n", &CsvOptions::new()),
         "f.csv:1: column 2: empty field (a missing value? drop the row or fill it in)"
@@ -641,7 +658,8 @@ fn csv_a_trailing_delimiter_is_named() {
 
 /// With the tab delimiter an empty first or last field is a field: the line is not trimmed of
 /// its tabs (they were trimmed as whitespace, so the error fell on the next line, or named no
-/// column), and a header whose first cell is empty (as pandas writes an index) is a header.
+/// column), and a header whose first cell is empty (as pandas writes an index) is a header —
+/// refused for its unnamed column, not read with the row index as an input.
 #[test]
 fn csv_tab_separated_empty_edge_fields_are_fields() {
     let o = CsvOptions::new().delimiter(b'\t');
@@ -652,11 +670,10 @@ fn csv_tab_separated_empty_edge_fields_are_fields() {
     );
     let leading = parse_err("1\t2\t3\n\t5\t6\n", &o);
     assert!(leading.starts_with("f.csv:2: column 1: "), "{leading}");
-    let indexed = parse("\tx\ty\n0\t1.5\t2\n1\t2.5\t3\n", &o).unwrap();
-    assert_eq!(indexed.len(), 2);
-    assert_eq!(
-        indexed.x().row(1).iter().copied().collect::<Vec<_>>(),
-        [1.0, 2.5]
+    let indexed = parse_err("\tx\ty\n0\t1.5\t2\n1\t2.5\t3\n", &o);
+    assert!(
+        indexed.starts_with("f.csv:1: the header's column 1 (zero-based 0) has no name"),
+        "{indexed}"
     );
 }
 
