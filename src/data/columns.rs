@@ -179,7 +179,7 @@ impl InputColumns {
     }
 
     /// Values of the used columns (one each) spread over all D columns, `fill` for the ignored.
-    pub fn expand(&self, used_values: &DVector<f64>, fill: f64) -> DVector<f64> {
+    pub(crate) fn expand(&self, used_values: &DVector<f64>, fill: f64) -> DVector<f64> {
         let mut all = DVector::from_element(self.dim, fill);
         for (k, &d) in self.used.iter().enumerate() {
             all[d] = used_values[k];
@@ -188,7 +188,7 @@ impl InputColumns {
     }
 
     /// The columns of an m×D_used matrix spread over an m×D one, `fill` in the ignored columns.
-    pub fn expand_columns(&self, used: &DMatrix<f64>, fill: f64) -> DMatrix<f64> {
+    pub(crate) fn expand_columns(&self, used: &DMatrix<f64>, fill: f64) -> DMatrix<f64> {
         let mut all = DMatrix::from_element(used.nrows(), self.dim, fill);
         for (k, &d) in self.used.iter().enumerate() {
             all.set_column(d, &used.column(k));

@@ -313,7 +313,15 @@ pub(crate) fn check_spread(y: &[f64], mean: f64) -> Result<f64> {
     if y.iter().all(|&v| v == y[0]) {
         return Err(Error::ConstantTargets { value: y[0] });
     }
-    let spread = standard_deviation(y, mean);
+    check_spread_value(standard_deviation(y, mean))
+}
+
+/// [`check_spread`]'s range checks on the `spread` ([`standard_deviation`]) of targets that are
+/// not all the same number: the spread, or [`Error::Scale`] naming it and the remedy.
+///
+/// # Errors
+/// [`Error::Scale`] for a spread outside [`SMALLEST_TARGET_SPREAD`]..=[`LARGEST_TARGET_SPREAD`].
+pub(crate) fn check_spread_value(spread: f64) -> Result<f64> {
     if spread > 0.0 && spread < SMALLEST_TARGET_SPREAD {
         return Err(Error::Scale {
             what: format!(
@@ -357,6 +365,12 @@ pub(crate) fn variance(y: &DVector<f64>) -> f64 {
     y.map(|v| (v - mean).powi(2)).mean()
 }
 
+/// Whether a plain √(Σ(v − mean)²/n) is the spread: its squares neither overflowed nor
+/// underflowed (else [`standard_deviation`] takes the sum relative to the largest deviation).
+pub(crate) fn plain_spread_holds(sd: f64) -> bool {
+    sd.is_finite() && sd >= PLAIN_SPREAD_MIN
+}
+
 /// The standard deviation √(Σ(v − mean)²/n) of `values` about `mean`; when the squares
 /// overflow f64 (a spread beyond about 1e154) or underflow it (below about 1e-154, where a
 /// spread of 1e-200 would come out as 0), the same sum is taken relative to the largest
@@ -365,7 +379,7 @@ pub(crate) fn variance(y: &DVector<f64>) -> f64 {
 pub(crate) fn standard_deviation(values: &[f64], mean: f64) -> f64 {
     let n = values.len() as f64;
     let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
-    if sd.is_finite() && sd >= PLAIN_SPREAD_MIN {
+    if plain_spread_holds(sd) {
         return sd;
     }
     let largest = values.iter().fold(0.0f64, |a, v| a.max((v - mean).abs()));

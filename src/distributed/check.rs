@@ -65,7 +65,11 @@ impl ValidSsgpParams {
                     .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
                         (l.min(v), h.max(v))
                     });
-                let all = cluster.all_gather(&[low, high]);
+                // A gather that fails fails on every rank: the targets are then taken as
+                // constant there, alike, and the seed moves on.
+                let Ok(all) = cluster.all_gather(&[low, high]) else {
+                    return false;
+                };
                 let low = all.iter().step_by(2).fold(f64::INFINITY, |l, &v| l.min(v));
                 let high = all
                     .iter()
@@ -245,10 +249,9 @@ fn score_across(
     let [rows, z2_sum] = first;
     let z2 = z2_sum / rows;
     let scale = held_out_factor(z2, rows as usize, range);
-    let row_nlp = match (held, predictive) {
+    let local = match (held, predictive) {
         (Some(h), Some(mut p)) => {
             p.y_variance *= scale;
-            let (nlp, _) = nlp_and_mnlp(h.y(), &p)?;
             let (squared, spread) = h
                 .y()
                 .iter()
@@ -256,11 +259,12 @@ fn score_across(
                 .fold((0.0, 0.0), |(e, s), (y, mu)| {
                     (e + (y - mu).powi(2), s + (y - y_mean).powi(2))
                 });
-            (nlp, squared, spread)
+            nlp_and_mnlp(h.y(), &p).map(|(nlp, _)| (nlp, squared, spread))
         }
-        _ => (DVector::zeros(0), 0.0, 0.0),
+        _ => Ok((DVector::zeros(0), 0.0, 0.0)),
     };
-    let (row_nlp, squared, spread) = row_nlp;
+    // Only ranks with held-out rows can fail here: every rank learns of it before the sums.
+    let (row_nlp, squared, spread) = cluster.agree(local)?;
     let mut sums = [row_nlp.sum(), squared, spread];
     cluster.sum_as_root(&mut sums);
     let [nlp, squared, spread] = sums;

@@ -129,28 +129,49 @@ impl Cluster {
     }
 
     /// Collective: every rank's `local` values one after the other, in rank order, on every rank
-    /// (MPI_Allgatherv); `local` may have another length on each rank.
-    pub(crate) fn all_gather(&self, local: &[f64]) -> Vec<f64> {
+    /// (MPI_Allgatherv); `local` may have another length on each rank. The ranks' counts are
+    /// gathered first, so every rank sees the same total and fails alike.
+    ///
+    /// # Errors
+    /// [`Error::Distributed`] on every rank if a count or the total exceeds MPI's 2³¹ − 1
+    /// values; [`Error::Allocation`] on a rank that cannot allocate the total
+    /// ([`Error::Distributed`] on the others).
+    pub(crate) fn all_gather(&self, local: &[f64]) -> Result<Vec<f64>> {
         let start = Instant::now();
+        // −1 for a count MPI cannot carry.
         let mut counts = vec![0 as Count; self.size()];
-        let mine = Count::try_from(local.len()).unwrap_or(Count::MAX);
+        let mine = Count::try_from(local.len()).unwrap_or(-1);
         self.comm.all_gather_into(&mine, &mut counts[..]);
-        let displs: Vec<Count> = counts
-            .iter()
-            .scan(0 as Count, |acc, &c| {
-                let at = *acc;
-                *acc += c;
-                Some(at)
-            })
-            .collect();
-        let total: usize = counts.iter().map(|&c| c.max(0) as usize).sum();
-        let mut out = vec![0.0; total];
+        let mut displs = Vec::with_capacity(counts.len());
+        let mut total: Count = 0;
+        for &c in &counts {
+            displs.push(total);
+            total = match total.checked_add(c) {
+                Some(t) if c >= 0 => t,
+                _ => {
+                    return Err(Error::Distributed {
+                        what: format!(
+                            "the values gathered from the ranks exceed the {} one MPI collective counts",
+                            Count::MAX
+                        ),
+                    })
+                }
+            };
+        }
+        let total = total as usize;
+        let mut out: Vec<f64> = Vec::new();
+        let reserved = out.try_reserve_exact(total).map_err(|_| Error::Allocation {
+            what: "the values gathered from every rank",
+            bytes: total.saturating_mul(8),
+        });
+        self.agree(reserved)?;
+        out.resize(total, 0.0);
         {
             let mut part = PartitionMut::new(&mut out[..], &counts[..], &displs[..]);
             self.comm.all_gather_varcount_into(local, &mut part);
         }
         self.count(start, total, 8);
-        out
+        Ok(out)
     }
 
     /// Collective: whether every rank succeeded. Each rank passes its own result; if any rank

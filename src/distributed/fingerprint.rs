@@ -85,7 +85,7 @@ pub(crate) fn check_same_settings(params: &ValidSsgpParams, cluster: &Cluster) -
     let named = settings(params);
     // The count of settings first: every rank reads the others' at this width.
     let count = [named.len() as f64];
-    let counts = cluster.all_gather(&count);
+    let counts = cluster.all_gather(&count)?;
     if counts.iter().any(|&c| c != count[0]) {
         return Err(Error::Distributed {
             what: format!(
@@ -101,7 +101,7 @@ pub(crate) fn check_same_settings(params: &ValidSsgpParams, cluster: &Cluster) -
             [(h >> 32) as f64, (h & 0xffff_ffff) as f64]
         })
         .collect();
-    let all = cluster.all_gather(&local);
+    let all = cluster.all_gather(&local)?;
     let width = local.len();
     let mut differing = Vec::new();
     for (k, (name, _)) in named.iter().enumerate() {

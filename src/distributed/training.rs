@@ -15,6 +15,7 @@ use crate::hyperparameters::Hyperparameters;
 use crate::init;
 #[cfg(doc)]
 use crate::init::LengthscaleInit;
+use crate::linalg;
 use crate::optim::{Objective, OptimReport};
 use crate::ssgp::remedy::{mean_hyperparameters, with_variances};
 use crate::ssgp::{
@@ -156,6 +157,10 @@ impl ValidSsgpParams {
         }
         let traffic0 = cluster.traffic();
         let stats = GlobalStatistics::all_reduce(local, cluster)?;
+        crate::ssgp::check_ssgp_target_spread(
+            stats.check_target_spread()?,
+            "scale them on every rank by the same power of ten, and the predictions back",
+        )?;
         self.resolved_for(stats.y_variance)?.fit_resolved(
             local,
             cluster,
@@ -387,8 +392,18 @@ impl ValidSsgpParams {
 /// proportion to its rows (⌊size·N_{r+1}/n⌋ − ⌊size·N_r/n⌋ with N_r the rows of the ranks before
 /// r), evenly spaced among them, in rank order. Two all-gathers: one count per rank, then
 /// size·(D + 1) values.
+///
+/// # Errors
+/// [`Error::Allocation`] on a rank that cannot hold the subset (its share, the gathered values
+/// and their matrix: 3·size·(D + 1) numbers), [`Error::Distributed`] on the others, before any
+/// is gathered; as [`Cluster::all_gather`].
 fn gather_subset(local: &Dataset, size: usize, cluster: &Cluster) -> Result<Dataset> {
-    let counts = cluster.all_gather(&[local.len() as f64]);
+    let values = size.saturating_mul(local.dim() + 1);
+    cluster.agree(linalg::check_allocation(
+        values.saturating_mul(3 * std::mem::size_of::<f64>()),
+        "the rows gathered from every rank (the start's subset); start on fewer rows",
+    ))?;
+    let counts = cluster.all_gather(&[local.len() as f64])?;
     let total: f64 = counts.iter().sum();
     let before: f64 = counts[..cluster.rank()].iter().sum();
     let share_at = |rows: f64| (size as f64 * rows / total).floor() as usize;
@@ -400,7 +415,7 @@ fn gather_subset(local: &Dataset, size: usize, cluster: &Cluster) -> Result<Data
         rows.extend(x.row(r).iter());
         rows.push(y[r]);
     }
-    let all = cluster.all_gather(&rows);
+    let all = cluster.all_gather(&rows)?;
     let n = all.len() / (d + 1);
     let x = DMatrix::from_fn(n, d, |i, j| all[i * (d + 1) + j]);
     let y = DVector::from_fn(n, |i, _| all[i * (d + 1) + d]);
@@ -549,12 +564,38 @@ impl<'a> Share<'a> {
         self.spent.set((e0 + e, c0 + c));
     }
 
-    /// Collective: `model`'s LOO diagnostic by the hat matrix's diagonal over every rank's rows
-    /// (each rank's sums, added up; rank 0's bits on every rank).
+    /// Collective: `model`'s LOO diagnostic over every rank's rows, as one process's
+    /// ([`FittedSsgp::loo_diagnostic`]): above 4m rows by the hat matrix's diagonal (each rank's
+    /// sums, added up), at most 4m rows, where that form cancels, by the n×n form on rank 0 of
+    /// every rank's rows (gathered: at most 4m·(D + 1) numbers); rank 0's bits on every rank.
+    /// None on every rank where it cannot be computed (the model is kept, as in one process).
+    ///
+    /// # Errors
+    /// As [`gather_subset`] for the rows of at most 4m.
     pub(super) fn loo(&self, model: &FittedSsgp) -> Result<Option<LooDiagnostic>> {
-        let mut sums = self.cluster.agree(model.loo_sums(self.local))?;
-        self.cluster.sum_as_root(&mut sums);
-        Ok(LooDiagnostic::from_sums(sums))
+        if self.stats.n <= 4 * model.num_spectral_points() {
+            let all = gather_subset(self.local, self.stats.n, self.cluster)?;
+            let local = if self.cluster.is_root() {
+                let diagnostic = model.loo_diagnostic(&all).ok().flatten();
+                Ok(diagnostic.map_or(vec![0.0; 4], |d| vec![1.0, d.mean_z2, d.mnlp, d.nmse]))
+            } else {
+                Ok(Vec::new())
+            };
+            let got = self.cluster.root_result(local, 4)?;
+            return Ok((got[0] == 1.0).then_some(LooDiagnostic {
+                mean_z2: got[1],
+                mnlp: got[2],
+                nmse: got[3],
+                honest: false,
+            }));
+        }
+        match self.cluster.agree(model.loo_sums(self.local)) {
+            Ok(mut sums) => {
+                self.cluster.sum_as_root(&mut sums);
+                Ok(LooDiagnostic::from_sums(sums))
+            }
+            Err(_) => Ok(None),
+        }
     }
 
     /// Collective: [`ValidSsgpParams::rescaled`] across the ranks: `fitted` with σ0² and σn²

@@ -58,6 +58,8 @@ pub use params::{NoiseBound, SsgpParams, ValidSsgpParams};
 pub use posterior::{FittedSsgp, PosteriorSample};
 pub use remedy::CalibrationGuard;
 pub use standardized::StandardizedSample;
+#[cfg(feature = "mpi")]
+pub(crate) use train::check_ssgp_target_spread;
 pub use train::TARGET_SPREAD;
 
 use crate::hyperparameters::Hyperparameters;
