@@ -196,6 +196,42 @@ fn updates_of_fitted_models_equal_conditioning_from_scratch() {
     assert!(kinds.len() >= 2, "{kinds:?}");
 }
 
+/// A standardised SSGP updated with samples on the original scale equals the dense posterior of
+/// its wrapped model on all the rows scaled by the training scaler, mapped back (before, a
+/// standardised fit could not be updated: a user had to scale the samples by hand).
+#[test]
+fn standardized_ssgp_updates_equal_conditioning_from_scratch_on_the_scaled_rows() {
+    let mut rng = StdRng::seed_from_u64(91);
+    let dim = 2;
+    let raw = |(x, y): (DMatrix<f64>, DVector<f64>)| (x * 250.0, y.map(|v| 4e3 + 60.0 * v));
+    let (xb, yb) = raw(samples(100, dim, 0.0, &mut rng));
+    let mut model =
+        ssgp::standardize::Standardized::new(Ssgp::params(8).seed(2).max_evaluations(60))
+            .fit(&Dataset::new(xb.clone(), yb.clone()).unwrap())
+            .unwrap();
+    let (xs, ys) = raw(samples(40, dim, 0.5, &mut rng));
+    feed(&xs, &ys, 15, |x, y| model.update(x, y).unwrap());
+    assert_eq!(model.inner().num_updates(), 40);
+    let (x_all, y_all) = stacked((&xb, &yb), (&xs, &ys));
+    let scaler = model.scaler().clone();
+    let z_all = scaler.transform_inputs(&x_all).unwrap();
+    let t_all = y_all.map(|v| (v - scaler.y_mean) / scaler.y_scale);
+    let xt = raw(samples(7, dim, 0.3, &mut rng)).0;
+    let zt = scaler.transform_inputs(&xt).unwrap();
+    let (mean, var) = dense_ssgp(model.inner(), &z_all, &t_all, (&[1.0; 140], 1.0), &zt);
+    let mean = mean.map(|m| m * scaler.y_scale + scaler.y_mean);
+    let var = var * scaler.y_scale.powi(2);
+    let p = model.predict(&xt).unwrap();
+    assert_close(&p.mean, &mean, 1e-9, "mean");
+    assert_close(&p.f_variance, &var, 1e-9, "latent variance");
+    // A sample of the wrong width is refused and leaves the model.
+    let before = model.predict(&xt).unwrap();
+    assert!(model
+        .update(&DMatrix::zeros(1, dim + 1), &DVector::zeros(1))
+        .is_err());
+    assert_eq!(model.predict(&xt).unwrap().mean, before.mean);
+}
+
 /// The prior's share ρ in A = D + ρλI after `calls` (samples, γ) from a whole prior, by the
 /// documented rule: each sample forgotten scales ρ by γ, and a ρ below ½ after a sample is
 /// restored to 1.
