@@ -184,8 +184,8 @@ pub enum Remedy {
     /// one with the lower MNLP was refitted on all rows (the random-feature
     /// fit when `random_features_mnlp < learned_mnlp` or `random_features_by_margin`; a widened
     /// learned fit is kept as it was
-    /// trained instead, `on_comparison_rows`) and its σ0² and σn² multiplied by its factor,
-    /// `variance_scale`. Above
+    /// trained instead, `on_comparison_rows`, its −log p(y|θ) that of its θ on every training
+    /// row) and its σ0² and σn² multiplied by its factor, `variance_scale`. Above
     /// [`CalibrationGuard::HELD_OUT_MAX_ROWS`](crate::ssgp::CalibrationGuard::HELD_OUT_MAX_ROWS)
     /// rows: the fits were trained on half the rows (the learned one with half the evaluations)
     /// and scored on the other half, the learned fit's factor free to widen, and a winning

@@ -488,7 +488,10 @@ impl FittedSsgp {
         self.record.y_mean
     }
 
-    /// −log p(y|θ) of the (centred) training targets at the fitted θ.
+    /// −log p(y|θ) of the (centred) training targets at the fitted θ — of every training row,
+    /// also for a fit the calibration check kept as trained on 3/4 of them
+    /// ([`Remedy::HeldOut`](crate::Remedy::HeldOut)'s `on_comparison_rows`), so that fits on the
+    /// same data compare by it.
     pub fn neg_log_evidence(&self) -> f64 {
         self.record.neg_log_evidence
     }
