@@ -292,7 +292,9 @@ impl ValidSsgpParams {
 
     /// Collective: the training mean on `share`'s rows as an SSGP (the single-process check's):
     /// the random-feature fit's spectral points and `start`'s ℓ, σn² = var y over every rank's
-    /// rows and σ0² = 10⁻⁴⁰σn², so that every prediction is ȳ; not trained, `remedy` recorded.
+    /// rows (just above the noise floor where it is not,
+    /// [`mean_noise_variance`](crate::ssgp::remedy::mean_noise_variance)) and σ0² = 10⁻⁴⁰σn², so
+    /// that every prediction is ȳ; not trained, `remedy` recorded.
     pub(super) fn train_mean(
         &self,
         share: &Share<'_>,
@@ -303,7 +305,7 @@ impl ValidSsgpParams {
         let (fixed, w) = self.with_random_features(share.local.dim());
         let evidence = share.evidence(&fixed, Some(w.clone()))?;
         let theta = evidence.pack(&SsgpHyperparameters {
-            hyper: mean_hyperparameters(start, share.stats.y_variance),
+            hyper: mean_hyperparameters(start, share.stats.y_variance, self.training.noise_floor),
             unit_frequencies: w,
         })?;
         let value = share

@@ -649,3 +649,37 @@ fn inputs_whose_phases_f64_cannot_resolve_are_named() {
     );
     assert!(fitted.predict(&DMatrix::from_element(1, 1, 1e6)).is_ok());
 }
+
+/// The calibration check reports the error bars the kept model has: under an absolute noise
+/// floor (10⁻³) thirty times the targets' variance (pure noise, var y ≈ 3·10⁻⁵), every candidate
+/// carries σn² at least the floor, and the held-out mean z² recorded for the model kept is what
+/// its own predictions give on the training rows (to sampling error), flagged as too wide. The
+/// training mean was scored at var y (recorded mean z² ≈ 0.95), so it was kept, while its model
+/// took σn² = 1.001·floor (its own z² ≈ 0.036), and nothing was flagged.
+#[test]
+fn the_check_records_the_error_bars_of_the_model_it_keeps_under_an_absolute_floor() {
+    let mut rng = StdRng::seed_from_u64(8);
+    let n = 440;
+    let x: DMatrix<f64> = DMatrix::from_fn(n, 2, |_, _| rng.random_range(-2.0..2.0));
+    let y = DVector::from_fn(n, |_, _| 3.0 + 0.01 * rng.random_range(-1.0..1.0));
+    let data = Dataset::new(x.clone(), y.clone()).unwrap();
+    let floor = 1e-3;
+    let fitted = Ssgp::params(8)
+        .seed(4)
+        .max_evaluations(64)
+        .threads(1)
+        .noise_floor(floor)
+        .fit(&data)
+        .unwrap();
+    let training = fitted.training();
+    assert!(fitted.noise_variance() >= floor);
+    let pred = fitted.predict(&x).unwrap();
+    let own = metrics::calibration(&y, &pred).unwrap().mean_squared_z;
+    let recorded = training.held_out().unwrap().mean_z2;
+    assert!(
+        (recorded / own - 1.0).abs() < 0.3,
+        "recorded held-out mean z² {recorded}, the model's own {own}: {}",
+        training.diagnosis()
+    );
+    assert!(training.flags().underconfident, "{}", training.diagnosis());
+}
