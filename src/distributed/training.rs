@@ -177,16 +177,7 @@ impl ValidSsgpParams {
         let used = cluster.agree(columns.select_data(local))?;
         cluster.agree(self.check_buffers(&used))?;
         let start = self.distributed_start(&stats, &columns, &used, cluster)?;
-        let d = used.dim();
-        if let Some(w) = &self.initial_unit_frequencies {
-            if w.ncols() != d {
-                return Err(Error::DimensionMismatch {
-                    what: "initial unit frequencies (columns, D)",
-                    expected: d,
-                    found: w.ncols(),
-                });
-            }
-        }
+        self.check_initial_frequencies(used.dim())?;
         let rows = stats.n;
         let share = Share {
             local: &used,

@@ -662,6 +662,7 @@ impl ValidSsgpParams {
         let first = data.output(0)?;
         let columns = InputColumns::varying(&first)?;
         let x = columns.select(data.x())?.into_owned();
+        self.check_initial_frequencies(x.ncols())?;
         check_multi_buffers(MultiSsgpEvidence::new(&x, data.y(), self, None).working_bytes())?;
         let start =
             crate::full_gp::start(&Dataset::new(x.clone(), first.y().clone())?, &self.training)?;

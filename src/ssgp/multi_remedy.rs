@@ -402,9 +402,9 @@ impl ValidSsgpParams {
     }
 
     /// The multi-output random-feature fit on `x` (n×D, the used columns) and `y` (n×P): m unit
-    /// frequencies (the given ones, or a draw of the seed from the spectral density) held fixed,
-    /// ℓ held at `start`'s, and (log σ0p, p_ρ) trained from [`Self::multi_start`]'s by the
-    /// configured optimiser.
+    /// frequencies (a draw of the seed from the spectral density, given initial ones or not)
+    /// held fixed, ℓ held at `start`'s, and (log σ0p, p_ρ) trained from [`Self::multi_start`]'s
+    /// by the configured optimiser.
     fn fit_multi_random_features(
         &self,
         x: &DMatrix<f64>,

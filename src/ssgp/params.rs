@@ -149,8 +149,15 @@ impl SsgpParams {
         /// A spectral density to draw the spectral points from instead of the kernel's (set with
         /// `kernel`; the default is the squared exponential's, N(0, I)).
         spectral_density(density: Arc<dyn SpectralDensity>) => density = Some;
-        /// Initial unit frequencies W (m×D; spectral points s_r = W_r ⊘ (2πℓ)) instead of random
-        /// draws: a warm start, or values from elsewhere.
+        /// Initial unit frequencies W (m×D, one column per **used** input: columns constant on
+        /// the training data are left out first; spectral points s_r = W_r ⊘ (2πℓ)) instead of
+        /// random draws: a warm start, or values from elsewhere. They start the learned fit (and
+        /// are the fixed spectral points with
+        /// [`fixed_spectral_points`](Self::fixed_spectral_points)); the random-feature fit of
+        /// the calibration check ([`CalibrationGuard`]) always draws its own from the spectral
+        /// density with the seed. Frequencies learned on rows the check then holds out (a refit
+        /// on data that include the first fit's) have seen those rows: the learned fit's
+        /// held-out score is then optimistic.
         initial_unit_frequencies(w: DMatrix<f64>) => initial_unit_frequencies = Some;
     }
 

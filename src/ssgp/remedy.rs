@@ -5,7 +5,8 @@
 //! its training points too well and its error bars come out far too narrow, which the exact LOO
 //! at the fitted θ cannot see (the frequencies were fitted to the points it leaves out). The
 //! remedy is a second fit that cannot overfit: the *random-feature fit*, m spectral points drawn
-//! once from the kernel's spectral density at the start's lengthscales (the full GP's on a
+//! once from the kernel's spectral density with the seed (given initial unit frequencies start
+//! the learned fit only) at the start's lengthscales (the full GP's on a
 //! subset, honest there) and held fixed with ℓ, training only σ0² and σn² — a random-feature
 //! approximation of the start's full GP, whose noise absorbs what the m features miss.
 //! [`CalibrationGuard`] chooses between the two fits, and scales the kept fit's variances by
@@ -55,8 +56,9 @@ use rand::seq::SliceRandom;
 pub enum CalibrationGuard {
     /// The paper's fit only: learned spectral points (§4.2), no check.
     Off,
-    /// Always the random-feature fit (spectral points drawn from the kernel at the start's
-    /// lengthscales and held fixed with them; σ0² and σn² trained).
+    /// Always the random-feature fit (spectral points drawn from the kernel with the seed at the
+    /// start's lengthscales, given initial unit frequencies or not, and held fixed with them;
+    /// σ0² and σn² trained).
     RandomFeatures,
     /// The learned fit, checked. Up to [`CalibrationGuard::HELD_OUT_MAX_ROWS`] training points,
     /// both fits are trained on a seeded 3/4 of the rows and scored by their MNLP on the other 1/4
@@ -353,17 +355,16 @@ impl ValidSsgpParams {
         (fixed, self.random_feature_frequencies(dim))
     }
 
-    /// The random-feature fit's unit frequencies W (m×`dim`): the given ones, or one draw of the
-    /// seed from the spectral density.
+    /// The random-feature fit's unit frequencies W (m×`dim`): one draw of the seed from the
+    /// spectral density, whatever initial unit frequencies are given (those start the learned
+    /// fit; frequencies learned elsewhere, on rows the check holds out, would make the
+    /// reference fit no random-feature fit).
     pub(crate) fn random_feature_frequencies(&self, dim: usize) -> DMatrix<f64> {
-        match &self.initial_unit_frequencies {
-            Some(w) => w.clone(),
-            None => self.density().sample_unit_frequencies(
-                self.m,
-                dim,
-                &mut crate::random::seeded(self.training.seed),
-            ),
-        }
+        self.density().sample_unit_frequencies(
+            self.m,
+            dim,
+            &mut crate::random::seeded(self.training.seed),
+        )
     }
 
     /// These settings with `best_effort`: a fit whose line search stalls is kept at its best
@@ -612,9 +613,10 @@ impl ValidSsgpParams {
         fixed.build(data, &evidence, &theta, training, columns.clone())
     }
 
-    /// The random-feature fit: m unit frequencies W (the given ones, or a draw of the seed from
-    /// the spectral density) held fixed, ℓ held at `start`'s, and (log σ0, p_n) trained from
-    /// `start`'s by the configured optimiser; `remedy` is recorded in its summary.
+    /// The random-feature fit: m unit frequencies W (a draw of the seed from the spectral
+    /// density, [`Self::random_feature_frequencies`]) held fixed, ℓ held at `start`'s, and
+    /// (log σ0, p_n) trained from `start`'s by the configured optimiser; `remedy` is recorded in
+    /// its summary.
     fn fit_random_features(
         &self,
         data: &Dataset,

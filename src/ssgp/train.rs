@@ -64,6 +64,23 @@ impl ValidSsgpParams {
         Ok(w.clone())
     }
 
+    /// Checks that the given initial unit frequencies, if any, have one column per used input
+    /// (`dim`): a fit that keeps the random-feature fit (which draws its own) never reads them,
+    /// and a wrong shape is still the user's mistake to hear of.
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] naming the columns of the initial unit frequencies.
+    pub(crate) fn check_initial_frequencies(&self, dim: usize) -> Result<()> {
+        match &self.initial_unit_frequencies {
+            Some(w) if w.ncols() != dim => Err(Error::DimensionMismatch {
+                what: "initial unit frequencies (columns, one per used input)",
+                expected: dim,
+                found: w.ncols(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// The unit frequencies W (m×`dim`) training starts from: the given ones, or the best of the
     /// initial draws from the spectral density by `neg_log_evidence`, each reported to
     /// `observer`.
@@ -171,6 +188,7 @@ impl ValidSsgpParams {
         )?;
         let columns = InputColumns::varying(data)?;
         let used = columns.select_data(data)?;
+        self.check_initial_frequencies(used.dim())?;
         let this = self.resolved_for(used.y_variance())?;
         this.check_buffers(&used)?;
         let start = crate::full_gp::start(&used, &this.training)?;

@@ -683,3 +683,50 @@ fn the_check_records_the_error_bars_of_the_model_it_keeps_under_an_absolute_floo
     );
     assert!(training.flags().underconfident, "{}", training.diagnosis());
 }
+
+/// The random-feature fit draws its spectral points from the kernel's density with the seed,
+/// whatever initial unit frequencies are given (they start the learned fit only): alone
+/// (`CalibrationGuard::RandomFeatures`) and as the default check keeps it on few rows, the fit
+/// with given frequencies is the fit without them, bit for bit. The given frequencies (here all
+/// 0.7) were the random-feature fit's, so a warm start learned on the check's held-out rows
+/// made its reference fit one that had seen them.
+#[test]
+fn the_random_feature_fit_draws_its_own_spectral_points() {
+    use ssgp::ssgp::CalibrationGuard;
+    let mut rng = StdRng::seed_from_u64(3);
+    let many = sinc_data(120, false, 0.05, &mut rng).unwrap();
+    let few = sinc_data(20, false, 0.05, &mut rng).unwrap();
+    let xt = DMatrix::from_fn(7, 1, |i, _| i as f64 - 3.0);
+    for (data, guard, m) in [
+        (&many, CalibrationGuard::RandomFeatures, 10),
+        (&few, CalibrationGuard::Check, 30),
+    ] {
+        let params = || {
+            Ssgp::params(m)
+                .seed(5)
+                .max_evaluations(60)
+                .calibration(guard)
+        };
+        let drawn = params().fit(data).unwrap();
+        let given = params()
+            .initial_unit_frequencies(DMatrix::from_element(m, 1, 0.7))
+            .fit(data)
+            .unwrap();
+        assert!(
+            drawn.fixed_spectral_points(),
+            "{guard:?}: random features kept"
+        );
+        assert_eq!(
+            given.unit_frequencies(),
+            drawn.unit_frequencies(),
+            "{guard:?}"
+        );
+        assert_eq!(given.predict(&xt).unwrap(), drawn.predict(&xt).unwrap());
+    }
+    // Given frequencies of the wrong shape are still an error where they are not read.
+    let wrong = Ssgp::params(10)
+        .calibration(CalibrationGuard::RandomFeatures)
+        .initial_unit_frequencies(DMatrix::from_element(10, 2, 0.7))
+        .fit(&many);
+    assert!(matches!(wrong, Err(Error::DimensionMismatch { .. })));
+}
