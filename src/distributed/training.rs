@@ -228,7 +228,7 @@ impl ValidSsgpParams {
             None,
             |w| {
                 let evidence = evidence_at(w)?;
-                let value = evidence.value(&evidence.pack(&SsgpHyperparameters {
+                let value = evidence.value(&evidence.pack_start(&SsgpHyperparameters {
                     hyper: start.clone(),
                     unit_frequencies: w.clone(),
                 })?);
@@ -237,7 +237,7 @@ impl ValidSsgpParams {
             },
         )?;
         let evidence = evidence_at(&w0)?;
-        let theta0 = evidence.pack(&SsgpHyperparameters {
+        let theta0 = evidence.pack_start(&SsgpHyperparameters {
             hyper: start,
             unit_frequencies: w0,
         })?;
@@ -260,7 +260,7 @@ impl ValidSsgpParams {
     ) -> Result<FittedSsgp> {
         let (fixed, w) = self.with_random_features(share.local.dim());
         let evidence = share.evidence(&fixed, Some(w.clone()))?;
-        let theta = evidence.pack(&SsgpHyperparameters {
+        let theta = evidence.pack_start(&SsgpHyperparameters {
             hyper: start.clone(),
             unit_frequencies: w,
         })?;
@@ -295,7 +295,7 @@ impl ValidSsgpParams {
     ) -> Result<FittedSsgp> {
         let (fixed, w) = self.with_random_features(share.local.dim());
         let evidence = share.evidence(&fixed, Some(w.clone()))?;
-        let theta = evidence.pack(&SsgpHyperparameters {
+        let theta = evidence.pack_start(&SsgpHyperparameters {
             hyper: mean_hyperparameters(start, share.stats.y_variance, self.training.noise_floor),
             unit_frequencies: w,
         })?;

@@ -415,7 +415,7 @@ impl ValidSsgpParams {
         fixed.fixed_spectral_points = true;
         let w = self.random_feature_frequencies(x.ncols());
         let evidence = fixed.multi_evidence(x, y, Some(&w))?;
-        let theta = evidence.pack(&fixed.multi_start(y, start, w))?;
+        let theta = evidence.pack_start(&fixed.multi_start(y, start, w))?;
         let objective = TrailingEntries {
             evidence: &evidence,
             theta,

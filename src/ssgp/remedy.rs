@@ -603,7 +603,7 @@ impl ValidSsgpParams {
     ) -> Result<FittedSsgp> {
         let (fixed, w) = self.with_random_features(data.dim());
         let evidence = fixed.evidence_with(data, Some(&w))?;
-        let theta = evidence.pack(&SsgpHyperparameters {
+        let theta = evidence.pack_start(&SsgpHyperparameters {
             hyper: mean_hyperparameters(start, data.y_variance(), self.training.noise_floor),
             unit_frequencies: w,
         })?;
@@ -627,7 +627,7 @@ impl ValidSsgpParams {
         let (fixed, w) = self.with_random_features(data.dim());
         fixed.check_buffers(data)?;
         let evidence = fixed.evidence_with(data, Some(&w))?;
-        let theta = evidence.pack(&SsgpHyperparameters {
+        let theta = evidence.pack_start(&SsgpHyperparameters {
             hyper: start.clone(),
             unit_frequencies: w,
         })?;
@@ -1318,7 +1318,7 @@ mod tests {
             let evidence = params.evidence_with(&data, Some(&w)).unwrap();
             let start = crate::full_gp::start(&data, &params.training).unwrap();
             let theta = evidence
-                .pack(&SsgpHyperparameters {
+                .pack_start(&SsgpHyperparameters {
                     hyper: start,
                     unit_frequencies: w,
                 })

@@ -238,13 +238,13 @@ impl ValidSsgpParams {
         let w0 =
             self.start_unit_frequencies(data.dim(), self.training.optim.observer.as_ref(), |w| {
                 let evidence = self.evidence_with(data, Some(w))?;
-                evidence.value(&evidence.pack(&SsgpHyperparameters {
+                evidence.value(&evidence.pack_start(&SsgpHyperparameters {
                     hyper: start.clone(),
                     unit_frequencies: w.clone(),
                 })?)
             })?;
         let evidence = self.evidence_with(data, Some(&w0))?;
-        let theta0 = evidence.pack(&SsgpHyperparameters {
+        let theta0 = evidence.pack_start(&SsgpHyperparameters {
             hyper: start,
             unit_frequencies: w0,
         })?;
@@ -260,12 +260,19 @@ impl ValidSsgpParams {
             .collect()
     }
 
-    /// A fitted model at given hyperparameters and spectral points (for all D inputs), without
-    /// training: a warm start, or values from elsewhere. The evidence is evaluated at them.
+    /// A fitted model at exactly the given hyperparameters and spectral points (for all D
+    /// inputs), without training: a warm start, or values from elsewhere. The evidence is
+    /// evaluated at them. σn² must lie above the noise floor of `data`, the larger of
+    /// `noise_floor` and `relative_noise_floor`·var y (10⁻⁴·var y by default): σn² =
+    /// floor + e^{2p_n} holds no value at or below it, and the model is not moved to one it
+    /// does hold — set a lower floor (`.relative_noise_floor(0.0)` for none) to condition there.
     ///
     /// # Errors
-    /// As [`SsgpEvidence::pack`]; [`Error::NotPositiveDefinite`] if A cannot be factored;
-    /// [`Error::Allocation`] if the buffers for this m cannot be allocated.
+    /// As [`SsgpEvidence::pack`] ([`Error::InvalidParameter`] naming `noise_floor` for σn² at or
+    /// below the floor, or a floor above
+    /// [`MAX_NOISE_FLOOR_RATIO`](crate::params::MAX_NOISE_FLOOR_RATIO)·var(y));
+    /// [`Error::NotPositiveDefinite`] if A cannot be factored; [`Error::Allocation`] if the
+    /// buffers for this m cannot be allocated.
     pub fn condition(&self, data: &Dataset, hyper: &SsgpHyperparameters) -> Result<FittedSsgp> {
         let this = self.resolved_for(data.y_variance())?;
         let evidence = this.evidence_with(data, Some(&hyper.unit_frequencies))?;

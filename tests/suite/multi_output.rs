@@ -704,3 +704,45 @@ fn a_kept_mean_carries_the_variance_it_was_scored_with_under_a_ratio_floor() {
         "recorded held-out mean z² {recorded}, the model's own {own}"
     );
 }
+
+/// `condition_multi` is the model at exactly the noise ratio given, or an error naming the noise
+/// floor, as one output's `condition`: ρ = 10⁻⁶ below the default floor (10⁻⁴) is
+/// `InvalidParameter { name: "noise_floor" }` (it named `hyperparameters`), ρ = 1.0005·10⁻⁴
+/// (within 10⁻³·floor of it) is kept (it was moved to 1.001·10⁻⁴), and without a relative
+/// floor 10⁻⁶ is kept.
+#[test]
+fn condition_multi_keeps_the_ratio_given_or_names_the_floor() {
+    let mut rng = StdRng::seed_from_u64(4);
+    let (m, dim) = (5, 2);
+    let data = problem(40, dim, 2, &mut rng);
+    let at = |noise_ratio: f64| MultiSsgpHyperparameters {
+        lengthscales: DVector::from_element(dim, 1.0),
+        signal_variances: DVector::from_vec(vec![1.0, 2.0]),
+        noise_ratio,
+        unit_frequencies: DMatrix::from_fn(m, dim, |r, d| (r as f64 - 2.0) * (d as f64 + 0.5)),
+    };
+    let params = Ssgp::params(m).check().unwrap();
+    match params.condition_multi(&data, &at(1e-6)) {
+        Err(ssgp::Error::InvalidParameter { name, reason }) => {
+            assert_eq!(name, "noise_floor");
+            assert!(reason.contains("relative_noise_floor(0.0)"), "{reason}");
+        }
+        other => panic!(
+            "ρ below the floor: {:?}",
+            other.map(|f| f.hyperparameters().noise_ratio)
+        ),
+    }
+    let near = params.condition_multi(&data, &at(1.0005e-4)).unwrap();
+    assert_relative_eq!(
+        near.hyperparameters().noise_ratio,
+        1.0005e-4,
+        max_relative = 1e-12
+    );
+    let free = Ssgp::params(m).relative_noise_floor(0.0).check().unwrap();
+    let tiny = free.condition_multi(&data, &at(1e-6)).unwrap();
+    assert_relative_eq!(
+        tiny.hyperparameters().noise_ratio,
+        1e-6,
+        max_relative = 1e-12
+    );
+}

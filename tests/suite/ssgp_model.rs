@@ -730,3 +730,39 @@ fn the_random_feature_fit_draws_its_own_spectral_points() {
         .fit(&many);
     assert!(matches!(wrong, Err(Error::DimensionMismatch { .. })));
 }
+
+/// `condition` is the model at exactly the hyperparameters given, or an error naming the noise
+/// floor: σn² = 10⁻⁸ below the default floor (10⁻⁴·var y) is `InvalidParameter { name:
+/// "noise_floor" }`, σn² = 1.0005·floor (within 10⁻³·floor of it) is kept, and without a
+/// relative floor 10⁻⁸ is kept. Both were moved to 1.001·floor without a word (the multi-output
+/// `condition_multi` refused a ratio at its floor, naming `hyperparameters`).
+#[test]
+fn condition_keeps_the_noise_given_or_names_the_floor() {
+    let mut rng = StdRng::seed_from_u64(2);
+    let data = random_data(40, 1, &mut rng);
+    let floor = 1e-4 * data.y_variance();
+    let at = |noise_variance: f64| SsgpHyperparameters {
+        hyper: Hyperparameters {
+            lengthscales: DVector::from_element(1, 1.0),
+            signal_variance: 1.0,
+            noise_variance,
+        },
+        unit_frequencies: DMatrix::from_fn(5, 1, |r, _| r as f64 * 0.3 - 0.6),
+    };
+    let params = Ssgp::params(5).check().unwrap();
+    match params.condition(&data, &at(1e-8)) {
+        Err(Error::InvalidParameter { name, reason }) => {
+            assert_eq!(name, "noise_floor");
+            assert!(reason.contains("relative_noise_floor(0.0)"), "{reason}");
+        }
+        other => panic!(
+            "σn² below the floor: {:?}",
+            other.map(|f| f.noise_variance())
+        ),
+    }
+    let near = params.condition(&data, &at(1.0005 * floor)).unwrap();
+    assert_relative_eq!(near.noise_variance(), 1.0005 * floor, max_relative = 1e-12);
+    let free = Ssgp::params(5).relative_noise_floor(0.0).check().unwrap();
+    let tiny = free.condition(&data, &at(1e-8)).unwrap();
+    assert_relative_eq!(tiny.noise_variance(), 1e-8, max_relative = 1e-12);
+}
