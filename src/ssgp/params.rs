@@ -62,6 +62,17 @@ pub enum NoiseBound {
 /// let evidence = checked.evidence(&train)?;     // −log p(y|θ) and ∇θ at any θ (eq. 8)
 /// let (value, gradient) = ssgp::optim::Objective::value_and_gradient(&evidence, fitted.parameters())?;
 /// println!("−log p {value:.2} at the fitted θ ({} entries)", gradient.len());
+/// assert!((value - fitted.neg_log_evidence()).abs() <= 1e-9 * value.abs()); // θ holds W
+///
+/// // With fixed spectral points θ leaves W out: the fitted model's evidence is the one at its
+/// // own W (the fit took the best of 100 draws; `evidence` alone fixes the first).
+/// let fixed = Ssgp::params(10).seed(1).max_evaluations(100)
+///     .calibration(CalibrationGuard::Off).fixed_spectral_points(true);
+/// let fitted = fixed.fit(&train)?;
+/// let its_w = fitted.hyperparameters().unit_frequencies.clone(); // the used columns
+/// let evidence = fixed.initial_unit_frequencies(its_w).check()?.evidence(&train)?;
+/// let value = evidence.value(fitted.parameters())?;
+/// assert!((value - fitted.neg_log_evidence()).abs() <= 1e-9 * value.abs());
 /// assert!(Ssgp::params(0).check().is_err());      // m = 0: an error, before any data
 /// # Ok::<(), ssgp::Error>(())
 /// ```

@@ -104,7 +104,17 @@ impl ValidSsgpParams {
     }
 
     /// The evidence of this configuration on `data`: θ ↦ (−log p(y|θ), ∇θ). With fixed spectral
-    /// points W is the given one, or the first draw of the seed.
+    /// points θ leaves W out and W is the given one, or else the first draw of the seed — not the
+    /// W a fit ends with, which is the best of [`initial_draws`](super::SsgpParams::initial_draws)
+    /// (the first only by chance) or, from the calibration check, the random-feature fit's: a
+    /// fitted model's θ (D + 2 entries either way) evaluated here is then silently another
+    /// model. With learned spectral points θ holds W. Either way θ's noise entry is read under
+    /// the noise floor resolved on `data`, which a calibration check that narrowed the model
+    /// scaled with it. A fitted model's own evidence — its
+    /// [`FittedSsgp::neg_log_evidence`] at its θ, on `data` of its used columns — is that of
+    /// these settings with its W and its floor:
+    /// `.initial_unit_frequencies(fitted.hyperparameters().unit_frequencies.clone())
+    /// .noise_floor(fitted.noise_floor()).relative_noise_floor(0.0)`.
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`] if given initial frequencies do not have D columns;

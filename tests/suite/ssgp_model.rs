@@ -766,3 +766,42 @@ fn condition_keeps_the_noise_given_or_names_the_floor() {
     let tiny = free.condition(&data, &at(1e-8)).unwrap();
     assert_relative_eq!(tiny.noise_variance(), 1e-8, max_relative = 1e-12);
 }
+
+/// A fitted model's own evidence, as `evidence` documents it: these settings with its W (the
+/// used columns) and its noise floor give its −log p at its θ, with fixed spectral points under
+/// the default check and on data with a constant input. `evidence` alone fixes the seed's first
+/// draw, and the paper's fit started from the best of 100 draws: another W at a θ of the same
+/// length.
+#[test]
+fn a_fitted_models_evidence_is_the_one_at_its_spectral_points_and_floor() {
+    use ssgp::ssgp::CalibrationGuard;
+    let mut rng = StdRng::seed_from_u64(6);
+    let used = random_data(160, 2, &mut rng);
+    let x = DMatrix::from_fn(160, 3, |i, d| if d < 2 { used.x()[(i, d)] } else { 4.0 });
+    let data = Dataset::new(x, used.y().clone()).unwrap();
+    let params = || {
+        Ssgp::params(8)
+            .seed(2)
+            .max_evaluations(60)
+            .fixed_spectral_points(true)
+    };
+    for guard in [CalibrationGuard::Check, CalibrationGuard::Off] {
+        let fitted = params().calibration(guard).fit(&data).unwrap();
+        assert_eq!(fitted.input_columns().used(), [0, 1]);
+        let own = params()
+            .initial_unit_frequencies(fitted.hyperparameters().unit_frequencies.clone())
+            .noise_floor(fitted.noise_floor())
+            .relative_noise_floor(0.0)
+            .check()
+            .unwrap()
+            .evidence(&used)
+            .unwrap();
+        let value = own.value(fitted.parameters()).unwrap();
+        assert_relative_eq!(value, fitted.neg_log_evidence(), max_relative = 1e-9);
+        if guard == CalibrationGuard::Off {
+            let first = params().check().unwrap().evidence(&used).unwrap();
+            let drawn = first.unpack(fitted.parameters()).unwrap().unit_frequencies;
+            assert_ne!(drawn, fitted.hyperparameters().unit_frequencies);
+        }
+    }
+}
