@@ -112,6 +112,28 @@ impl NoiseParam {
         0.5 * excess.max(f64::MIN_POSITIVE).ln()
     }
 
+    /// The parameter p of a noise variance above the floor, exactly: σn² = floor + e^{2p} gives
+    /// it back to round-off (where [`Self::param`] moves a start at or within 10⁻³·floor of the
+    /// floor to floor + 10⁻³·floor; above that the two are the same bits).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `noise_floor` for a variance at or below the floor (no
+    /// p gives it): `what` names the variance, `remedy` says how to condition at it.
+    pub(crate) fn exact_param(&self, variance: f64, what: &str, remedy: &str) -> Result<f64> {
+        if variance > self.floor {
+            Ok(0.5 * (variance - self.floor).ln())
+        } else {
+            Err(Error::InvalidParameter {
+                name: "noise_floor",
+                reason: format!(
+                    "{what} {variance:e} is not above the noise floor {:e} (σn² = floor + e^{{2p}} \
+                     cannot hold it); {remedy}",
+                    self.floor
+                ),
+            })
+        }
+    }
+
     /// Whether σn² sits at its floor at parameter p: a positive floor, and the free part e^{2p}
     /// at most 1 % of it (the data asked for less noise than the floor allows — noise-free
     /// data, or an overfitted noise).

@@ -22,8 +22,9 @@ use crate::hyperparameters::Hyperparameters;
 use crate::metrics::nlp_and_mnlp;
 use crate::predictive::Predictive;
 use crate::ssgp::remedy::{
-    few_inputs_fit, held_out_factor, held_out_target, mean_wins, narrowed_to_the_measured_level,
-    split_leaving_targets_varying, with_mean, Comparison, HeldOutScore,
+    few_inputs_fit, held_out_factor, held_out_target, mean_noise_variance, mean_wins,
+    narrowed_to_the_measured_level, split_leaving_targets_varying, with_mean, Comparison,
+    HeldOutScore,
 };
 #[cfg(doc)]
 use crate::ssgp::CalibrationGuard;
@@ -123,7 +124,7 @@ impl ValidSsgpParams {
         let mean = mean_across(
             &halves.stats,
             held.as_ref(),
-            (narrowest, f64::INFINITY),
+            ((narrowest, f64::INFINITY), self.training.noise_floor),
             cluster,
         )?;
         // Collective, so taken on every rank whether or not the rule asks for it.
@@ -211,16 +212,19 @@ fn held_out_across(
 }
 
 /// Collective: the training mean's score on every rank's held-out rows, as [`held_out_across`]
-/// scores a fit: N(ȳ, var y) of the rows `trained` describes (every rank's training halves).
+/// scores a fit: N(ȳ, var y) of the rows `trained` describes (every rank's training halves;
+/// var y at the noise floor `floor` where it is not above it, [`mean_noise_variance`], as the
+/// mean's model carries it).
 fn mean_across(
     trained: &GlobalStatistics,
     held: Option<&Dataset>,
-    range: (f64, f64),
+    (range, floor): ((f64, f64), f64),
     cluster: &Cluster,
 ) -> Result<HeldOutScore> {
+    let variance = mean_noise_variance(trained.y_variance, floor);
     let predictive = held.map(|h| Predictive {
         mean: DVector::from_element(h.len(), trained.y_mean),
-        y_variance: DVector::from_element(h.len(), trained.y_variance),
+        y_variance: DVector::from_element(h.len(), variance),
         f_variance: DVector::zeros(h.len()),
     });
     score_across(predictive, held, trained.y_mean, range, cluster)

@@ -72,6 +72,11 @@ impl<'a> DistributedEvidence<'a> {
         self.local.pack(h)
     }
 
+    /// θ of a training start, as [`SsgpEvidence::pack_start`].
+    pub(crate) fn pack_start(&self, h: &SsgpHyperparameters) -> Result<DVector<f64>> {
+        self.local.pack_start(h)
+    }
+
     /// Unpacks θ, as [`SsgpEvidence::unpack`].
     ///
     /// # Errors

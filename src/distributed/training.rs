@@ -182,16 +182,7 @@ impl ValidSsgpParams {
         let used = cluster.agree(columns.select_data(local))?;
         cluster.agree(self.check_buffers(&used))?;
         let start = self.distributed_start(&stats, &columns, &used, cluster)?;
-        let d = used.dim();
-        if let Some(w) = &self.initial_unit_frequencies {
-            if w.ncols() != d {
-                return Err(Error::DimensionMismatch {
-                    what: "initial unit frequencies (columns, D)",
-                    expected: d,
-                    found: w.ncols(),
-                });
-            }
-        }
+        self.check_initial_frequencies(used.dim())?;
         let rows = stats.n;
         let share = Share {
             local: &used,
@@ -242,7 +233,7 @@ impl ValidSsgpParams {
             None,
             |w| {
                 let evidence = evidence_at(w)?;
-                let value = evidence.value(&evidence.pack(&SsgpHyperparameters {
+                let value = evidence.value(&evidence.pack_start(&SsgpHyperparameters {
                     hyper: start.clone(),
                     unit_frequencies: w.clone(),
                 })?);
@@ -251,7 +242,7 @@ impl ValidSsgpParams {
             },
         )?;
         let evidence = evidence_at(&w0)?;
-        let theta0 = evidence.pack(&SsgpHyperparameters {
+        let theta0 = evidence.pack_start(&SsgpHyperparameters {
             hyper: start,
             unit_frequencies: w0,
         })?;
@@ -274,7 +265,7 @@ impl ValidSsgpParams {
     ) -> Result<FittedSsgp> {
         let (fixed, w) = self.with_random_features(share.local.dim());
         let evidence = share.evidence(&fixed, Some(w.clone()))?;
-        let theta = evidence.pack(&SsgpHyperparameters {
+        let theta = evidence.pack_start(&SsgpHyperparameters {
             hyper: start.clone(),
             unit_frequencies: w,
         })?;
@@ -297,7 +288,9 @@ impl ValidSsgpParams {
 
     /// Collective: the training mean on `share`'s rows as an SSGP (the single-process check's):
     /// the random-feature fit's spectral points and `start`'s ℓ, σn² = var y over every rank's
-    /// rows and σ0² = 10⁻⁴⁰σn², so that every prediction is ȳ; not trained, `remedy` recorded.
+    /// rows (just above the noise floor where it is not,
+    /// [`mean_noise_variance`](crate::ssgp::remedy::mean_noise_variance)) and σ0² = 10⁻⁴⁰σn², so
+    /// that every prediction is ȳ; not trained, `remedy` recorded.
     pub(super) fn train_mean(
         &self,
         share: &Share<'_>,
@@ -307,8 +300,8 @@ impl ValidSsgpParams {
     ) -> Result<FittedSsgp> {
         let (fixed, w) = self.with_random_features(share.local.dim());
         let evidence = share.evidence(&fixed, Some(w.clone()))?;
-        let theta = evidence.pack(&SsgpHyperparameters {
-            hyper: mean_hyperparameters(start, share.stats.y_variance),
+        let theta = evidence.pack_start(&SsgpHyperparameters {
+            hyper: mean_hyperparameters(start, share.stats.y_variance, self.training.noise_floor),
             unit_frequencies: w,
         })?;
         let value = share

@@ -218,12 +218,34 @@ impl<'a> SsgpEvidence<'a> {
         self.noise
     }
 
-    /// Packs natural hyperparameters into θ (W is left out when the frequencies are fixed).
+    /// Packs natural hyperparameters into θ (W is left out when the frequencies are fixed), at
+    /// exactly these values: σn² = floor + e^{2p_n} must lie above the noise floor
+    /// ([`Self::noise`]).
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for non-positive lengthscales or variances;
-    /// [`Error::DimensionMismatch`] for wrong shapes.
+    /// [`Error::InvalidParameter`] for non-positive lengthscales or variances, or naming
+    /// `noise_floor` for σn² at or below the floor; [`Error::DimensionMismatch`] for wrong
+    /// shapes.
     pub fn pack(&self, h: &SsgpHyperparameters) -> Result<DVector<f64>> {
+        let mut theta = self.pack_start(h)?;
+        theta[self.input_dim() + 1] = self.noise.exact_param(
+            h.hyper.noise_variance,
+            "σn²",
+            "lower the floor to condition at it: it is the larger of `noise_floor` and \
+             `relative_noise_floor`·var y (1e-4·var y by default; `.relative_noise_floor(0.0)` \
+             for none)",
+        )?;
+        Ok(theta)
+    }
+
+    /// θ of a training start at natural hyperparameters: as [`Self::pack`], except that σn² at
+    /// or within 10⁻³·floor of the noise floor starts at floor + 10⁻³·floor
+    /// ([`NoiseParam::param`]) — a start from elsewhere (the full GP's, the training mean's)
+    /// may lie below the floor of these data.
+    ///
+    /// # Errors
+    /// As [`Self::pack`], but for the floor.
+    pub(crate) fn pack_start(&self, h: &SsgpHyperparameters) -> Result<DVector<f64>> {
         let d = self.input_dim();
         if h.hyper.dim() != d {
             return Err(Error::DimensionMismatch {

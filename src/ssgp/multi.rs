@@ -178,12 +178,50 @@ impl<'a> MultiSsgpEvidence<'a> {
         &self.centre
     }
 
-    /// Packs natural hyperparameters into θ.
+    /// Packs natural hyperparameters into θ, at exactly these values: ρ = floor + e^{2p_ρ} must
+    /// lie above the ratio's floor (the larger of the settings' noise floor and relative
+    /// floor, see the [module docs](self)).
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`] for wrong shapes, [`Error::InvalidParameter`] for a
-    /// non-positive lengthscale or variance or a ratio at or below the floor.
+    /// non-positive lengthscale or variance or a ratio that is not positive and finite, or naming
+    /// `noise_floor` for a ratio at or below the floor.
     pub fn pack(&self, h: &MultiSsgpHyperparameters) -> Result<DVector<f64>> {
+        // A positive finite ratio at or below the floor is the floor's to name; any other bad
+        // value, and the shapes, are `pack_start`'s.
+        let exact = (h.noise_ratio > 0.0 && h.noise_ratio.is_finite())
+            .then(|| {
+                self.noise.exact_param(
+                    h.noise_ratio,
+                    "the noise ratio ρ = σn²/σ0²",
+                    "lower the floor to condition at it: it is the larger of `noise_floor` and \
+                     `relative_noise_floor` (1e-4 by default; `.relative_noise_floor(0.0)` for \
+                     none)",
+                )
+            })
+            .transpose()?;
+        let mut theta = self.pack_start(h)?;
+        if let Some(p_rho) = exact {
+            theta[self.x.ncols() + self.outputs()] = p_rho;
+        }
+        Ok(theta)
+    }
+
+    /// The error of hyperparameters [`Self::pack`] cannot pack for what they are.
+    fn invalid_hyperparameters() -> Error {
+        Error::InvalidParameter {
+            name: "hyperparameters",
+            reason: "lengthscales and variances must be positive and finite, the noise ratio above its floor".into(),
+        }
+    }
+
+    /// θ of a training start at natural hyperparameters: as [`Self::pack`], except that a ratio
+    /// within 10⁻³·floor above the floor starts at floor + 10⁻³·floor ([`NoiseParam::param`]).
+    ///
+    /// # Errors
+    /// As [`Self::pack`], but [`Error::InvalidParameter`] naming `hyperparameters` for a ratio at
+    /// or below the floor.
+    pub(crate) fn pack_start(&self, h: &MultiSsgpHyperparameters) -> Result<DVector<f64>> {
         let (d, p) = (self.x.ncols(), self.outputs());
         for (what, expected, found) in [
             ("lengthscales", d, h.lengthscales.len()),
@@ -202,10 +240,7 @@ impl<'a> MultiSsgpEvidence<'a> {
             }
         }
         if !h.is_valid_above(self.noise.floor) {
-            return Err(Error::InvalidParameter {
-                name: "hyperparameters",
-                reason: "lengthscales and variances must be positive and finite, the noise ratio above its floor".into(),
-            });
+            return Err(Self::invalid_hyperparameters());
         }
         let block = self.fixed.is_none().then_some(&h.unit_frequencies);
         if let Some(w) = block {
@@ -662,6 +697,7 @@ impl ValidSsgpParams {
         let first = data.output(0)?;
         let columns = InputColumns::varying(&first)?;
         let x = columns.select(data.x())?.into_owned();
+        self.check_initial_frequencies(x.ncols())?;
         check_multi_buffers(MultiSsgpEvidence::new(&x, data.y(), self, None).working_bytes())?;
         let start =
             crate::full_gp::start(&Dataset::new(x.clone(), first.y().clone())?, &self.training)?;
@@ -710,11 +746,11 @@ impl ValidSsgpParams {
             self.start_unit_frequencies(x.ncols(), self.training.optim.observer.as_ref(), |w| {
                 let evidence = self.multi_evidence(x, y, Some(w))?;
                 Ok(evidence
-                    .first_pass(&evidence.pack(&self.multi_start(y, start, w.clone()))?)?
+                    .first_pass(&evidence.pack_start(&self.multi_start(y, start, w.clone()))?)?
                     .value)
             })?;
         let evidence = self.multi_evidence(x, y, Some(&w0))?;
-        let theta0 = evidence.pack(&self.multi_start(y, start, w0))?;
+        let theta0 = evidence.pack_start(&self.multi_start(y, start, w0))?;
         let (whole, stages) =
             self.training
                 .minimize_with_checkpoints(&evidence, theta0, checkpoints)?;
@@ -752,10 +788,15 @@ impl ValidSsgpParams {
         Ok(fitted)
     }
 
-    /// A fitted multi-output model at given hyperparameters (for all D inputs), without training.
+    /// A fitted multi-output model at exactly the given hyperparameters (for all D inputs),
+    /// without training. The noise ratio ρ must lie above its floor, the larger of the noise
+    /// floor and the relative floor (10⁻⁴ by default): ρ = floor + e^{2p_ρ} holds no value at or
+    /// below it, and the model is not moved to one it does hold — set a lower floor
+    /// (`.relative_noise_floor(0.0)` for none) to condition there.
     ///
     /// # Errors
-    /// As [`MultiSsgpEvidence::pack`]; [`Error::NotPositiveDefinite`] if A cannot be factored.
+    /// As [`MultiSsgpEvidence::pack`] (naming `noise_floor` for a ratio at or below the floor);
+    /// [`Error::NotPositiveDefinite`] if A cannot be factored.
     pub fn condition_multi(
         &self,
         data: &MultiDataset,

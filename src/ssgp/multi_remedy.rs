@@ -10,7 +10,8 @@
 //! by the proxy, one the rows did not widen takes the noise level they asked for, as for one
 //! output). Each output's training mean is scored on the held-out rows too, and where the kept
 //! fit does not beat it as one output's must ([`super::remedy`]'s `mean_wins`), that output's
-//! model is its training mean, built as one output's (N(ȳ_p, var y_p) times its factor; its
+//! model is its training mean, built as one output's (N(ȳ_p, var y_p) times its factor, under
+//! the noise floor ρ₀·var y_p that the ratio floor ρ₀ puts on its noise at σ0p² = var y_p; its
 //! predictions, updates and [`FittedMultiSsgp::output`] are that model's), and the other outputs
 //! are checked again without it — their shared fit trained on them alone, from the first one's
 //! start — since one noise ratio shared with an output that is noise alone costs the others
@@ -242,20 +243,18 @@ impl ValidSsgpParams {
         } = verdict;
         let kept = if keep_random { &random } else { &learned };
         let kept_mnlp = total_mnlp(kept);
-        // Each output's training mean, scored and kept as one output's is (its settings resolved
-        // against that output's variance, as one output's fit is).
+        // Each output's training mean, scored and kept as one output's is, under the floor the
+        // ratio floor puts on that output's noise (`output_mean_settings`); a factor leaves the
+        // ratio alone, so none is too narrow, as for the shared fit.
         let mean_settings: Vec<ValidSsgpParams> = (0..outputs)
-            .map(|p| self.resolved_for(variance(&y.column(p).into_owned())))
-            .collect::<Result<_>>()?;
+            .map(|p| self.output_mean_settings(variance(&y.column(p).into_owned())))
+            .collect();
         let mut remedies = Vec::with_capacity(outputs);
         for (p, score) in kept.iter().enumerate() {
-            let this = &mean_settings[p];
-            let range = (
-                this.narrowest_factor(self.training.noise_floor),
-                f64::INFINITY,
-            );
+            let floor = mean_settings[p].training.noise_floor;
             let held_p = Dataset::new(held_x.clone(), held_y.column(p).into_owned())?;
-            let mut mean = held_out_mean(&fit_y.column(p).into_owned(), &held_p, range)?;
+            let trained = fit_y.column(p).into_owned();
+            let mut mean = held_out_mean(&trained, &held_p, (0.0, f64::INFINITY), floor)?;
             let mean_kept = mean_wins(score, &mean, || {
                 standard_error_of_difference(&score.row_nlp, &mean.row_nlp)
             });
@@ -342,6 +341,18 @@ impl ValidSsgpParams {
         Ok(fitted)
     }
 
+    /// The settings of one output's training mean ([`Self::fit_mean`]) for targets of (1/n)
+    /// variance `variance`: these with the noise floor, a variance, that the ratio floor
+    /// ρ₀ = max(noise floor, relative floor) puts on σnp² = ρσ0p² at the output's start
+    /// σ0p² = var y_p ([`Self::multi_start`]), ρ₀·var y_p — never the ratio floor itself, which
+    /// is no variance (with the defaults, 10⁻⁴·var y_p: one output's relative floor).
+    fn output_mean_settings(&self, variance: f64) -> ValidSsgpParams {
+        let mut this = self.clone();
+        this.training.noise_floor = self.training.ratio_noise().floor * variance;
+        this.training.relative_noise_floor = 0.0;
+        this
+    }
+
     /// Each output's training mean on all rows `x`, `y` where its remedy keeps it (one output's
     /// [`Self::fit_mean`], rescaled by its factor, with that output's `settings`), else `None`.
     fn kept_means(
@@ -391,9 +402,9 @@ impl ValidSsgpParams {
     }
 
     /// The multi-output random-feature fit on `x` (n×D, the used columns) and `y` (n×P): m unit
-    /// frequencies (the given ones, or a draw of the seed from the spectral density) held fixed,
-    /// ℓ held at `start`'s, and (log σ0p, p_ρ) trained from [`Self::multi_start`]'s by the
-    /// configured optimiser.
+    /// frequencies (a draw of the seed from the spectral density, given initial ones or not)
+    /// held fixed, ℓ held at `start`'s, and (log σ0p, p_ρ) trained from [`Self::multi_start`]'s
+    /// by the configured optimiser.
     fn fit_multi_random_features(
         &self,
         x: &DMatrix<f64>,
@@ -404,7 +415,7 @@ impl ValidSsgpParams {
         fixed.fixed_spectral_points = true;
         let w = self.random_feature_frequencies(x.ncols());
         let evidence = fixed.multi_evidence(x, y, Some(&w))?;
-        let theta = evidence.pack(&fixed.multi_start(y, start, w))?;
+        let theta = evidence.pack_start(&fixed.multi_start(y, start, w))?;
         let objective = TrailingEntries {
             evidence: &evidence,
             theta,

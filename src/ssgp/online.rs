@@ -19,8 +19,38 @@
 //! so after any number of updates the model equals conditioning on all the data at the same θ
 //! with that offset. The statistics are O(m² + mP) whatever the number of samples: the model
 //! keeps no data — whoever wants to re-learn the hyperparameters on the data seen so far keeps
-//! it and fits again (`Ssgp::params(m).fit(&all)`, one call, warm-started by
-//! `.initial_unit_frequencies(fitted.unit_frequencies())` if wanted).
+//! it and fits again (`Ssgp::params(m).fit(&all)`, one call), warm-started if wanted by the
+//! fitted unit frequencies of the **used** input columns,
+//! `.initial_unit_frequencies(fitted.hyperparameters().unit_frequencies.clone())` — not
+//! [`FittedSsgp::unit_frequencies`], which has a zero column for every input constant on the
+//! batch ([`FittedSsgp::input_columns`]), where a fit expects one column per input it uses. The
+//! used columns are the batch's as long as those inputs stay constant in `all`; one that varies
+//! there is a column more to start from (a `DimensionMismatch`: fit without the warm start). The
+//! warm start has seen the batch's rows, which the calibration check may hold out: its held-out
+//! score of the learned fit is then optimistic.
+//!
+//! ```
+//! use ssgp::nalgebra::{DMatrix, DVector};
+//! use ssgp::{Dataset, Ssgp};
+//!
+//! // The second input is constant on the batch and on all the data: the model leaves it out.
+//! let rows = |n: usize| DMatrix::from_fn(n, 2, |i, d| if d == 0 { i as f64 / 10.0 } else { 1.0 });
+//! let targets = |x: &DMatrix<f64>| DVector::from_fn(x.nrows(), |i, _| x[(i, 0)].sin());
+//! let (x, x_all) = (rows(60), rows(90));
+//! let params = || Ssgp::params(5).seed(1).max_evaluations(40);
+//! let mut fitted = params().fit(&Dataset::new(x.clone(), targets(&x))?)?;
+//! let x_new = x_all.rows(60, 30).into_owned();
+//! fitted.update(&x_new, &targets(&x_new))?;
+//! assert_eq!(fitted.input_columns().used(), [0]);
+//! let all = Dataset::new(x_all.clone(), targets(&x_all))?;
+//! let warm = fitted.hyperparameters().unit_frequencies.clone(); // m×1: the used column
+//! let refit = params().initial_unit_frequencies(warm).fit(&all)?;
+//! assert_eq!(refit.unit_frequencies().ncols(), 2);
+//! // All D columns (a zero one for the constant input) do not fit the used columns.
+//! let all_columns = params().initial_unit_frequencies(fitted.unit_frequencies()).fit(&all);
+//! assert!(matches!(all_columns, Err(ssgp::Error::DimensionMismatch { .. })));
+//! # Ok::<(), ssgp::Error>(())
+//! ```
 
 use super::features::design_matrix_into;
 use super::posterior::FittedSsgp;

@@ -62,6 +62,17 @@ pub enum NoiseBound {
 /// let evidence = checked.evidence(&train)?;     // −log p(y|θ) and ∇θ at any θ (eq. 8)
 /// let (value, gradient) = ssgp::optim::Objective::value_and_gradient(&evidence, fitted.parameters())?;
 /// println!("−log p {value:.2} at the fitted θ ({} entries)", gradient.len());
+/// assert!((value - fitted.neg_log_evidence()).abs() <= 1e-9 * value.abs()); // θ holds W
+///
+/// // With fixed spectral points θ leaves W out: the fitted model's evidence is the one at its
+/// // own W (the fit took the best of 100 draws; `evidence` alone fixes the first).
+/// let fixed = Ssgp::params(10).seed(1).max_evaluations(100)
+///     .calibration(CalibrationGuard::Off).fixed_spectral_points(true);
+/// let fitted = fixed.fit(&train)?;
+/// let its_w = fitted.hyperparameters().unit_frequencies.clone(); // the used columns
+/// let evidence = fixed.initial_unit_frequencies(its_w).check()?.evidence(&train)?;
+/// let value = evidence.value(fitted.parameters())?;
+/// assert!((value - fitted.neg_log_evidence()).abs() <= 1e-9 * value.abs());
 /// assert!(Ssgp::params(0).check().is_err());      // m = 0: an error, before any data
 /// # Ok::<(), ssgp::Error>(())
 /// ```
@@ -149,8 +160,15 @@ impl SsgpParams {
         /// A spectral density to draw the spectral points from instead of the kernel's (set with
         /// `kernel`; the default is the squared exponential's, N(0, I)).
         spectral_density(density: Arc<dyn SpectralDensity>) => density = Some;
-        /// Initial unit frequencies W (m×D; spectral points s_r = W_r ⊘ (2πℓ)) instead of random
-        /// draws: a warm start, or values from elsewhere.
+        /// Initial unit frequencies W (m×D, one column per **used** input: columns constant on
+        /// the training data are left out first; spectral points s_r = W_r ⊘ (2πℓ)) instead of
+        /// random draws: a warm start, or values from elsewhere. They start the learned fit (and
+        /// are the fixed spectral points with
+        /// [`fixed_spectral_points`](Self::fixed_spectral_points)); the random-feature fit of
+        /// the calibration check ([`CalibrationGuard`]) always draws its own from the spectral
+        /// density with the seed. Frequencies learned on rows the check then holds out (a refit
+        /// on data that include the first fit's) have seen those rows: the learned fit's
+        /// held-out score is then optimistic.
         initial_unit_frequencies(w: DMatrix<f64>) => initial_unit_frequencies = Some;
     }
 

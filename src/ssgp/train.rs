@@ -64,6 +64,23 @@ impl ValidSsgpParams {
         Ok(w.clone())
     }
 
+    /// Checks that the given initial unit frequencies, if any, have one column per used input
+    /// (`dim`): a fit that keeps the random-feature fit (which draws its own) never reads them,
+    /// and a wrong shape is still the user's mistake to hear of.
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] naming the columns of the initial unit frequencies.
+    pub(crate) fn check_initial_frequencies(&self, dim: usize) -> Result<()> {
+        match &self.initial_unit_frequencies {
+            Some(w) if w.ncols() != dim => Err(Error::DimensionMismatch {
+                what: "initial unit frequencies (columns, one per used input)",
+                expected: dim,
+                found: w.ncols(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// The unit frequencies W (m×`dim`) training starts from: the given ones, or the best of the
     /// initial draws from the spectral density by `neg_log_evidence`, each reported to
     /// `observer`.
@@ -87,7 +104,17 @@ impl ValidSsgpParams {
     }
 
     /// The evidence of this configuration on `data`: θ ↦ (−log p(y|θ), ∇θ). With fixed spectral
-    /// points W is the given one, or the first draw of the seed.
+    /// points θ leaves W out and W is the given one, or else the first draw of the seed — not the
+    /// W a fit ends with, which is the best of [`initial_draws`](super::SsgpParams::initial_draws)
+    /// (the first only by chance) or, from the calibration check, the random-feature fit's: a
+    /// fitted model's θ (D + 2 entries either way) evaluated here is then silently another
+    /// model. With learned spectral points θ holds W. Either way θ's noise entry is read under
+    /// the noise floor resolved on `data`, which a calibration check that narrowed the model
+    /// scaled with it. A fitted model's own evidence — its
+    /// [`FittedSsgp::neg_log_evidence`] at its θ, on `data` of its used columns — is that of
+    /// these settings with its W and its floor:
+    /// `.initial_unit_frequencies(fitted.hyperparameters().unit_frequencies.clone())
+    /// .noise_floor(fitted.noise_floor()).relative_noise_floor(0.0)`.
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`] if given initial frequencies do not have D columns;
@@ -171,6 +198,7 @@ impl ValidSsgpParams {
         )?;
         let columns = InputColumns::varying(data)?;
         let used = columns.select_data(data)?;
+        self.check_initial_frequencies(used.dim())?;
         let this = self.resolved_for(used.y_variance())?;
         this.check_buffers(&used)?;
         let start = crate::full_gp::start(&used, &this.training)?;
@@ -220,13 +248,13 @@ impl ValidSsgpParams {
         let w0 =
             self.start_unit_frequencies(data.dim(), self.training.optim.observer.as_ref(), |w| {
                 let evidence = self.evidence_with(data, Some(w))?;
-                evidence.value(&evidence.pack(&SsgpHyperparameters {
+                evidence.value(&evidence.pack_start(&SsgpHyperparameters {
                     hyper: start.clone(),
                     unit_frequencies: w.clone(),
                 })?)
             })?;
         let evidence = self.evidence_with(data, Some(&w0))?;
-        let theta0 = evidence.pack(&SsgpHyperparameters {
+        let theta0 = evidence.pack_start(&SsgpHyperparameters {
             hyper: start,
             unit_frequencies: w0,
         })?;
@@ -242,12 +270,19 @@ impl ValidSsgpParams {
             .collect()
     }
 
-    /// A fitted model at given hyperparameters and spectral points (for all D inputs), without
-    /// training: a warm start, or values from elsewhere. The evidence is evaluated at them.
+    /// A fitted model at exactly the given hyperparameters and spectral points (for all D
+    /// inputs), without training: a warm start, or values from elsewhere. The evidence is
+    /// evaluated at them. σn² must lie above the noise floor of `data`, the larger of
+    /// `noise_floor` and `relative_noise_floor`·var y (10⁻⁴·var y by default): σn² =
+    /// floor + e^{2p_n} holds no value at or below it, and the model is not moved to one it
+    /// does hold — set a lower floor (`.relative_noise_floor(0.0)` for none) to condition there.
     ///
     /// # Errors
-    /// As [`SsgpEvidence::pack`]; [`Error::NotPositiveDefinite`] if A cannot be factored;
-    /// [`Error::Allocation`] if the buffers for this m cannot be allocated.
+    /// As [`SsgpEvidence::pack`] ([`Error::InvalidParameter`] naming `noise_floor` for σn² at or
+    /// below the floor, or a floor above
+    /// [`MAX_NOISE_FLOOR_RATIO`](crate::params::MAX_NOISE_FLOOR_RATIO)·var(y));
+    /// [`Error::NotPositiveDefinite`] if A cannot be factored; [`Error::Allocation`] if the
+    /// buffers for this m cannot be allocated.
     pub fn condition(&self, data: &Dataset, hyper: &SsgpHyperparameters) -> Result<FittedSsgp> {
         let this = self.resolved_for(data.y_variance())?;
         let evidence = this.evidence_with(data, Some(&hyper.unit_frequencies))?;

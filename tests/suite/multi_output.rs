@@ -621,3 +621,128 @@ fn fixed_frequencies_of_the_wrong_shape_are_an_error() {
             .map(|_| ()),
     );
 }
+
+/// A multi-output noise floor bounds the ratio ρ = σn²/σ0², not a variance: an output whose
+/// spread is small (variance 8·10⁻¹⁰ beside a floor of 10⁻²) fits under the calibration check
+/// as it does without it. The check resolved each output's training mean against the ratio
+/// floor as a variance and failed with `InvalidParameter { name: "noise_floor" }` (1e-2 above
+/// 10⁴ times that output's variance), where `CalibrationGuard::Off` fitted.
+#[test]
+fn a_ratio_floor_does_not_reject_an_output_of_small_spread() {
+    use ssgp::ssgp::CalibrationGuard;
+    let x = DMatrix::from_fn(200, 1, |i, _| i as f64 / 20.0);
+    let y = DMatrix::from_fn(200, 2, |i, p| {
+        if p == 0 {
+            x[(i, 0)].sin()
+        } else {
+            1e-4 * (((i * 7919) % 97) as f64 / 97.0 - 0.5)
+        }
+    });
+    let data = MultiDataset::new(x, y).unwrap();
+    let params = || Ssgp::params(10).seed(1).threads(1).max_evaluations(60);
+    let unchecked = params()
+        .noise_floor(1e-2)
+        .calibration(CalibrationGuard::Off)
+        .fit_multi(&data);
+    assert!(unchecked.is_ok(), "{:?}", unchecked.err());
+    let checked = params().noise_floor(1e-2).fit_multi(&data);
+    let fitted = checked.unwrap_or_else(|e| panic!("the check failed: {e}"));
+    for p in 0..2 {
+        assert!(
+            matches!(
+                fitted.output_training(p).unwrap().remedy,
+                Some(ssgp::Remedy::HeldOut { .. })
+            ),
+            "output {p} was checked on held-out rows"
+        );
+    }
+}
+
+/// An output that keeps its training mean carries the variance it was scored with on the
+/// held-out rows, var y_p times its factor, under a ratio floor far above that variance
+/// (ρ ≥ 10⁻², var y_p ≈ 3·10⁻⁵): its predictive variance is that, and the held-out mean z²
+/// recorded for it is what its own predictions give on the training rows (to sampling error).
+/// The mean's model took the ratio floor as a variance, σn² = 1.001·10⁻², about 300 times the
+/// variance it was scored with: recorded mean z² ≈ 1, real z² ≈ 0.003.
+#[test]
+fn a_kept_mean_carries_the_variance_it_was_scored_with_under_a_ratio_floor() {
+    let mut rng = StdRng::seed_from_u64(8);
+    let (n, dim) = (440, 2);
+    let x: DMatrix<f64> = DMatrix::from_fn(n, dim, |_, _| rng.random_range(-2.0..2.0));
+    let y = DMatrix::from_fn(n, 2, |i, p| {
+        if p == 0 {
+            (1.3 * x[(i, 0)]).sin() * (0.7 * x[(i, 1)]).cos() + 0.05 * rng.random_range(-1.0..1.0)
+        } else {
+            3.0 + 0.01 * rng.random_range(-1.0..1.0)
+        }
+    });
+    let data = MultiDataset::new(x.clone(), y.clone()).unwrap();
+    let fitted = Ssgp::params(8)
+        .seed(4)
+        .max_evaluations(64)
+        .threads(1)
+        .noise_floor(1e-2)
+        .fit_multi(&data)
+        .unwrap();
+    let training = fitted.output_training(1).unwrap();
+    let remedy = training.remedy.unwrap();
+    assert!(remedy.mean_kept(), "{}", training.diagnosis());
+    let noise = y.column(1).into_owned();
+    let variance = noise.variance();
+    let expected = variance * remedy.variance_scale();
+    assert_relative_eq!(fitted.noise_variances()[1], expected, max_relative = 1e-9);
+    let pred = fitted.predict_output(&x, 1).unwrap();
+    for v in pred.y_variance.iter() {
+        assert_relative_eq!(*v, expected, max_relative = 1e-9);
+    }
+    let recorded = training.held_out().unwrap().mean_z2;
+    let own = ssgp::metrics::calibration(&noise, &pred)
+        .unwrap()
+        .mean_squared_z;
+    assert!(
+        (recorded / own - 1.0).abs() < 0.3,
+        "recorded held-out mean z² {recorded}, the model's own {own}"
+    );
+}
+
+/// `condition_multi` is the model at exactly the noise ratio given, or an error naming the noise
+/// floor, as one output's `condition`: ρ = 10⁻⁶ below the default floor (10⁻⁴) is
+/// `InvalidParameter { name: "noise_floor" }` (it named `hyperparameters`), ρ = 1.0005·10⁻⁴
+/// (within 10⁻³·floor of it) is kept (it was moved to 1.001·10⁻⁴), and without a relative
+/// floor 10⁻⁶ is kept.
+#[test]
+fn condition_multi_keeps_the_ratio_given_or_names_the_floor() {
+    let mut rng = StdRng::seed_from_u64(4);
+    let (m, dim) = (5, 2);
+    let data = problem(40, dim, 2, &mut rng);
+    let at = |noise_ratio: f64| MultiSsgpHyperparameters {
+        lengthscales: DVector::from_element(dim, 1.0),
+        signal_variances: DVector::from_vec(vec![1.0, 2.0]),
+        noise_ratio,
+        unit_frequencies: DMatrix::from_fn(m, dim, |r, d| (r as f64 - 2.0) * (d as f64 + 0.5)),
+    };
+    let params = Ssgp::params(m).check().unwrap();
+    match params.condition_multi(&data, &at(1e-6)) {
+        Err(ssgp::Error::InvalidParameter { name, reason }) => {
+            assert_eq!(name, "noise_floor");
+            assert!(reason.contains("relative_noise_floor(0.0)"), "{reason}");
+        }
+        other => panic!(
+            "ρ below the floor: {:?}",
+            other.map(|f| f.hyperparameters().noise_ratio)
+        ),
+    }
+    let near = params.condition_multi(&data, &at(1.0005e-4)).unwrap();
+    assert_relative_eq!(
+        near.hyperparameters().noise_ratio,
+        1.0005e-4,
+        max_relative = 1e-12
+    );
+    let free = Ssgp::params(m).relative_noise_floor(0.0).check().unwrap();
+    let tiny = free.condition_multi(&data, &at(1e-6)).unwrap();
+    assert_relative_eq!(
+        tiny.hyperparameters().noise_ratio,
+        1e-6,
+        max_relative = 1e-12
+    );
+}

@@ -649,3 +649,159 @@ fn inputs_whose_phases_f64_cannot_resolve_are_named() {
     );
     assert!(fitted.predict(&DMatrix::from_element(1, 1, 1e6)).is_ok());
 }
+
+/// The calibration check reports the error bars the kept model has: under an absolute noise
+/// floor (10⁻³) thirty times the targets' variance (pure noise, var y ≈ 3·10⁻⁵), every candidate
+/// carries σn² at least the floor, and the held-out mean z² recorded for the model kept is what
+/// its own predictions give on the training rows (to sampling error), flagged as too wide. The
+/// training mean was scored at var y (recorded mean z² ≈ 0.95), so it was kept, while its model
+/// took σn² = 1.001·floor (its own z² ≈ 0.036), and nothing was flagged.
+#[test]
+fn the_check_records_the_error_bars_of_the_model_it_keeps_under_an_absolute_floor() {
+    let mut rng = StdRng::seed_from_u64(8);
+    let n = 440;
+    let x: DMatrix<f64> = DMatrix::from_fn(n, 2, |_, _| rng.random_range(-2.0..2.0));
+    let y = DVector::from_fn(n, |_, _| 3.0 + 0.01 * rng.random_range(-1.0..1.0));
+    let data = Dataset::new(x.clone(), y.clone()).unwrap();
+    let floor = 1e-3;
+    let fitted = Ssgp::params(8)
+        .seed(4)
+        .max_evaluations(64)
+        .threads(1)
+        .noise_floor(floor)
+        .fit(&data)
+        .unwrap();
+    let training = fitted.training();
+    assert!(fitted.noise_variance() >= floor);
+    let pred = fitted.predict(&x).unwrap();
+    let own = metrics::calibration(&y, &pred).unwrap().mean_squared_z;
+    let recorded = training.held_out().unwrap().mean_z2;
+    assert!(
+        (recorded / own - 1.0).abs() < 0.3,
+        "recorded held-out mean z² {recorded}, the model's own {own}: {}",
+        training.diagnosis()
+    );
+    assert!(training.flags().underconfident, "{}", training.diagnosis());
+}
+
+/// The random-feature fit draws its spectral points from the kernel's density with the seed,
+/// whatever initial unit frequencies are given (they start the learned fit only): alone
+/// (`CalibrationGuard::RandomFeatures`) and as the default check keeps it on few rows, the fit
+/// with given frequencies is the fit without them, bit for bit. The given frequencies (here all
+/// 0.7) were the random-feature fit's, so a warm start learned on the check's held-out rows
+/// made its reference fit one that had seen them.
+#[test]
+fn the_random_feature_fit_draws_its_own_spectral_points() {
+    use ssgp::ssgp::CalibrationGuard;
+    let mut rng = StdRng::seed_from_u64(3);
+    let many = sinc_data(120, false, 0.05, &mut rng).unwrap();
+    let few = sinc_data(20, false, 0.05, &mut rng).unwrap();
+    let xt = DMatrix::from_fn(7, 1, |i, _| i as f64 - 3.0);
+    for (data, guard, m) in [
+        (&many, CalibrationGuard::RandomFeatures, 10),
+        (&few, CalibrationGuard::Check, 30),
+    ] {
+        let params = || {
+            Ssgp::params(m)
+                .seed(5)
+                .max_evaluations(60)
+                .calibration(guard)
+        };
+        let drawn = params().fit(data).unwrap();
+        let given = params()
+            .initial_unit_frequencies(DMatrix::from_element(m, 1, 0.7))
+            .fit(data)
+            .unwrap();
+        assert!(
+            drawn.fixed_spectral_points(),
+            "{guard:?}: random features kept"
+        );
+        assert_eq!(
+            given.unit_frequencies(),
+            drawn.unit_frequencies(),
+            "{guard:?}"
+        );
+        assert_eq!(given.predict(&xt).unwrap(), drawn.predict(&xt).unwrap());
+    }
+    // Given frequencies of the wrong shape are still an error where they are not read.
+    let wrong = Ssgp::params(10)
+        .calibration(CalibrationGuard::RandomFeatures)
+        .initial_unit_frequencies(DMatrix::from_element(10, 2, 0.7))
+        .fit(&many);
+    assert!(matches!(wrong, Err(Error::DimensionMismatch { .. })));
+}
+
+/// `condition` is the model at exactly the hyperparameters given, or an error naming the noise
+/// floor: σn² = 10⁻⁸ below the default floor (10⁻⁴·var y) is `InvalidParameter { name:
+/// "noise_floor" }`, σn² = 1.0005·floor (within 10⁻³·floor of it) is kept, and without a
+/// relative floor 10⁻⁸ is kept. Both were moved to 1.001·floor without a word (the multi-output
+/// `condition_multi` refused a ratio at its floor, naming `hyperparameters`).
+#[test]
+fn condition_keeps_the_noise_given_or_names_the_floor() {
+    let mut rng = StdRng::seed_from_u64(2);
+    let data = random_data(40, 1, &mut rng);
+    let floor = 1e-4 * data.y_variance();
+    let at = |noise_variance: f64| SsgpHyperparameters {
+        hyper: Hyperparameters {
+            lengthscales: DVector::from_element(1, 1.0),
+            signal_variance: 1.0,
+            noise_variance,
+        },
+        unit_frequencies: DMatrix::from_fn(5, 1, |r, _| r as f64 * 0.3 - 0.6),
+    };
+    let params = Ssgp::params(5).check().unwrap();
+    match params.condition(&data, &at(1e-8)) {
+        Err(Error::InvalidParameter { name, reason }) => {
+            assert_eq!(name, "noise_floor");
+            assert!(reason.contains("relative_noise_floor(0.0)"), "{reason}");
+        }
+        other => panic!(
+            "σn² below the floor: {:?}",
+            other.map(|f| f.noise_variance())
+        ),
+    }
+    let near = params.condition(&data, &at(1.0005 * floor)).unwrap();
+    assert_relative_eq!(near.noise_variance(), 1.0005 * floor, max_relative = 1e-12);
+    let free = Ssgp::params(5).relative_noise_floor(0.0).check().unwrap();
+    let tiny = free.condition(&data, &at(1e-8)).unwrap();
+    assert_relative_eq!(tiny.noise_variance(), 1e-8, max_relative = 1e-12);
+}
+
+/// A fitted model's own evidence, as `evidence` documents it: these settings with its W (the
+/// used columns) and its noise floor give its −log p at its θ, with fixed spectral points under
+/// the default check and on data with a constant input. `evidence` alone fixes the seed's first
+/// draw, and the paper's fit started from the best of 100 draws: another W at a θ of the same
+/// length.
+#[test]
+fn a_fitted_models_evidence_is_the_one_at_its_spectral_points_and_floor() {
+    use ssgp::ssgp::CalibrationGuard;
+    let mut rng = StdRng::seed_from_u64(6);
+    let used = random_data(160, 2, &mut rng);
+    let x = DMatrix::from_fn(160, 3, |i, d| if d < 2 { used.x()[(i, d)] } else { 4.0 });
+    let data = Dataset::new(x, used.y().clone()).unwrap();
+    let params = || {
+        Ssgp::params(8)
+            .seed(2)
+            .max_evaluations(60)
+            .fixed_spectral_points(true)
+    };
+    for guard in [CalibrationGuard::Check, CalibrationGuard::Off] {
+        let fitted = params().calibration(guard).fit(&data).unwrap();
+        assert_eq!(fitted.input_columns().used(), [0, 1]);
+        let own = params()
+            .initial_unit_frequencies(fitted.hyperparameters().unit_frequencies.clone())
+            .noise_floor(fitted.noise_floor())
+            .relative_noise_floor(0.0)
+            .check()
+            .unwrap()
+            .evidence(&used)
+            .unwrap();
+        let value = own.value(fitted.parameters()).unwrap();
+        assert_relative_eq!(value, fitted.neg_log_evidence(), max_relative = 1e-9);
+        if guard == CalibrationGuard::Off {
+            let first = params().check().unwrap().evidence(&used).unwrap();
+            let drawn = first.unpack(fitted.parameters()).unwrap().unit_frequencies;
+            assert_ne!(drawn, fitted.hyperparameters().unit_frequencies);
+        }
+    }
+}
