@@ -805,7 +805,11 @@ impl ValidSsgpParams {
         let evidence = self.multi_evidence(data.x(), data.y(), Some(&hyper.unit_frequencies))?;
         let theta = evidence.pack(hyper)?;
         let pass = evidence.first_pass(&theta)?;
-        let training = TrainingSummary::untrained(pass.value);
+        let mut training = TrainingSummary::untrained(pass.value);
+        training.noise_at_floor = self
+            .training
+            .ratio_noise()
+            .at_floor(theta[data.dim() + data.outputs()]);
         let mut fitted = FittedMultiSsgp::new(
             self,
             pass,

@@ -61,6 +61,8 @@ pub struct FittedMultiSsgp {
     /// ȳ_p (P), added back to each output's predictions.
     y_means: DVector<f64>,
     theta: DVector<f64>,
+    /// The floor ρ_f of the noise ratio ρ = ρ_f + e^{2p_ρ} that θ's p_ρ is decoded with.
+    ratio_floor: f64,
     neg_log_evidence: f64,
     per_output: DVector<f64>,
     /// How training went, with the diagnostic and calibration check of the first flagged output
@@ -107,6 +109,7 @@ impl FittedMultiSsgp {
             centre,
             y_means,
             theta,
+            ratio_floor: params.training.ratio_noise().floor,
             neg_log_evidence: pass.value,
             per_output: pass.per_output,
             training,
@@ -445,7 +448,9 @@ impl FittedMultiSsgp {
     /// Output p as a stand-alone single-output [`FittedSsgp`] with the same posterior (a copy of
     /// the factor, O(m²)): for joint samples, posterior function samples, `FittedRegressor`, and
     /// saving (feature `serde`) one output. Its θ is the single-output layout
-    /// [log ℓ, log σ0p, log σnp, W] (noise floor 0), its evidence output p's term. Where the
+    /// [log ℓ, log σ0p, p_n, W] with the noise floor σ0p²ρ_f (ρ_f the ratio's floor) and
+    /// σnp² = σ0p²ρ_f + e^{2p_n}, so its noise sits at its floor where the ratio sits at its own
+    /// (saved and loaded too); its evidence output p's term. Where the
     /// calibration check kept output p's training mean (its remedy's
     /// [`Remedy::mean_kept`]), that model, as one output's check builds it.
     ///
@@ -460,14 +465,21 @@ impl FittedMultiSsgp {
             return Ok(mean);
         }
         let h = &self.hyper;
-        let noise = NoiseParam { floor: 0.0 };
+        // σn² = σ0p²ρ = σ0p²ρ_f + e^{2(p_ρ + log σ0p)}: the floor σ0p²ρ_f and the parameter
+        // p_ρ + log σ0p, so that σn² sits at its floor where ρ sits at its own, in the summary
+        // and in a saved model's (a floor of 0 lost it on loading).
+        let d = h.lengthscales.len();
+        let noise = NoiseParam {
+            floor: h.signal_variances[p] * self.ratio_floor,
+        };
         let single = Hyperparameters {
             lengthscales: h.lengthscales.clone(),
             signal_variance: h.signal_variances[p],
             noise_variance: h.signal_variances[p] * h.noise_ratio,
         };
         let block = (!self.fixed).then_some(&h.unit_frequencies);
-        let theta = hyperparameters::pack(&single, noise, block);
+        let mut theta = hyperparameters::pack(&single, noise, block);
+        theta[d + 1] = self.theta[d + self.outputs()] + 0.5 * h.signal_variances[p].ln();
         let decoded = hyperparameters::unpack(
             &theta,
             h.lengthscales.len(),
@@ -497,7 +509,7 @@ impl FittedMultiSsgp {
                 y_mean: self.y_means[p],
                 neg_log_evidence: self.per_output[p],
                 training: self.output_training(p)?,
-                noise_floor: 0.0,
+                noise_floor: noise.floor,
                 threads: self.threads,
                 columns: self.columns.clone(),
                 observer: None,

@@ -183,6 +183,45 @@ fn noise_free_outputs_fit_with_the_ratio_at_its_default_floor() {
     assert_eq!(fitted.training().noise_at_floor, ratio <= 1.01e-4);
 }
 
+/// Output p of a model whose noise ratio sits at its floor has σn² at its own floor, σ0p²·ρ_f:
+/// its summary says so, and so does its model saved and loaded (its floor was 0, so loading
+/// found the noise above it and cleared the flag).
+#[test]
+fn an_outputs_model_keeps_its_noise_at_the_floor_through_saving() {
+    let mut rng = StdRng::seed_from_u64(75);
+    let x: DMatrix<f64> = DMatrix::from_fn(60, 2, |_, _| rng.random_range(-2.0..2.0));
+    let y = DMatrix::from_fn(60, 2, |i, p| (1.3 * x[(i, 0)] + p as f64).cos());
+    let data = MultiDataset::new(x, y).unwrap();
+    let signal = [2.0, 500.0];
+    let hyper = MultiSsgpHyperparameters {
+        lengthscales: DVector::from_element(2, 1.0),
+        signal_variances: DVector::from_vec(signal.to_vec()),
+        noise_ratio: 1.005e-4,
+        unit_frequencies: DMatrix::from_fn(6, 2, |_, _| rng.random_range(-1.0..1.0)),
+    };
+    let params = Ssgp::params(6).check().unwrap();
+    let fitted = params.condition_multi(&data, &hyper).unwrap();
+    assert!(fitted.training().noise_at_floor);
+    let xt = DMatrix::from_fn(5, 2, |_, _| rng.random_range(-2.0..2.0));
+    for (p, s0) in signal.into_iter().enumerate() {
+        let single = fitted.output(p).unwrap();
+        assert!(single.training().noise_at_floor, "output {p}");
+        assert_relative_eq!(single.noise_floor(), 1e-4 * s0, max_relative = 1e-14);
+        assert_relative_eq!(single.noise_variance(), 1.005e-4 * s0, max_relative = 1e-12);
+        assert_eq!(
+            single.predict(&xt).unwrap().mean,
+            fitted.predict_output(&xt, p).unwrap().mean
+        );
+        #[cfg(feature = "serde")]
+        {
+            let json = ssgp::persist::to_json(&single).unwrap();
+            let loaded: ssgp::FittedSsgp = ssgp::persist::from_json(&json).unwrap();
+            assert!(loaded.training().noise_at_floor, "output {p} loaded");
+            assert_eq!(loaded.predict(&xt).unwrap(), single.predict(&xt).unwrap());
+        }
+    }
+}
+
 #[test]
 fn a_short_fit_learns_both_outputs() {
     let mut rng = StdRng::seed_from_u64(73);
