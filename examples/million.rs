@@ -1,7 +1,10 @@
 //! SSGP on a million points: m = 100 spectral points, 35 optimiser iterations, 10 initial draws,
 //! training memory O(chunk·m + m² + mD) beyond the data and a cache of at most 512 MiB
 //! (`cache_bytes`), because the design matrix (1.6 GB) is streamed in row chunks: the cache keeps
-//! its leading chunks between the two passes of an evaluation and the rest are recomputed.
+//! its leading chunks between the two passes of an evaluation and the rest are recomputed. The
+//! default calibration check adds a copy of the data, split into the halves its proxy fits are
+//! trained and scored on, and its evaluations to the time (the printed seconds per evaluation
+//! divide the whole training time by the learned fit's evaluations and draws).
 //!
 //! `cargo run --release --example million [-- --n N]` (default N = 1 000 000); measure memory with
 //! `/usr/bin/time -v target/release/examples/million`.

@@ -196,7 +196,7 @@ pub enum Error {
     },
     /// A fitted model that cannot be saved: one implemented outside this crate (e.g. a member of
     /// an ensemble).
-    #[error("model `{name}` cannot be saved: only this crate's models (SSGP, FITC, the full GP, and standardised models and ensembles of them) can")]
+    #[error("model `{name}` cannot be saved: only this crate's models (SSGP, FITC, VFE, the full GP, and standardised models and ensembles of them) can")]
     NotPersistable {
         /// The model's name ([`crate::FittedRegressor::name`]).
         name: &'static str,

@@ -5,7 +5,7 @@
 //! SSGP approximates a stationary GP by a sparse set of m **spectral points**: the function is a
 //! Bayesian linear model on m cosine/sine pairs (eq. 5), whose frequencies, lengthscales, signal
 //! and noise variances are learned together by maximising the evidence (eq. 8). Training costs
-//! O(nm²) per evaluation, prediction O(m) (mean) and O(m²) (variance) per test point, and the
+//! O(nm²) per evaluation, prediction O(mD) (mean) and O(m² + mD) (variance) per test point, and the
 //! predictive distribution is a proper Gaussian with a calibrated variance.
 //!
 //! # Quick start

@@ -109,7 +109,7 @@ pub trait Fit: Send + Sync {
     /// What training returns.
     type Fitted: FittedRegressor + 'static;
 
-    /// A short name: `ssgp`, `ssgp-fixed`, `fitc`, `full`, `mixture` or `best-of`.
+    /// A short name: `ssgp`, `ssgp-fixed`, `fitc`, `vfe`, `full`, `mixture` or `best-of`.
     fn name(&self) -> &'static str;
 
     /// Learns the hyperparameters on `data` and returns the fitted model.
@@ -141,7 +141,7 @@ pub trait Fit: Send + Sync {
 /// # Ok::<(), ssgp::Error>(())
 /// ```
 pub trait Regressor: Send + Sync {
-    /// A short name: `ssgp`, `ssgp-fixed`, `fitc`, `full`, `mixture` or `best-of`.
+    /// A short name: `ssgp`, `ssgp-fixed`, `fitc`, `vfe`, `full`, `mixture` or `best-of`.
     fn name(&self) -> &'static str;
 
     /// Learns the hyperparameters on `data` and returns the fitted model.

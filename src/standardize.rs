@@ -1,7 +1,8 @@
 //! Standardisation of inputs and targets, undone in predictions, around any model.
 //!
 //! Every model of this crate is equivariant to per-column affine maps of the inputs and to a
-//! scaling of the targets: its initial ℓ is half each input's range, its initial σ0² the target
+//! scaling of the targets: its initial ℓ is half each input's range (or learned by a full GP
+//! started there, the sparse models' default), its initial σ0² the target
 //! variance, SSGP's evidence is invariant to input shifts (a shift rotates each cos/sin pair),
 //! and the parameters are optimised in log space; the SE-ARD kernel centres its inputs before
 //! expanding distances. So standardising changes a fit only by round-off — measured on the sinc
@@ -55,7 +56,9 @@ impl Scaler {
     ///
     /// # Errors
     /// [`Error::ConstantTargets`] for constant targets; [`Error::Scale`] for targets whose
-    /// variance overflows f64 (predictions on their scale would too).
+    /// spread is outside [`SMALLEST_TARGET_SPREAD`](crate::data::SMALLEST_TARGET_SPREAD) …
+    /// [`LARGEST_TARGET_SPREAD`](crate::data::LARGEST_TARGET_SPREAD) (variances on their scale
+    /// would leave f64's normal numbers).
     pub fn fit(data: &Dataset) -> Result<Self> {
         data.check_target_spread()?;
         let x = data.x();

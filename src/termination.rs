@@ -126,7 +126,10 @@ impl fmt::Display for FailedTraining {
 pub struct TrainingSummary {
     /// −log p(y|θ) at the initial parameters (after any initial draws were compared).
     pub initial_neg_log_evidence: f64,
-    /// −log p(y|θ) at the fitted parameters; never above the initial value.
+    /// −log p(y|θ) where the optimiser ended; never above the initial value. A model the
+    /// calibration check rescaled (or kept on 3/4 of the rows) reports its own value at its
+    /// scaled θ on every training row as `neg_log_evidence()` (e.g.
+    /// [`FittedSsgp::neg_log_evidence`](crate::FittedSsgp::neg_log_evidence)).
     pub neg_log_evidence: f64,
     /// Optimiser iterations (line searches).
     pub iterations: u64,
@@ -207,7 +210,10 @@ pub enum Remedy {
         /// The factor s on the kept fit's σ0² and σn² (so on every predictive variance; the
         /// mean is unchanged): for a widened random-feature fit the least factor its held-out
         /// rows ask for (their mean z² divided by 1 + 2√(2/rows), which leaves it at the edge of
-        /// chance), else the one it was compared with; 1 in files saved before it existed.
+        /// chance), and so for a learned fit refitted where 55–99 held-out rows hold as many
+        /// distinct inputs; for a learned fit refitted on all rows and not widened, at most the
+        /// noise level its held-out rows measured (its z² there × σn² of the 3/4 fit over its
+        /// own); else the one it was compared with; 1 in files saved before it existed.
         #[cfg_attr(feature = "serde", serde(default = "unit_scale"))]
         variance_scale: f64,
         /// The kept candidate's calibration on the held-out rows, its variances multiplied by
@@ -724,7 +730,7 @@ impl fmt::Display for Flags {
 ///
 /// (Rasmussen & Williams eq. 5.12). Per model (n points, m spectral points or pseudo-inputs):
 /// SSGP (C = σn²(I − ΦA⁻¹Φᵀ)⁻¹, the hat matrix's diagonal hᵢ = ‖L⁻¹φᵢ‖², O(nm²), about one
-/// evaluation of the evidence); FITC (C = Q + Λ, its Woodbury form, O(nm)); the full GP
+/// evaluation of the evidence); FITC (C = Q + Λ, its Woodbury form, O(nm²)); the full GP
 /// ([C⁻¹]ᵢᵢ = ‖L⁻¹eᵢ‖², the inverse factor: an extra n³/3 flops and n² numbers).
 ///
 /// The hyperparameters were learned on all n points, point i included, so the LOO is an

@@ -22,7 +22,9 @@ impl FittedFullGp {
     ///
     /// # Errors
     /// [`crate::error::Error::LengthMismatch`], [`crate::error::Error::DimensionMismatch`] or
-    /// [`crate::error::Error::NonFinite`] for bad samples; [`crate::error::Error::Allocation`] if
+    /// [`crate::error::Error::NonFinite`] for bad samples; [`crate::error::Error::Scale`] for a
+    /// target more than [`LARGEST_TARGET_SPREAD`](crate::data::LARGEST_TARGET_SPREAD) from ȳ;
+    /// [`crate::error::Error::Allocation`] if
     /// the larger factor cannot be allocated; [`crate::error::Error::NotPositiveDefinite`] if the
     /// new block cannot be factorised (e.g. a sample repeated with σn² + δ ≈ 0);
     /// [`crate::error::Error::NonFiniteObjective`] if −log p(y|θ) over all the data overflows (a

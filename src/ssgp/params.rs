@@ -45,9 +45,15 @@ pub enum NoiseBound {
 /// [`ParamGuard::check`](crate::ParamGuard::check)): training and the evidence are implemented
 /// here.
 ///
-/// Defaults follow the paper (§4.2) and the original code: spectral points drawn from the kernel's
-/// spectral density (the squared exponential's unless set), the best of 100 draws as the starting
-/// point, then nonlinear CG with a budget of 1000 evaluations (about 500 line searches).
+/// Defaults follow the paper (§4.2) and the original code where they can: spectral points drawn
+/// from the kernel's spectral density (the squared exponential's unless set), the best of 100
+/// draws as the starting point, then nonlinear CG with a budget of 1000 evaluations (about 500
+/// line searches). Three defaults are the crate's: the lengthscales start from a full GP's on
+/// up to 1 024 rows (not half the inputs' ranges), σn² has a floor of 10⁻⁴·var(y), and the fit is
+/// checked ([`CalibrationGuard::Check`](crate::ssgp::CalibrationGuard::Check)): the model `fit`
+/// returns may be the random-feature fit, the training mean, or a learned fit stopped early or
+/// kept as trained on 3/4 of the rows, its variances scaled — `training().remedy` says which;
+/// `.calibration(CalibrationGuard::Off)` gives the paper's fit alone.
 ///
 /// ```
 /// use ssgp::rand::{rngs::StdRng, SeedableRng};

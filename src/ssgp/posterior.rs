@@ -44,7 +44,7 @@ pub(crate) struct WeightPosterior {
 }
 
 /// A trained SSGP: the hyperparameters and the Gaussian posterior over the 2m weights,
-/// N(α, σn²A⁻¹), from which predictions (eq. 7) cost O(m) (mean) and O(m²) (variance) per point.
+/// N(α, σn²A⁻¹), from which predictions (eq. 7) cost O(mD) (mean) and O(m² + mD) (variance) per point.
 ///
 /// With the `serde` feature it can be saved and loaded (`persist`), with bit-identical
 /// predictions after loading.

@@ -73,7 +73,8 @@ pub enum CalibrationGuard {
     /// difference of the two fits' negative log predictive densities, the one-standard-error
     /// rule; on fewer still it is not scaled); the winner is refitted
     /// on all rows and its σ0², σn² multiplied by its s, which moves every predictive variance by
-    /// s and leaves the mean (about 2.2 times the learned fit's cost). A learned winner the rows
+    /// s and leaves the mean (at most about twice the learned fit's time, often less: the
+    /// guide's "Its cost"). A learned winner the rows
     /// do not widen takes the noise level they asked for, z²·σn² of the fit they measured (z²
     /// their mean z², its factor s where they narrowed it), as its refit's factor
     /// z²·σn²(3/4)/σn²(refit), at most 1 and only where a learned fit may be narrowed: the

@@ -175,7 +175,9 @@ impl ValidSsgpParams {
     /// Trains SSGP on `data` (§4.2): targets centred; the start values of [`crate::init`]
     /// (ℓ by the lengthscale strategy, σ0² = var(y), σn² = σ0²/4, the best of the initial draws of
     /// spectral points by evidence); then nonlinear CG on −log p(y|θ) until convergence or the
-    /// budget.
+    /// budget — and, unless the calibration guard is off, the check that may keep another model
+    /// in the learned fit's place ([`CalibrationGuard`](crate::ssgp::CalibrationGuard);
+    /// `training().remedy` says which).
     ///
     /// Input columns constant on `data` are left out (as if their lengthscale were infinite) and
     /// named in the training summary; given initial lengthscales and frequencies are then for the
