@@ -473,9 +473,11 @@ impl Covariance<'_> {
         match par {
             Par::Rayon(_) if n >= PARALLEL_FILL_FROM => {
                 use rayon::prelude::*;
-                data.par_chunks_mut(n)
-                    .enumerate()
-                    .for_each(|(j, col)| fill(j, col));
+                linalg::on_pool(par, || {
+                    data.par_chunks_mut(n)
+                        .enumerate()
+                        .for_each(|(j, col)| fill(j, col))
+                });
             }
             _ => data
                 .chunks_mut(n)

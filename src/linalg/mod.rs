@@ -101,23 +101,26 @@ impl Par {
     }
 }
 
-/// Runs `a` and `b`, which write disjoint blocks: at once on rayon's pool under [`Par::Rayon`]
-/// when the smaller of them has at least `work` ≥ [`gemm::PARALLEL_FROM`] multiply-adds (each
-/// may run its own parallel gemms), one after the other otherwise. Neither's arithmetic depends
-/// on which, so the results are the same bits on any number of threads.
+/// Runs `a` and `b`, which write disjoint blocks: at once on the pool of [`on_pool`] under
+/// [`Par::Rayon`] when the smaller of them has at least `work` ≥ [`gemm::PARALLEL_FROM`]
+/// multiply-adds (each may run its own parallel gemms), one after the other otherwise.
+/// Neither's arithmetic depends on which, so the results are the same bits on any number of
+/// threads.
 pub(crate) fn join(par: Par, work: usize, a: impl FnOnce() + Send, b: impl FnOnce() + Send) {
     match par {
         Par::Rayon(_) if work >= gemm::PARALLEL_FROM => {
-            rayon::join(
-                || {
-                    clear_avx_upper();
-                    a();
-                },
-                || {
-                    clear_avx_upper();
-                    b();
-                },
-            );
+            on_pool(par, || {
+                rayon::join(
+                    || {
+                        clear_avx_upper();
+                        a();
+                    },
+                    || {
+                        clear_avx_upper();
+                        b();
+                    },
+                )
+            });
         }
         _ => {
             a();
@@ -126,12 +129,16 @@ pub(crate) fn join(par: Par, work: usize, a: impl FnOnce() + Send, b: impl FnOnc
     }
 }
 
-/// Runs `f` on a thread of rayon's pool under [`Par::Rayon`] (on the calling thread otherwise),
-/// as [`Threads::install`] on the global pool: for the kernels' callers that hold a [`Par`].
+/// Runs `f` under [`Par::Rayon`]`(t)` on a thread of the crate's pool of t threads (at most the
+/// machine's cores: [`Threads::new`]), so that the parallel jobs it starts — rayon's iterators
+/// and joins, which run on the pool of the thread that starts them — take t threads, not all
+/// of rayon's global pool; on the calling thread under [`Par::Seq`]. For the kernels' callers
+/// that hold a [`Par`] (the full GP's kernel fills, factorisations and evaluations); from a
+/// thread of that pool it runs in place.
 pub(crate) fn on_pool<R: Send>(par: Par, f: impl FnOnce() -> R + Send) -> R {
     match par {
         Par::Seq => f(),
-        Par::Rayon(_) => Threads::Global.install(f),
+        Par::Rayon(t) => Threads::new(t).install(f),
     }
 }
 
@@ -269,6 +276,34 @@ pub(crate) fn avx2_available() -> bool {
 
 #[cfg(test)]
 mod tests {
+    /// Under `Par::Rayon(t)` a job runs on the crate's pool of t threads (capped at the cores),
+    /// whose threads are named `ssgp-…`, not on rayon's global pool (where `threads(t)` of the
+    /// full GP filled its kernel on every core); in place from a thread of that pool.
+    #[test]
+    fn jobs_under_a_thread_count_run_on_the_crates_pool_of_that_count() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        for t in 2..=3 {
+            let (name, count) = on_pool(Par::Rayon(t), || {
+                let nested = on_pool(Par::Rayon(t), || {
+                    std::thread::current().name().map(String::from)
+                });
+                (nested, rayon::current_num_threads())
+            });
+            if cores >= 2 {
+                let name = name.unwrap_or_default();
+                assert!(
+                    name.starts_with(&format!("ssgp-{}-", t.min(cores))),
+                    "{name}"
+                );
+                assert_eq!(count, t.min(cores));
+            }
+        }
+        assert_eq!(
+            on_pool(Par::Seq, || std::thread::current().name().map(String::from)),
+            std::thread::current().name().map(String::from)
+        );
+    }
+
     use super::factor::tests::spd;
     use super::*;
     use nalgebra::DMatrix;

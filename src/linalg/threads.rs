@@ -54,7 +54,10 @@ impl Threads {
                 if let Some(pool) = pools.get(&t) {
                     return Self::Pool(Arc::clone(pool));
                 }
-                match rayon::ThreadPoolBuilder::new().num_threads(t).build() {
+                let named = rayon::ThreadPoolBuilder::new()
+                    .num_threads(t)
+                    .thread_name(move |i| format!("ssgp-{t}-{i}"));
+                match named.build() {
                     Ok(pool) => {
                         let pool = Arc::new(pool);
                         pools.insert(t, Arc::clone(&pool));

@@ -128,10 +128,12 @@ pub(crate) fn design_matrix_into(
     if matches!(par, Par::Seq) {
         trig((cos_part, sin_part));
     } else {
-        cos_part
-            .par_chunks_mut(BLOCK)
-            .zip(sin_part.par_chunks_mut(BLOCK))
-            .for_each(trig);
+        linalg::on_pool(par, || {
+            cos_part
+                .par_chunks_mut(BLOCK)
+                .zip(sin_part.par_chunks_mut(BLOCK))
+                .for_each(trig)
+        });
     }
 }
 
