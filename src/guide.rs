@@ -277,6 +277,18 @@
 //! above on 58 of 72 against 56. With repeated inputs a learned refit keeps the full widening:
 //! the least one left replicated tables' refits overconfident (coverage 0.870–0.884, README).
 //!
+//! **No factor narrows from few repeated inputs** (twenty-seventh session). Rows held out at one
+//! input share its error, so their mean z² varies as over the distinct inputs, not the rows:
+//! 50 inputs measured 12 times each held out 156 rows of about 13 inputs, and a narrowing those
+//! rows asked for (×0.71, within chance of 13 inputs) left the random-feature fit at test
+//! coverage 0.785 (mean z² 2.27, unflagged). Now a learned fit narrows only where the held-out
+//! rows hold 55 distinct inputs (rows alone, from 100, no longer suffice), and the
+//! random-feature fit and the training mean only where no held-out input repeats or as many are
+//! held out. On 16 such tables (50 × 12 and 60 × 6 rows, noise 0.1 and 0.3, SSGP seeds 0–7) two
+//! fits changed, both for the better (coverage 0.785 → 0.882 and 0.855 → 0.939); the messy
+//! tables (seeds 0–3) keep their counts (one replicated table's mean kept unscaled: coverage
+//! 0.917 → 0.959), and tables that repeat no input are untouched by construction.
+//!
 //! Above 2 000 points the learned fit is trained on all rows first and checked through a cheaper
 //! proxy: both fits trained on a seeded half of the rows, the learned one with half the
 //! evaluations the fit on all rows used, and scored on the other half as above — except that

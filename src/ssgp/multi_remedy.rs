@@ -230,7 +230,7 @@ impl ValidSsgpParams {
         }
         let forgiving = quiet.forgiving();
         let random_fit = forgiving.fit_multi_random_features(&fit_x, &fit_y, start)?;
-        let random = scores(&random_fit, held, (0.0, f64::INFINITY))?;
+        let random = scores(&random_fit, held, plan.free_range)?;
         let (learned_mnlp, random_mnlp) = (total_mnlp(&learned), total_mnlp(&random));
         let widened = learned.iter().any(|s| s.scale > 1.0);
         let verdict = plan.verdict((learned_mnlp, random_mnlp), widened, || {
@@ -254,7 +254,7 @@ impl ValidSsgpParams {
             let floor = mean_settings[p].training.noise_floor;
             let held_p = Dataset::new(held_x.clone(), held_y.column(p).into_owned())?;
             let trained = fit_y.column(p).into_owned();
-            let mut mean = held_out_mean(&trained, &held_p, (0.0, f64::INFINITY), floor)?;
+            let mut mean = held_out_mean(&trained, &held_p, plan.free_range, floor)?;
             let mean_kept = mean_wins(score, &mean, || {
                 standard_error_of_difference(&score.row_nlp, &mean.row_nlp)
             });

@@ -471,7 +471,7 @@ impl ValidSsgpParams {
         let forgiving = quiet.forgiving();
         let random_fit =
             forgiving.fit_random_features(&fit, &start, &used, Remedy::RandomFeatures)?;
-        let random = held_out(&random_fit, &held, (narrowest, f64::INFINITY))?;
+        let random = held_out(&random_fit, &held, plan.free_range)?;
         let verdict = plan.verdict((learned.mnlp, random.mnlp), learned.scale > 1.0, || {
             standard_error_of_difference(&learned.row_nlp, &random.row_nlp)
         });
@@ -482,7 +482,7 @@ impl ValidSsgpParams {
         } = verdict;
         let kept = if keep_random { &random } else { &learned };
         let floor = self.training.noise_floor;
-        let mean = held_out_mean(fit.y(), &held, (narrowest, f64::INFINITY), floor)?;
+        let mean = held_out_mean(fit.y(), &held, plan.free_range, floor)?;
         let mean_kept = mean_wins(kept, &mean, || {
             standard_error_of_difference(&kept.row_nlp, &mean.row_nlp)
         });
@@ -768,10 +768,17 @@ pub(crate) struct Comparison {
     /// distinct inputs.
     distinct_inputs: bool,
     /// The range of the learned fit's factor: both ways (down to the narrowest the user's floor
-    /// allows) where it carries over or the held-out rows hold
+    /// allows) where the held-out rows hold
     /// [`CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS`] distinct inputs, else from as many
     /// rows only widening, else none.
     pub(crate) learned_range: (f64, f64),
+    /// The range of the random-feature fit's and the training mean's factors: both ways where
+    /// the held-out rows repeat no input or hold
+    /// [`CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS`] distinct ones, else only widening.
+    /// Rows at a replicated input share its error, so their mean z² varies as over the distinct
+    /// inputs, not the rows: 50 inputs × 12 rows held out 156 rows of 13 inputs, and a narrowing
+    /// they asked for (×0.71, within chance of 13) left the fit at test coverage 0.79.
+    pub(crate) free_range: (f64, f64),
     /// The range the learned fit's stage is chosen at: where a learned fit may only be widened,
     /// unscaled, since a widening would favour later, more overfitted stages (n = 318, D = 9,
     /// every input three times: 125 evaluations widened ×11, test NMSE 0.34 and mean z² 1.52,
@@ -910,7 +917,12 @@ impl Comparison {
         // distinct inputs (its refit then takes the noise level they asked for).
         let widen_learned = held >= CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS;
         let distinct_inputs = held_inputs >= CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS;
-        let narrow_learned = scale_learned || distinct_inputs;
+        let narrow_learned = distinct_inputs;
+        let free_range = if distinct_inputs || held_inputs >= held {
+            (narrowest, f64::INFINITY)
+        } else {
+            (1.0, f64::INFINITY)
+        };
         let learned_range = if narrow_learned {
             (narrowest, f64::INFINITY)
         } else if widen_learned {
@@ -930,6 +942,7 @@ impl Comparison {
             scale_learned,
             distinct_inputs,
             learned_range,
+            free_range,
             choice_range: if scale_learned {
                 learned_range
             } else {
@@ -1389,29 +1402,39 @@ mod tests {
     }
 
     /// The learned fit's factor range by held-out rows and distinct inputs: none below early
-    /// stopping's rows, widening only from them, both ways from as many distinct inputs (or from
-    /// [`CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS`] rows, or for the proxy); the stage
-    /// is chosen unscaled below those rows, and a learned refit widened least on as many
-    /// distinct inputs below them.
+    /// stopping's rows, widening only from them, both ways from as many distinct inputs (rows
+    /// alone, 100 or the proxy's, no longer narrow it); the stage is chosen unscaled below
+    /// [`CalibrationGuard::LEARNED_SCALE_MIN_HELD_OUT_ROWS`] rows, and a learned refit widened
+    /// least on as many distinct inputs below them. The random-feature fit's and the mean's
+    /// factors narrow where no held-out input repeats or as many distinct inputs are held out.
     #[test]
     fn the_learned_factor_narrows_from_as_many_distinct_inputs_as_early_stopping_needs() {
         let early = CalibrationGuard::EARLY_STOPPING_MIN_HELD_OUT_ROWS;
         let range = |rows: usize, inputs: usize, proxy: bool| {
             let plan = Comparison::new((rows, inputs), proxy, 0.25, 1000);
-            let ranges = (plan.learned_range, plan.choice_range);
+            let ranges = (plan.learned_range, plan.choice_range, plan.free_range);
             (ranges, plan.stopped_early(), plan.widens_refit_least())
         };
         let (none, wide, both) = ((1.0, 1.0), (1.0, f64::INFINITY), (0.25, f64::INFINITY));
+        assert_eq!(range(12, 12, false), ((none, none, both), false, false));
+        assert_eq!(range(12, 11, false), ((none, none, wide), false, false));
         assert_eq!(
             range(early - 1, early - 1, false),
-            ((none, none), false, false)
+            ((none, none, both), false, false)
         );
-        assert_eq!(range(early, early - 1, false), ((wide, none), true, false));
-        assert_eq!(range(early, early, false), ((both, none), true, true));
-        assert_eq!(range(99, early / 3, false), ((wide, none), true, false));
-        assert_eq!(range(99, 99, false), ((both, none), true, true));
-        assert_eq!(range(100, 20, false), ((both, both), true, false));
-        assert_eq!(range(1000, 1000, true), ((both, both), false, false));
+        assert_eq!(
+            range(early, early - 1, false),
+            ((wide, none, wide), true, false)
+        );
+        assert_eq!(range(early, early, false), ((both, none, both), true, true));
+        assert_eq!(
+            range(99, early / 3, false),
+            ((wide, none, wide), true, false)
+        );
+        assert_eq!(range(99, 99, false), ((both, none, both), true, true));
+        assert_eq!(range(156, 13, false), ((wide, wide, wide), true, false));
+        assert_eq!(range(100, 60, false), ((both, both, both), true, false));
+        assert_eq!(range(1000, 1000, true), ((both, both, both), false, false));
     }
 
     /// The factor of the learned fit on all rows: the noise level the held-out rows measured on
