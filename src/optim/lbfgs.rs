@@ -14,7 +14,8 @@
 //! - **at most 20 evaluations per line search** (scipy's `maxls`);
 //! - **the Wolfe conditions are checked** on the point the search returns (argmin's search also
 //!   returns on its MINPACK warnings, at points that may not meet them): a point that does not
-//!   meet them, an objective that failed or was not finite at a trial point, or 20 evaluations
+//!   meet them, an objective that failed or was not finite at a trial point (after up to four
+//!   starts each ten times shorter, where no point below the start was seen), or 20 evaluations
 //!   without a point that does, is a **failed line search**: the run moves to the best point seen
 //!   (possibly the start), and the stopping rule restarts from there along −∇ with an empty
 //!   memory; a second failure in a row ends the run;
@@ -31,6 +32,8 @@ use std::rc::Rc;
 
 /// Evaluations per line search (scipy's `maxls`).
 const MAX_EVALUATIONS: usize = 20;
+/// How many times a line search that failed at a trial point starts again ten times shorter.
+const SHORTER_STARTS: usize = 4;
 /// The sufficient-decrease constant c₁ of the strong Wolfe conditions (argmin's default).
 const C1: f64 = 1e-4;
 /// The curvature constant c₂ (argmin's and scipy's).
@@ -85,7 +88,11 @@ struct Searched {
 }
 
 /// Runs argmin's Moré–Thuente search from (x₀, f₀, g₀) along `d` from step `alpha`: at most
-/// [`MAX_EVALUATIONS`] evaluations; an error only when the run must end (budget, time).
+/// [`MAX_EVALUATIONS`] evaluations; an error only when the run must end (budget, time). Where the
+/// objective failed (or was not finite) at a trial point before any point below f₀ was seen,
+/// the search starts again from a step ten times shorter, at most [`SHORTER_STARTS`] times (as
+/// the CG path's search backs off from a failed point): the same start again would fail at the
+/// same point, and the run would end at x₀.
 fn line_search<O: Objective>(
     problem: &mut Problem<RecordingProblem<'_, O>>,
     record: &RefCell<Record>,
@@ -93,19 +100,34 @@ fn line_search<O: Objective>(
     d: Vector,
     alpha: f64,
 ) -> std::result::Result<Searched, argmin::core::Error> {
-    let mut search = MoreThuenteLineSearch::new().with_c(C1, C2)?;
-    search.initial_step_length(alpha)?;
-    search.search_direction(d);
-    let start = CgState::new()
-        .param(x0.clone())
-        .cost(f0)
-        .gradient(g0.clone());
-    let ended = match run_search(&mut search, problem, start) {
-        Ok(ended) => ended,
-        Err(e) if record.borrow().stop.is_some() => return Err(e),
-        // The objective failed at a trial point, or argmin's search met a NaN.
-        Err(_) => None,
+    let improved = || {
+        record
+            .borrow()
+            .best
+            .as_ref()
+            .is_some_and(|(_, f, _)| *f < f0)
     };
+    let mut alpha = alpha;
+    let mut ended = None;
+    for shorter in 0..=SHORTER_STARTS {
+        let mut search = MoreThuenteLineSearch::new().with_c(C1, C2)?;
+        search.initial_step_length(alpha)?;
+        search.search_direction(d.clone());
+        let start = CgState::new()
+            .param(x0.clone())
+            .cost(f0)
+            .gradient(g0.clone());
+        match run_search(&mut search, problem, start) {
+            Ok(state) => {
+                ended = state;
+                break;
+            }
+            Err(e) if record.borrow().stop.is_some() => return Err(e),
+            // The objective failed at a trial point, or argmin's search met a NaN.
+            Err(_) if shorter < SHORTER_STARTS && !improved() => alpha *= 0.1,
+            Err(_) => break,
+        }
+    }
     if let Some(mut state) = ended {
         if let (Some(x1), Some(g1)) = (state.take_param(), state.take_gradient()) {
             let f1 = state.get_cost();

@@ -125,7 +125,8 @@ impl<'a, O: Objective> Solver<RecordingProblem<'a, O>, CgState> for WolfeSearch 
             .take()
             .ok_or_else(|| argmin::core::Error::msg("line search without a direction"))?;
         let mut d0 = g0.dot(&s);
-        if d0 >= 0.0 {
+        // Not a descent direction, or not a number (β of PR+ can overflow): steepest descent.
+        if d0.is_nan() || d0 >= 0.0 {
             s = -&g0;
             d0 = -g0.norm_squared();
         }

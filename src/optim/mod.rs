@@ -630,6 +630,40 @@ mod tests {
         }
     }
 
+    /// x ↦ ‖x‖², failing (an error) where any entry is below ½: a region the steps must back
+    /// off from, as a factorisation that fails far from the start.
+    struct Walled;
+
+    impl Objective for Walled {
+        fn num_params(&self) -> usize {
+            2
+        }
+        fn value_and_gradient(&self, x: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
+            if x.iter().any(|&v| v < 0.5) {
+                return Err(Error::NonFiniteObjective {
+                    what: "beyond a wall".into(),
+                });
+            }
+            Ok((x.norm_squared(), x * 2.0))
+        }
+    }
+
+    /// Both methods back off from a trial point that fails and go on towards the wall at ½
+    /// (value 0.5). L-BFGS's first step (a unit step along −∇ from (1, 1)) lands past it; it
+    /// started the same search again and ended at the start, value 2, after 3 evaluations.
+    #[test]
+    fn both_methods_back_off_from_a_failed_trial_point() {
+        for method in [Method::ConjugateGradient, Method::Lbfgs { memory: 10 }] {
+            let config = OptimConfig {
+                method: Some(method),
+                ..OptimConfig::default()
+            };
+            let rep = minimize(&Walled, DVector::from_element(2, 1.0), &config).unwrap();
+            assert!(rep.value < 0.6, "{method:?}: {rep:?}");
+            assert!(rep.theta.iter().all(|&v| v >= 0.5), "{method:?}: {rep:?}");
+        }
+    }
+
     /// One run with checkpoints gives, for each, the report of a run with that budget, field for
     /// field (θ, value, gradient, iterations, evaluations, termination), for both methods; a
     /// checkpoint past the run's end gives its own report.
