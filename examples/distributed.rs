@@ -48,6 +48,7 @@ fn run() -> Result<(), Box<dyn Error>> {
     use lexopt::prelude::*;
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/kin40k");
     let (mut train, mut test) = (root.join("train.csv"), root.join("test.csv"));
+    let (mut train_given, mut test_given) = (false, false);
     let (mut basis, mut evals, mut seed, mut draws) = (200, 1000, 1, 100);
     let mut start = None;
     let mut guard = CalibrationGuard::Check;
@@ -75,14 +76,24 @@ fn run() -> Result<(), Box<dyn Error>> {
                     }
                 }
             }
-            Long("train") => train = parser.value()?.into(),
-            Long("test") => test = parser.value()?.into(),
+            Long("train") => {
+                train = parser.value()?.into();
+                train_given = true;
+            }
+            Long("test") => {
+                test = parser.value()?.into();
+                test_given = true;
+            }
             Short('h') | Long("help") => {
                 println!("{HELP}");
                 return Ok(());
             }
             _ => return Err(cli::unexpected(arg, HELP)),
         }
+    }
+    if train_given != test_given {
+        // One file of the user's scored on (or trained with) Kin-40k's other half.
+        return Err("give both --train and --test (or neither, for Kin-40k)".into());
     }
     let universe = ssgp::mpi::initialize().ok_or("MPI was initialised already")?;
     let cluster = Cluster::new(universe.world());

@@ -14,7 +14,7 @@ mod cli;
 use ssgp::Dataset;
 use std::error::Error;
 use std::path::PathBuf;
-use support::{parse_kernel, print_table, run, Settings};
+use support::{parse_kernel, print_table, run, Settings, METHODS};
 
 const HELP: &str = "\
 Kin-40k (8 inputs, 10000 training and 30000 test points): SSGP beside FITC and the full GP.
@@ -28,7 +28,7 @@ Options:
   --seed S       seed of every random start (default 1)
   --threads T    threads, 0 for all cores (default 0)
   --kernel K     se, matern12, matern32 or matern52 (default se)
-  --methods M,…  any of ssgp, ssgp-fixed, fitc, full, ssgp-mix, ssgp-best
+  --methods M,…  any of ssgp, ssgp-fixed, fitc, full, ssgp-mix, ssgp-best, vfe
                  (default ssgp,fitc,full)
   -h, --help     this text";
 
@@ -52,7 +52,13 @@ fn main_job() -> Result<(), Box<dyn Error>> {
             Long("kernel") => settings.kernel = parse_kernel(&parser.value()?.string()?)?,
             Long("methods") => {
                 let list = parser.value()?.string()?;
-                methods = list.split(',').map(str::to_string).collect();
+                methods = list.split(',').map(|m| m.trim().to_string()).collect();
+                // Checked before any fit: a misspelt last method lost the finished ones.
+                if let Some(bad) = methods.iter().find(|m| !METHODS.contains(&m.as_str())) {
+                    return Err(
+                        format!("unknown method `{bad}`: expected some of {METHODS:?}").into(),
+                    );
+                }
             }
             Short('h') | Long("help") => {
                 println!("{HELP}");
@@ -60,6 +66,9 @@ fn main_job() -> Result<(), Box<dyn Error>> {
             }
             _ => return Err(cli::unexpected(arg, HELP)),
         }
+    }
+    if basis == 0 {
+        return Err("--basis must be at least 1".into());
     }
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/kin40k");
     let train = Dataset::from_csv(root.join("train.csv"))?;

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! cargo run --release --example benchmark -- [--train FILE --test FILE | --data DIR]
+//!     [--target NAME|K] [--delimiter C]
 //!     [--methods ssgp,ssgp-fixed,fitc,full,ssgp-mix,ssgp-best,vfe] [--basis 50,100,200] [--reps N]
 //!     [--seed S] [--optimizer cg|lbfgs[:M]] [--iters K] [--evals E] [--noise-floor V] [--full-subset N]
 //!     [--init half|full:N|default] [--restarts K] [--standardize] [--best-effort] [--threads T]
@@ -9,9 +10,10 @@
 //!     [--out DIR] [--json] [--quiet] [--from-csv FILE]
 //! ```
 //!
-//! Data files are comma-separated, target in the last column, a header line allowed
-//! (`--data DIR` reads `DIR/train.csv` and `DIR/test.csv`; Kin-40k from `data/kin40k` when neither
-//! is given).
+//! Data files are comma-separated (`--delimiter`), target in the last column (`--target` names
+//! another by header name or zero-based index), a header line allowed — the same in both files,
+//! which must differ (`--data DIR` reads `DIR/train.csv` and `DIR/test.csv`; Kin-40k from
+//! `data/kin40k` when neither is given).
 //!
 //! - `--methods`: `ssgp` (learned spectral points), `ssgp-fixed` (fixed ones), `fitc`, `full`
 //!   (default: these four, the paper's), `ssgp-mix` and `ssgp-best` (`--restarts` SSGP fits with
@@ -51,6 +53,7 @@ mod record;
 #[path = "../cli/mod.rs"]
 mod cli;
 use plot::plot;
+use ssgp::data::{CsvOptions, Target};
 use ssgp::optim::Method;
 use ssgp::{Dataset, LengthscaleInit};
 use std::error::Error;
@@ -66,6 +69,12 @@ const DEFAULT_METHODS: [&str; 4] = ["ssgp", "ssgp-fixed", "fitc", "full"];
 struct Args {
     train: PathBuf,
     test: PathBuf,
+    /// How both files are read: target column and delimiter.
+    csv: CsvOptions,
+    /// The delimiter `csv` reads with (for comparing the files' headers).
+    delimiter: u8,
+    /// The target column, as the progress line names it.
+    target: String,
     methods: Vec<String>,
     basis: Vec<usize>,
     reps: u64,
@@ -84,8 +93,12 @@ as a table, runs.csv, JSON lines (--json) and SVG plots.
 Usage: benchmark [OPTIONS]
 
 Options:
-  --train FILE --test FILE   the data (default Kin-40k); or
+  --train FILE --test FILE   the data (default Kin-40k; two different files: a model scored
+                             on its training rows would look better than it is); or
   --data DIR                 DIR/train.csv and DIR/test.csv
+  --target NAME|K            the target column: its header name or zero-based index
+                             (default the last column)
+  --delimiter C              the field delimiter: one character, or `tab` (default `,`)
   --methods M,…              of ssgp, ssgp-fixed, fitc, full, ssgp-mix, ssgp-best, vfe
                              (default ssgp,ssgp-fixed,fitc,full)
   --basis B,…                basis functions (default 50,100,200); inducing inputs for
@@ -108,6 +121,7 @@ Options:
   --json                     one JSON object per run on stdout
   --quiet                    no progress on stderr
   --from-csv FILE            redraw the table and plots from a runs.csv, without fitting
+                             (the data and model flags are not used)
   -h, --help                 this text"
         .into()
 }
@@ -136,6 +150,66 @@ fn lengthscale_init(s: &str) -> Result<Option<LengthscaleInit>, String> {
     }
 }
 
+/// `--delimiter`'s value: one ASCII character, or `tab`.
+fn delimiter(s: &str) -> Result<u8, String> {
+    match s {
+        "tab" | "\\t" | "\t" => Ok(b'\t'),
+        _ if s.len() == 1 && s.is_ascii() => Ok(s.as_bytes()[0]),
+        _ => Err(format!(
+            "--delimiter `{s}`: expected one character (e.g. `;`) or `tab`"
+        )),
+    }
+}
+
+/// The column names of `path`'s first non-blank line if it is a header (no field a number),
+/// split at `delimiter`, trimmed of spaces and quotes; `None` for a data line or an unreadable
+/// file (loading it reports why).
+fn header_names(path: &Path, delimiter: u8) -> Option<Vec<String>> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).ok()?;
+    let line = std::io::BufReader::new(file)
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| !l.trim().is_empty())?;
+    let names: Vec<String> = line
+        .split(delimiter as char)
+        .map(|f| f.trim().trim_matches('"').trim().to_string())
+        .collect();
+    names
+        .iter()
+        .all(|f| f.parse::<f64>().is_err())
+        .then_some(names)
+}
+
+/// Refuses a test file that is the training file (its metrics would be the training fit's)
+/// and two files whose headers name different columns (they are read by position).
+fn check_files(train: &Path, test: &Path, delimiter: u8) -> Result<(), String> {
+    if let (Ok(a), Ok(b)) = (train.canonicalize(), test.canonicalize()) {
+        if a == b {
+            return Err(format!(
+                "--train and --test are the same file ({}): its NMSE and MNLP would be the \
+                 training fit's, not a test's; hold out rows in a file of their own (rows with \
+                 equal inputs together)",
+                train.display()
+            ));
+        }
+    }
+    if let (Some(a), Some(b)) = (
+        header_names(train, delimiter),
+        header_names(test, delimiter),
+    ) {
+        if a != b {
+            return Err(format!(
+                "the headers differ: train {} has {a:?}, test {} has {b:?}; the columns are \
+                 read by position, so give both files the same columns in the same order",
+                train.display(),
+                test.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `--optimizer`'s value: `cg`, `lbfgs` (10 pairs) or `lbfgs:M` (M ≥ 1).
 fn optimizer(s: &str) -> Result<Method, String> {
     match (s.trim(), s.trim().strip_prefix("lbfgs:")) {
@@ -156,6 +230,9 @@ fn parse() -> Result<Args, Box<dyn Error>> {
     let mut a = Args {
         train: root.join("data/kin40k/train.csv"),
         test: root.join("data/kin40k/test.csv"),
+        csv: CsvOptions::new(),
+        delimiter: b',',
+        target: "the last column".into(),
         methods: DEFAULT_METHODS.iter().map(|s| s.to_string()).collect(),
         basis: vec![50, 100, 200],
         reps: 1,
@@ -182,6 +259,24 @@ fn parse() -> Result<Args, Box<dyn Error>> {
                 let dir = PathBuf::from(parser.value()?);
                 train_given = Some(dir.join("train.csv"));
                 test_given = Some(dir.join("test.csv"));
+            }
+            Long("target") => {
+                let t = parser.value()?.string()?;
+                let target = match t.trim().parse::<usize>() {
+                    Ok(k) => {
+                        a.target = format!("column {k} (zero-based)");
+                        Target::Column(k)
+                    }
+                    Err(_) => {
+                        a.target = format!("column `{}`", t.trim());
+                        Target::named(t.trim())
+                    }
+                };
+                a.csv = a.csv.target(target);
+            }
+            Long("delimiter") => {
+                a.delimiter = delimiter(&parser.value()?.string()?)?;
+                a.csv = a.csv.delimiter(a.delimiter);
             }
             Long("methods") => {
                 let list = parser.value()?.string()?;
@@ -307,13 +402,17 @@ fn benchmark() -> Result<(), Box<dyn Error>> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let runs = record::from_csv(&text, &path.to_string_lossy())?;
+        if !args.json {
+            print_table(&format!("runs of {}", path.display()), &runs);
+        }
         create_out()?;
         plots(&args.out, &runs)?;
         eprintln!("redrew {} runs into {}", runs.len(), args.out.display());
         return Ok(());
     }
-    let train = Dataset::from_csv(&args.train)?;
-    let test = Dataset::from_csv(&args.test)?;
+    check_files(&args.train, &args.test, args.delimiter)?;
+    let train = Dataset::from_csv_with(&args.train, &args.csv)?;
+    let test = Dataset::from_csv_with(&args.test, &args.csv)?;
     if train.dim() != test.dim() {
         return Err(format!(
             "train has {} inputs but test has {}",
@@ -323,10 +422,11 @@ fn benchmark() -> Result<(), Box<dyn Error>> {
         .into());
     }
     eprintln!(
-        "train {} ({} points, D = {}), test {} ({} points); {} cores",
+        "train {} ({} points, D = {}, target {}), test {} ({} points); {} cores",
         args.train.display(),
         train.len(),
         train.dim(),
+        args.target,
         args.test.display(),
         test.len(),
         std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -407,5 +507,40 @@ mod tests {
         }
         assert!(flags >= 20, "{flags} flags found");
         assert!(help.contains("-h, --help"));
+    }
+
+    /// The same file twice, or two files whose headers differ, are refused before any fit; the
+    /// same columns in two files, or files without a header, pass (before, the first two were
+    /// scored as if tested).
+    #[test]
+    fn train_and_test_files_are_checked_against_each_other() {
+        let dir = std::env::temp_dir().join(format!("ssgp-benchmark-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let train = write("train.csv", "y,a,b\n1,2,3\n");
+        let test = write("test.csv", "\"y\", a ,b\n4,5,6\n");
+        let swapped = write("swapped.csv", "y,b,a\n4,5,6\n");
+        let bare = write("bare.csv", "4,5,6\n");
+        let tabbed = write("tabbed.csv", "y\ta\tb\n4\t5\t6\n");
+        let check = |a: &std::path::Path, b: &std::path::Path, d: u8| super::check_files(a, b, d);
+        assert!(check(&train, &train, b',')
+            .unwrap_err()
+            .contains("the same file"));
+        let relative = dir.join(".").join("train.csv");
+        assert!(check(&train, &relative, b',').is_err());
+        assert!(check(&train, &swapped, b',')
+            .unwrap_err()
+            .contains("headers differ"));
+        assert!(check(&train, &test, b',').is_ok());
+        assert!(check(&train, &bare, b',').is_ok());
+        assert!(check(&tabbed, &write("tabbed2.csv", "y\ta\tb\n1\t1\t1\n"), b'\t').is_ok());
+        assert_eq!(super::delimiter("tab"), Ok(b'\t'));
+        assert_eq!(super::delimiter(";"), Ok(b';'));
+        assert!(super::delimiter(";;").is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

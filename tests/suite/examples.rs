@@ -42,7 +42,14 @@ fn every_example_answers_help() {
         examples.push((
             "distributed",
             &[
-                "--basis", "--evals", "--seed", "--draws", "--start", "--train",
+                "--basis",
+                "--evals",
+                "--seed",
+                "--draws",
+                "--start",
+                "--calibration",
+                "--train",
+                "--test",
             ][..],
         ));
     }
