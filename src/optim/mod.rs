@@ -53,7 +53,8 @@ pub trait Objective {
     fn value_and_gradient(&self, theta: &DVector<f64>) -> Result<(f64, DVector<f64>)>;
 
     /// The size of the objective's natural unit: the stopping tolerances are multiples of it.
-    /// For a negative log evidence, the number of data points it sums over. Default 1.
+    /// For a negative log evidence, the number of data points it sums over. Default 1; must be
+    /// positive and finite ([`minimize`] refuses another).
     fn value_scale(&self) -> f64 {
         1.0
     }
@@ -123,7 +124,9 @@ pub struct OptimConfig {
     /// Maximum objective evaluations (each one value + gradient). Default 1000, the original SSGP
     /// code's budget.
     pub max_evaluations: usize,
-    /// A wall-clock budget for the optimisation. Default none.
+    /// A wall-clock budget for the optimisation, counted from before the initial parameters'
+    /// evaluation and checked before each further one (so a run overruns it by at most one
+    /// evaluation). Default none.
     pub max_time: Option<Duration>,
     /// Converged when −log p decreased by at most `tolerance` × (the objective's value scale, the
     /// number of data points for the evidences) over the last `window` iterations. Default 1e-5.
@@ -319,6 +322,16 @@ pub(crate) fn minimize_with_checkpoints<O: Objective>(
             ),
         });
     }
+    let unit = objective.value_scale();
+    if !(unit > 0.0 && unit.is_finite()) {
+        // A NaN or negative unit would switch both convergence tests off.
+        return Err(Error::InvalidParameter {
+            name: "value_scale",
+            reason: format!("{unit} is not a positive, finite unit of the objective"),
+        });
+    }
+    // The wall-clock budget counts θ₀'s evaluation too.
+    let started = std::time::Instant::now();
     let (f0, g0) = objective.value_and_gradient(&theta0)?;
     if !f0.is_finite() || g0.iter().any(|v| !v.is_finite()) {
         return Err(Error::NonFiniteObjective {
@@ -331,7 +344,7 @@ pub(crate) fn minimize_with_checkpoints<O: Objective>(
         f0,
         &g0.component_mul(&scales),
         config.max_evaluations,
-        config.max_time,
+        (started, config.max_time),
     )));
     record.borrow_mut().checkpoints = checkpoints.to_vec();
     if config.max_iterations == 0 {
@@ -661,6 +674,81 @@ mod tests {
             let rep = minimize(&Walled, DVector::from_element(2, 1.0), &config).unwrap();
             assert!(rep.value < 0.6, "{method:?}: {rep:?}");
             assert!(rep.theta.iter().all(|&v| v >= 0.5), "{method:?}: {rep:?}");
+        }
+    }
+
+    /// x ↦ ‖x‖², each evaluation taking 40 ms.
+    struct Slow;
+
+    impl Objective for Slow {
+        fn num_params(&self) -> usize {
+            2
+        }
+        fn value_and_gradient(&self, x: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
+            std::thread::sleep(Duration::from_millis(40));
+            Ok((x.norm_squared(), x * 2.0))
+        }
+    }
+
+    /// x ↦ ‖x‖² in a unit that is not positive.
+    struct Unitless(f64);
+
+    impl Objective for Unitless {
+        fn num_params(&self) -> usize {
+            2
+        }
+        fn value_and_gradient(&self, x: &DVector<f64>) -> Result<(f64, DVector<f64>)> {
+            Ok((x.norm_squared(), x * 2.0))
+        }
+        fn value_scale(&self) -> f64 {
+            self.0
+        }
+    }
+
+    /// A value scale that is NaN, 0 or negative is refused (it switched the convergence tests
+    /// off: the run spent its whole budget).
+    #[test]
+    fn a_value_scale_that_is_no_unit_is_refused() {
+        for unit in [f64::NAN, 0.0, -1.0, f64::INFINITY] {
+            let err = minimize(
+                &Unitless(unit),
+                DVector::from_element(2, 1.0),
+                &OptimConfig::default(),
+            )
+            .unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    Error::InvalidParameter {
+                        name: "value_scale",
+                        ..
+                    }
+                ),
+                "{unit}: {err}"
+            );
+        }
+        assert!(minimize(
+            &Unitless(1.0),
+            DVector::from_element(2, 1.0),
+            &OptimConfig::default()
+        )
+        .is_ok());
+    }
+
+    /// The time budget counts the initial parameters' evaluation: 40 ms of it spend a 20 ms
+    /// budget, so the run ends after that one evaluation (it began the clock after it and took
+    /// a second).
+    #[test]
+    fn the_time_budget_counts_the_first_evaluation() {
+        for method in [Method::ConjugateGradient, Method::Lbfgs { memory: 10 }] {
+            let config = OptimConfig {
+                method: Some(method),
+                max_time: Some(Duration::from_millis(20)),
+                ..OptimConfig::default()
+            };
+            let rep = minimize(&Slow, DVector::from_element(2, 1.0), &config).unwrap();
+            assert_eq!(rep.termination, Termination::TimeLimit, "{method:?}");
+            assert_eq!(rep.evaluations, 1, "{method:?}");
         }
     }
 

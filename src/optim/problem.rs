@@ -59,13 +59,14 @@ pub(super) struct Budget {
 }
 
 impl Record {
-    /// The record of a run that starts at θ₀ with its value and gradient (one evaluation).
+    /// The record of a run that starts at θ₀ with its value and gradient (one evaluation), its
+    /// wall-clock budget `max_time` counted from `started` (before that evaluation).
     pub fn new(
         theta0: &Vector,
         f0: f64,
         g0: &Vector,
         max_evaluations: usize,
-        max_time: Option<Duration>,
+        (started, max_time): (Instant, Option<Duration>),
     ) -> Self {
         Self {
             last: Some((theta0.clone(), f0, g0.clone())),
@@ -73,7 +74,7 @@ impl Record {
             evaluations: 1,
             budget: Budget {
                 max_evaluations,
-                started: Instant::now(),
+                started,
                 max_time,
             },
             iterations: 0,
