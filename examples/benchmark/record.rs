@@ -2,8 +2,9 @@
 //! `runs.csv`, and `runs.csv` read back.
 //!
 //! `runs.csv` has a header naming its columns: the 13 of the first version (`method` …
-//! `evaluations`), then `error` and `termination`. Reading goes by the header's names, so files
-//! of the first version (13 columns, no error or termination) still read. Text fields holding a
+//! `evaluations`), then `error`, `termination` and `diagnosis` (the fit's
+//! `TrainingSummary::diagnosis`: its LOO and held-out calibration and its flags). Reading goes by
+//! the header's names, so files of earlier versions (13 or 15 columns) still read. Text fields holding a
 //! comma, a quote or a line break are quoted, with quotes doubled (RFC 4180).
 
 use super::support::{size_for, Run};
@@ -12,7 +13,7 @@ use std::fmt::Display;
 use std::str::FromStr;
 
 /// The columns of `runs.csv`, in the order written.
-const COLUMNS: [&str; 15] = [
+const COLUMNS: [&str; 16] = [
     "method",
     "basis",
     "m",
@@ -28,6 +29,7 @@ const COLUMNS: [&str; 15] = [
     "evaluations",
     "error",
     "termination",
+    "diagnosis",
 ];
 
 /// How many of [`COLUMNS`] every `runs.csv` has: the first version's.
@@ -74,7 +76,7 @@ impl Run {
     }
 
     /// The value of every column of [`COLUMNS`], in order; an error row has no figures.
-    fn values(&self) -> [Value; 15] {
+    fn values(&self) -> [Value; 16] {
         let ok = self.error.is_none();
         let size = |v: Option<usize>| v.map_or(Value::Absent, |v| Value::Number(v.to_string()));
         let float = |v: f64, text: String| {
@@ -102,6 +104,11 @@ impl Run {
             self.error.clone().map_or(Value::Absent, Value::Text),
             if ok {
                 Value::Text(self.termination.clone())
+            } else {
+                Value::Absent
+            },
+            if ok && !self.diagnostic.is_empty() {
+                Value::Text(self.diagnostic.clone())
             } else {
                 Value::Absent
             },
@@ -148,7 +155,7 @@ pub fn to_csv(runs: &[Run]) -> String {
     out
 }
 
-/// The runs of a `runs.csv` written by [`to_csv`] or by the first version (13 columns); `source`
+/// The runs of a `runs.csv` written by [`to_csv`] or by earlier versions (13 or 15 columns); `source`
 /// names it in errors, which give the line.
 ///
 /// # Errors
@@ -159,7 +166,7 @@ pub fn from_csv(text: &str, source: &str) -> Result<Vec<Run>, Box<dyn Error>> {
     let Some(((_, header), rows)) = records.split_first() else {
         return Err(format!("{source}: no header line").into());
     };
-    let mut index = [None; 15];
+    let mut index = [None; COLUMNS.len()];
     for (i, name) in header.iter().enumerate() {
         let name = name.trim();
         let Some(k) = COLUMNS.iter().position(|c| *c == name) else {
@@ -192,7 +199,7 @@ pub fn from_csv(text: &str, source: &str) -> Result<Vec<Run>, Box<dyn Error>> {
 
 /// One run from its fields, `index[k]` being the field of `COLUMNS[k]` (the first 13 present).
 /// An error row has no figures: its empty fields read as NaN, or 0 for the counts.
-fn parse_row(fields: &[String], index: &[Option<usize>; 15]) -> Result<Run, String> {
+fn parse_row(fields: &[String], index: &[Option<usize>; COLUMNS.len()]) -> Result<Run, String> {
     let get = |k: usize| index[k].map_or("", |i| fields[i].as_str());
     let error = Some(get(13)).filter(|e| !e.is_empty()).map(str::to_string);
     let failed = error.is_some();
@@ -218,7 +225,7 @@ fn parse_row(fields: &[String], index: &[Option<usize>; 15]) -> Result<Run, Stri
         iterations: parse(11, get(11), failed.then_some(0))?,
         evaluations: parse(12, get(12), failed.then_some(0))?,
         termination: get(14).to_string(),
-        diagnostic: String::new(),
+        diagnostic: get(15).to_string(),
         error,
     })
 }
@@ -363,8 +370,11 @@ full,,,1,10000,30000,0.013735716634386232,-0.7985800211848081,-5431.13,26.170,55
     #[test]
     fn writes_and_reads_back_terminations_and_error_rows() {
         let io = std::io::Error::other("bad \"pivot\", line 1\nand a second line");
+        let mut diagnosed = run("ssgp", "evaluation budget spent");
+        diagnosed.diagnostic =
+            "LOO mean z² 0.957, MNLP -0.750, NMSE 0.0163; held out (20 rows): mean z² 1.508".into();
         let runs = vec![
-            run("ssgp", "evaluation budget spent"),
+            diagnosed,
             run(
                 "ssgp-mix",
                 "failed: line search: no step, \"σ = 0.1\", tried 20",
@@ -374,12 +384,29 @@ full,,,1,10000,30000,0.013735716634386232,-0.7985800211848081,-5431.13,26.170,55
         ];
         let text = to_csv(&runs);
         assert!(text.starts_with(&(COLUMNS.join(",") + "\n")));
-        assert!(text.contains(",\"failed: line search: no step, \"\"σ = 0.1\"\", tried 20\"\n"));
+        assert!(text.contains(",\"failed: line search: no step, \"\"σ = 0.1\"\", tried 20\",\n"));
         let back = from_csv(&text, "new.csv").unwrap();
         assert_eq!(back.len(), runs.len());
         assert_eq!(to_csv(&back), text, "written again, the same text");
         assert_eq!(back[0].nmse, runs[0].nmse, "numbers round-trip exactly");
         assert_eq!(back[1].termination, runs[1].termination);
+        assert_eq!(
+            back[0].diagnostic, runs[0].diagnostic,
+            "the diagnosis is kept"
+        );
+        // A file of the version before the diagnosis (15 columns) still reads.
+        let fifteen: String = to_csv(&runs[1..3])
+            .lines()
+            .map(|l| {
+                l.trim_end_matches(",diagnosis")
+                    .trim_end_matches(',')
+                    .to_string()
+                    + "\n"
+            })
+            .collect();
+        let earlier = from_csv(&fifteen, "15.csv").unwrap();
+        assert_eq!(earlier[0].termination, runs[1].termination);
+        assert!(earlier[0].diagnostic.is_empty());
         assert_eq!(back[1].m, Some(50));
         let e = &back[3];
         assert_eq!(
