@@ -22,9 +22,10 @@
 //! der Wilk & Rasmussen 2016), but with too few it tends to overestimate σn² and to be less
 //! accurate than FITC. Its [`trace`](crate::FittedVfe::trace) tr(K_ff − Q_ff) says how much of
 //! the prior variance the inducing inputs leave unexplained: when it is not small against nσn²,
-//! add inducing inputs. On Kin-40k (1000 evaluations, seeds 1–3) VFE with 100 inducing inputs
-//! reaches an NMSE of about 0.081 (FITC 0.085, SSGP with 100 basis functions 0.019) and an MNLP
-//! of +0.22 (FITC +0.01); with 200, 0.057 and +0.05.
+//! add inducing inputs. On Kin-40k (1000 evaluations, seeds 1–3, its default L-BFGS) VFE with
+//! 100 inducing inputs reaches an NMSE of about 0.078 (FITC 0.085, SSGP with 100 basis functions
+//! 0.019) and an MNLP of +0.20 (FITC +0.01); with 200, 0.056 and an MNLP below the +0.05 it had
+//! under conjugate gradients (README, Kin-40k).
 //!
 //! # Choosing m
 //!
