@@ -197,9 +197,11 @@ pub(crate) fn factorize_with_jitter(
     })
 }
 
-/// log|A| = 2 Σ log L_ii from a Cholesky factor.
+/// log|A| = 2 Σ log L_ii from a Cholesky factor L (k×k; of another shape, its diagonal's
+/// min(rows, columns) entries are summed — a tall matrix indexed past its columns and panicked).
 pub fn log_det_from_cholesky(l: &DMatrix<f64>) -> f64 {
-    2.0 * (0..l.nrows()).map(|i| l[(i, i)].ln()).sum::<f64>()
+    let k = l.nrows().min(l.ncols());
+    2.0 * (0..k).map(|i| l[(i, i)].ln()).sum::<f64>()
 }
 
 /// Solves L X = B in place (B: k×r, any r), L lower triangular (only its lower triangle is
@@ -338,6 +340,24 @@ pub(crate) mod tests {
     pub(crate) fn spd(k: usize) -> DMatrix<f64> {
         let b = DMatrix::from_fn(k, k, |i, j| ((i * 7 + j * 3) % 11) as f64 / 11.0 - 0.4);
         &b * b.transpose() + DMatrix::identity(k, k)
+    }
+
+    /// The log determinant sums the diagonal it has: a tall matrix panicked (row 2 of a 3×2
+    /// indexed column 2), and a square factor's value is the sum over its k entries.
+    #[test]
+    fn log_det_sums_the_diagonal_of_any_shape() {
+        let l = DMatrix::from_row_slice(2, 2, &[2.0, 0.0, 5.0, 3.0]);
+        assert_relative_eq!(
+            log_det_from_cholesky(&l),
+            2.0 * 6f64.ln(),
+            max_relative = 1e-15
+        );
+        let tall = DMatrix::from_row_slice(3, 2, &[2.0, 0.0, 5.0, 3.0, 1.0, 1.0]);
+        assert_relative_eq!(
+            log_det_from_cholesky(&tall),
+            2.0 * 6f64.ln(),
+            max_relative = 1e-15
+        );
     }
 
     #[test]
