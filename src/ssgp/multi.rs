@@ -207,14 +207,6 @@ impl<'a> MultiSsgpEvidence<'a> {
         Ok(theta)
     }
 
-    /// The error of hyperparameters [`Self::pack`] cannot pack for what they are.
-    fn invalid_hyperparameters() -> Error {
-        Error::InvalidParameter {
-            name: "hyperparameters",
-            reason: "lengthscales and variances must be positive and finite, the noise ratio above its floor".into(),
-        }
-    }
-
     /// θ of a training start at natural hyperparameters: as [`Self::pack`], except that a ratio
     /// within 10⁻³·floor above the floor starts at floor + 10⁻³·floor ([`NoiseParam::param`]).
     ///
@@ -240,7 +232,10 @@ impl<'a> MultiSsgpEvidence<'a> {
             }
         }
         if !h.is_valid_above(self.noise.floor) {
-            return Err(Self::invalid_hyperparameters());
+            return Err(Error::InvalidParameter {
+                name: "hyperparameters",
+                reason: "lengthscales and variances must be positive and finite, the noise ratio above its floor".into(),
+            });
         }
         let block = self.fixed.is_none().then_some(&h.unit_frequencies);
         if let Some(w) = block {
