@@ -6,8 +6,9 @@
 //! cache-blocked gemm — `private-gemm-x86`'s AVX2/AVX-512 kernels on x86-64 CPUs with AVX2 and
 //! FMA (the kernels faer runs there), `gemm-f64`'s on every other CPU (SSE2, NEON, …).
 //!
-//! Every output entry is summed in the same order on any number of threads: the packed kernels
-//! split the output among threads (never the inner sum), and the vector shapes run on one thread.
+//! Every output entry is summed in the same order on any number of threads: a packed product on
+//! t threads is split into t blocks of output columns (or rows, whichever are more), each run on
+//! one thread (never the inner sum), and the vector shapes run on one thread.
 
 use super::views::{view, view_mut, MatMut, MatRef};
 use super::{clear_avx_upper, Par};
@@ -203,9 +204,100 @@ fn plain(mut dst: MatMut<'_>, accumulate: bool, lhs: MatRef<'_>, rhs: MatRef<'_>
     }
 }
 
-/// The packed gemm of this CPU: `private-gemm-x86` with AVX2 and FMA (AVX-512 where present),
-/// else [`portable`].
+/// Outputs of more rows than this (and fewer than twice as many) are computed in two row halves
+/// on one thread. `private-gemm-x86` packs the whole lhs panel (rows × min(k, 512)) of an output
+/// with fewer rows than its L2 bound (512 on a 2 MiB L2) and sweeps it once per four output
+/// columns: past 256 rows the panel outgrows half the L2 and the sweep runs from L3 — measured on
+/// one core of an AVX-512 Xeon (family 6 model 167, 2 MiB L2), (4096×r)ᵀ(4096×r) at 62–66
+/// GFLOP/s for r ≤ 256 and 640, falling to 60 at r = 300, 52 at 375 and 35–38 at 496–508 (62
+/// again at 512, where the library blocks the rows itself); in two halves 61–66 throughout. Each
+/// output entry is the same sum either way: the same bits (`tests::row_halves_keep_the_bits`).
+const PANEL_ROWS: usize = 256;
+
+/// The packed gemm of this CPU on `threads` threads: the output split in two blocks of columns
+/// (or of rows, if it has more rows), `rayon::join`ed on the current pool, until each block has
+/// one thread. The library's own threading split the output too but ran 8–22 % slower on two
+/// cores of that Xeon at (4096 × r)ᵀ(4096 × r), r = 240–1 000 (100–109 GFLOP/s against
+/// 110–141), below OpenBLAS's 107–142. On one thread an output of `PANEL_ROWS` + 1 …
+/// 2·`PANEL_ROWS` − 1 rows (the rows as the kernel walks them: the columns of a row-major
+/// output) runs in two halves.
 fn packed(
+    dst: MatMut<'_>,
+    accumulate: bool,
+    lhs: MatRef<'_>,
+    rhs: MatRef<'_>,
+    alpha: f64,
+    threads: usize,
+) {
+    if threads > 1 {
+        let (first, second) = (threads / 2, threads - threads / 2);
+        if dst.ncols() >= dst.nrows() {
+            let half = dst.ncols() * first / threads;
+            let (left, right) = dst.split_at_col_mut(half);
+            let rest = rhs.ncols() - half;
+            rayon::join(
+                || {
+                    packed(left, accumulate, lhs, rhs.subcols(0, half), alpha, first);
+                    clear_avx_upper();
+                },
+                || {
+                    packed(
+                        right,
+                        accumulate,
+                        lhs,
+                        rhs.subcols(half, rest),
+                        alpha,
+                        second,
+                    );
+                    clear_avx_upper();
+                },
+            );
+        } else {
+            let half = dst.nrows() * first / threads;
+            let (top, bottom) = dst.split_at_row_mut(half);
+            let rest = lhs.nrows() - half;
+            rayon::join(
+                || {
+                    packed(top, accumulate, lhs.subrows(0, half), rhs, alpha, first);
+                    clear_avx_upper();
+                },
+                || {
+                    packed(
+                        bottom,
+                        accumulate,
+                        lhs.subrows(half, rest),
+                        rhs,
+                        alpha,
+                        second,
+                    );
+                    clear_avx_upper();
+                },
+            );
+        }
+        return;
+    }
+    let row_major = dst.row_stride().unsigned_abs() > dst.col_stride().unsigned_abs();
+    let rows = if row_major { dst.ncols() } else { dst.nrows() };
+    if rows <= PANEL_ROWS || rows >= 2 * PANEL_ROWS {
+        packed_whole(dst, accumulate, lhs, rhs, alpha, threads);
+    } else if row_major {
+        let half = dst.ncols() / 2;
+        let (left, right) = dst.split_at_col_mut(half);
+        packed_whole(left, accumulate, lhs, rhs.subcols(0, half), alpha, 1);
+        let rest = rhs.ncols() - half;
+        packed_whole(right, accumulate, lhs, rhs.subcols(half, rest), alpha, 1);
+    } else {
+        let half = dst.nrows() / 2;
+        let (top, bottom) = dst.split_at_row_mut(half);
+        packed_whole(top, accumulate, lhs.subrows(0, half), rhs, alpha, 1);
+        let rest = lhs.nrows() - half;
+        packed_whole(bottom, accumulate, lhs.subrows(half, rest), rhs, alpha, 1);
+    }
+}
+
+/// The packed gemm of this CPU on the whole output: `private-gemm-x86` with AVX2 and FMA
+/// (AVX-512 where present), else [`portable`].
+fn packed_whole(
     dst: MatMut<'_>,
     accumulate: bool,
     lhs: MatRef<'_>,
@@ -427,5 +519,52 @@ mod tests {
         let (a, b) = (DMatrix::zeros(4, 0), DMatrix::zeros(0, 3));
         gemm(view_mut(&mut c), false, view(&a), view(&b), 1.0, Par::Seq);
         assert_eq!(c, DMatrix::zeros(4, 3));
+    }
+
+    /// An output of 257–511 rows computed in two row halves (or a row-major one in two column
+    /// halves), and any output split among threads, has the bits of the whole product on one
+    /// thread, replacing and accumulating — halves of at most 48 rows included, which the
+    /// library computes with another microkernel (24×8 instead of 48×4).
+    #[test]
+    fn row_halves_keep_the_bits() {
+        for (m, n, k, ta, tc) in [
+            (300, 40, 600, false, false),
+            (511, 9, 300, true, false),
+            (40, 300, 1000, true, true),
+            (400, 400, 70, false, true),
+            (96, 40, 5000, true, false),
+            (700, 90, 800, false, false),
+        ] {
+            let a = if ta { filled(k, m, 1) } else { filled(m, k, 1) };
+            let b = filled(k, n, 2);
+            let c0 = if tc { filled(n, m, 3) } else { filled(m, n, 3) };
+            for accumulate in [false, true] {
+                let run = |kernel: &dyn Fn(MatMut<'_>, MatRef<'_>, MatRef<'_>)| {
+                    let mut c = c0.clone();
+                    let cv = if tc {
+                        view_mut(&mut c).transpose_mut()
+                    } else {
+                        view_mut(&mut c)
+                    };
+                    let av = if ta { view(&a).transpose() } else { view(&a) };
+                    kernel(cv, av, view(&b));
+                    c
+                };
+                let whole = run(&|c, a, b| packed_whole(c, accumulate, a, b, 0.3, 1));
+                for threads in [1, 2, 3] {
+                    let split = run(&|c, a, b| packed(c, accumulate, a, b, 0.3, threads));
+                    assert_eq!(
+                        split, whole,
+                        "{m}×{n}×{k}, accumulate {accumulate}, {threads}"
+                    );
+                }
+                let halves = run(&|c, a, b| packed(c, accumulate, a, b, 0.3, 1));
+                let base = if tc { c0.transpose() } else { c0.clone() };
+                let expected = base.map(|v| if accumulate { v } else { 0.0 })
+                    + (if ta { a.transpose() } else { a.clone() }) * &b * 0.3;
+                let expected = if tc { expected.transpose() } else { expected };
+                approx::assert_relative_eq!(halves, expected, epsilon = 1e-10);
+            }
+        }
     }
 }
