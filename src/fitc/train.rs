@@ -18,6 +18,10 @@ trained_methods! {
     /// The evidence of this configuration on `data`: θ ↦ (−log p(y|θ), ∇θ). With fixed
     /// pseudo-inputs they are the given ones, or the seed's random subset of the training inputs.
     ///
+    /// Every input column of `data` is an input here, constant ones included, where `fit` leaves
+    /// constant columns out: a fitted model's θ is for its `input_columns().used()`, so evaluate
+    /// it on a `Dataset` of those columns (`Dataset::new(x.select_columns(used), y)`).
+    ///
     /// # Errors
     /// With [`FitcParams::fixed_pseudo_inputs`](crate::fitc::FitcParams::fixed_pseudo_inputs)
     /// (only then are pseudo-inputs taken here): [`Error::DimensionMismatch`] if given ones do
@@ -56,6 +60,10 @@ trained_methods! {
     /// length D + 2 + mD, whatever [`FitcParams::fixed_pseudo_inputs`](crate::fitc::FitcParams::fixed_pseudo_inputs) says), using this
     /// configuration's jitter, noise floor and threads. The training summary is
     /// [`TrainingSummary::untrained`].
+    ///
+    /// Every input column of `data` is an input here, constant ones included, where `fit` leaves
+    /// constant columns out: a fitted model's θ is for its `input_columns().used()`, so condition
+    /// it on a `Dataset` of those columns (`Dataset::new(x.select_columns(used), y)`).
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`] for a θ of the wrong length, [`Error::NonFinite`] for a NaN or

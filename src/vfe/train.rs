@@ -19,6 +19,10 @@ trained_methods! {
     /// they are the given ones, or their start ([`VfeParams::inducing_start`]: by default the
     /// k-means centres from the seed's random subset of the training inputs).
     ///
+    /// Every input column of `data` is an input here, constant ones included, where `fit` leaves
+    /// constant columns out: a fitted model's θ is for its `input_columns().used()`, so evaluate
+    /// it on a `Dataset` of those columns (`Dataset::new(x.select_columns(used), y)`).
+    ///
     /// # Errors
     /// With [`VfeParams::fixed_inducing_inputs`] (only then are inducing inputs taken here):
     /// [`Error::DimensionMismatch`] if given ones do not have D columns,
@@ -60,6 +64,10 @@ trained_methods! {
     /// length D + 2 + mD, whatever [`VfeParams::fixed_inducing_inputs`] says), using this
     /// configuration's jitter, noise floor and threads. The training summary is
     /// [`TrainingSummary::untrained`] at −F(θ).
+    ///
+    /// Every input column of `data` is an input here, constant ones included, where `fit` leaves
+    /// constant columns out: a fitted model's θ is for its `input_columns().used()`, so condition
+    /// it on a `Dataset` of those columns (`Dataset::new(x.select_columns(used), y)`).
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`] for a θ of the wrong length, [`Error::NonFinite`] for a NaN or

@@ -699,3 +699,63 @@ fn bad_inputs_are_typed_errors() {
         Err(Error::DimensionMismatch { .. })
     ));
 }
+
+/// The recipe the FITC and VFE `evidence`/`condition` docs give for a fitted model whose training
+/// data had a constant column: its θ is for the used columns, and evaluated or conditioned on a
+/// data set of those columns it gives the fitted model's −log p (−F for VFE) and predictions.
+#[test]
+fn a_fitted_theta_is_evaluated_on_its_used_columns() {
+    let mut rng = StdRng::seed_from_u64(4);
+    let x: DMatrix<f64> = DMatrix::from_fn(120, 3, |_, j| {
+        if j == 1 {
+            2.5
+        } else {
+            rng.random_range(-2.0..2.0)
+        }
+    });
+    let y = DVector::from_fn(120, |i, _| x[(i, 0)].sin() + 0.3 * x[(i, 2)]);
+    let data = Dataset::new(x.clone(), y.clone()).unwrap();
+    let test = DMatrix::from_fn(7, 3, |i, j| if j == 1 { 2.5 } else { 0.3 * i as f64 - 1.0 });
+    let fitc = Fitc::params(8).seed(1).max_evaluations(40);
+    let vfe = Vfe::params(8).seed(1).max_evaluations(40);
+    let fitted_fitc = fitc.clone().fit(&data).unwrap();
+    let fitted_vfe = vfe.clone().fit(&data).unwrap();
+    let used = fitted_fitc.input_columns().used().to_vec();
+    assert_eq!(used, vec![0, 2]);
+    assert_eq!(fitted_vfe.input_columns().used(), &used[..]);
+    let on_used = Dataset::new(x.select_columns(&used), y).unwrap();
+    let test_used = test.select_columns(&used);
+
+    let valid = fitc.check().unwrap();
+    let theta = fitted_fitc.parameters();
+    assert_eq!(theta.len(), 2 + 2 + 8 * 2);
+    assert_eq!(
+        valid.evidence(&on_used).unwrap().value(theta).unwrap(),
+        fitted_fitc.neg_log_evidence()
+    );
+    let conditioned = valid.condition(&on_used, theta).unwrap();
+    assert_eq!(
+        conditioned.neg_log_evidence(),
+        fitted_fitc.neg_log_evidence()
+    );
+    assert_eq!(
+        conditioned.predict(&test_used).unwrap().mean,
+        fitted_fitc.predict(&test).unwrap().mean
+    );
+    assert!(matches!(
+        valid.condition(&data, theta),
+        Err(Error::DimensionMismatch { .. })
+    ));
+
+    let valid = vfe.check().unwrap();
+    let theta = fitted_vfe.parameters();
+    assert_eq!(
+        valid.evidence(&on_used).unwrap().value(theta).unwrap(),
+        fitted_vfe.neg_log_evidence()
+    );
+    let conditioned = valid.condition(&on_used, theta).unwrap();
+    assert_eq!(
+        conditioned.predict(&test_used).unwrap().mean,
+        fitted_vfe.predict(&test).unwrap().mean
+    );
+}
