@@ -6,8 +6,10 @@
 //! (noise-free, as in the paper) and the data, with three posterior samples for SSGP and the
 //! pseudo-inputs for FITC (after Figure 2).
 //!
-//! `cargo run --release --example sinc [-- --out FILE.svg]` (default `target/sinc.svg`;
-//! `--help` lists the flags).
+//! `cargo run --release --example sinc [-- --out FILE.svg]` (default `target/sinc.svg` in the
+//! crate's directory, from wherever it runs; a relative `--out` is taken from the current
+//! directory, and its directory must exist: it is checked before any fit; `--help` lists the
+//! flags).
 
 #[path = "cli/mod.rs"]
 mod cli;
@@ -19,6 +21,8 @@ use ssgp::metrics::{mnlp, nmse};
 use ssgp::ssgp::{FittedSsgp, Ssgp};
 use ssgp::{Dataset, Fitc, FittedFitc, FittedRegressor, FullGp, Predictive};
 use std::error::Error;
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
 
 const HELP: &str = "\
 The sinc toy of the paper's Figure 2: SSGP, SSGP with fixed spectral points, FITC and the full GP
@@ -27,7 +31,9 @@ on 100 noisy points of sinc(x), their NMSE and MNLP, and the figure as SVG.
 Usage: sinc [--out FILE.svg]
 
 Options:
-  --out FILE   where the SVG figure goes (default target/sinc.svg)
+  --out FILE   where the SVG figure goes: a relative path is taken from the current
+               directory, which must hold FILE's directory (default target/sinc.svg
+               in the crate's directory)
   -h, --help   this text";
 
 fn main() -> std::process::ExitCode {
@@ -36,11 +42,11 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> Result<(), Box<dyn Error>> {
     use lexopt::prelude::*;
-    let mut out = String::from("target/sinc.svg");
+    let mut out = None;
     let mut parser = lexopt::Parser::from_env();
     while let Some(arg) = parser.next()? {
         match arg {
-            Long("out") => out = parser.value()?.string()?,
+            Long("out") => out = Some(PathBuf::from(parser.value()?)),
             Short('h') | Long("help") => {
                 println!("{HELP}");
                 return Ok(());
@@ -48,6 +54,16 @@ fn run() -> Result<(), Box<dyn Error>> {
             _ => return Err(cli::unexpected(arg, HELP)),
         }
     }
+    let out = match out {
+        Some(path) => path,
+        None => {
+            let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+            std::fs::create_dir_all(&target)
+                .map_err(|e| format!("cannot create {}: {e}", target.display()))?;
+            target.join("sinc.svg")
+        }
+    };
+    check_writable(&out)?;
     let mut rng = StdRng::seed_from_u64(1);
     let train = sinc_data(100, false, 0.05, &mut rng)?;
     let test = sinc_data(1000, true, 0.05, &mut rng)?;
@@ -91,8 +107,63 @@ fn run() -> Result<(), Box<dyn Error>> {
         &grid,
         &mut rng,
     )?;
-    root.present()?;
-    println!("wrote {out}");
+    root.present()
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    println!("wrote {}", out.display());
+    Ok(())
+}
+
+/// Checks, before any fit, that the figure can be written at `out`: a name, not a directory, in a
+/// directory that exists, and writable — an existing file opened for writing without changing
+/// it, a new one created and removed again.
+///
+/// # Errors
+/// What stands in the way, naming `--out` and the remedy.
+fn check_writable(out: &Path) -> Result<(), String> {
+    if out.as_os_str().is_empty() {
+        return Err("--out is empty: give a file name, e.g. --out sinc.svg".into());
+    }
+    let shown = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
+    let flag = format!("--out {}", out.display());
+    if out.is_dir() {
+        return Err(format!(
+            "{flag}: {} is a directory; give a file name, e.g. {}",
+            shown.display(),
+            out.join("sinc.svg").display()
+        ));
+    }
+    let dir = match out.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        let shown = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let problem = if dir.exists() {
+            format!("{} is not a directory", shown.display())
+        } else {
+            format!("the directory {} does not exist", shown.display())
+        };
+        return Err(format!(
+            "{flag}: {problem} (a relative path is taken from the current directory); create \
+             the directory first, or give a file in an existing one"
+        ));
+    }
+    let cannot = |e: std::io::Error| {
+        format!(
+            "{flag}: cannot write {} ({e}); give a file in a directory you can write to",
+            shown.display()
+        )
+    };
+    if out.exists() {
+        OpenOptions::new().write(true).open(out).map_err(cannot)?;
+    } else {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(out)
+            .map_err(cannot)?;
+        std::fs::remove_file(out).map_err(cannot)?;
+    }
     Ok(())
 }
 

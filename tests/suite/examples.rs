@@ -85,3 +85,54 @@ fn every_example_answers_help() {
         );
     }
 }
+
+/// `sinc`'s figure goes by default to the crate's `target/sinc.svg` from any directory, a
+/// relative `--out` into the current directory, and an `--out` in a missing directory is refused
+/// before any fit, naming the flag (the default was `target/sinc.svg` under the current
+/// directory: from anywhere but the crate, it and a missing directory failed after every fit
+/// with the drawing backend's "No such file or directory").
+#[test]
+fn sinc_checks_where_its_figure_goes_before_fitting() {
+    let dir = std::env::temp_dir().join(format!("ssgp-sinc-out-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sinc = |args: &[&str]| {
+        Command::new(examples_dir().join("sinc"))
+            .current_dir(&dir)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let missing = sinc(&["--out", "no-such-dir/fig.svg"]);
+    let said = String::from_utf8_lossy(&missing.stderr);
+    assert!(!missing.status.success(), "{said}");
+    assert!(
+        missing.stdout.is_empty(),
+        "fitted before refusing: {}",
+        String::from_utf8_lossy(&missing.stdout)
+    );
+    assert!(
+        said.contains("--out no-such-dir/fig.svg") && said.contains("does not exist"),
+        "{said}"
+    );
+    let relative = sinc(&["--out", "fig.svg"]);
+    assert!(
+        relative.status.success(),
+        "{}",
+        String::from_utf8_lossy(&relative.stderr)
+    );
+    assert!(dir.join("fig.svg").is_file());
+    let default = sinc(&[]);
+    let figure = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/sinc.svg");
+    assert!(
+        default.status.success(),
+        "{}",
+        String::from_utf8_lossy(&default.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&default.stdout).contains(&format!("wrote {}", figure.display())),
+        "{}",
+        String::from_utf8_lossy(&default.stdout)
+    );
+    assert!(figure.is_file());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
