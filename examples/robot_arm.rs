@@ -13,7 +13,8 @@
 //! of the frozen batch model, updates per second (the updates alone, without the predictions),
 //! and the relative error
 //! ‖J − M(q)‖_F/‖M(q)‖_F of the predicted torques' Jacobian J = ∂τ̂/∂q̈ (from `predict_gradients`)
-//! against the arm's inertia matrix at a few states of the stream's end.
+//! against the arm's inertia matrix at every fifth state of the stream's last second (10 states;
+//! fewer, from the stream's start, for a stream shorter than a second).
 //!
 //! `cargo run --release --example robot_arm [-- --json] [--evaluations N] [--stream N] [--seed S]`
 
@@ -28,6 +29,8 @@ use ssgp::metrics::{calibration, mnlp, nmse};
 use ssgp::ssgp::{FittedMultiSsgp, Ssgp};
 use ssgp::{Predictive, Remedy};
 use std::error::Error;
+use std::fmt::Display;
+use std::str::FromStr;
 use std::time::Instant;
 
 /// The two-link arm's constants (SI units).
@@ -150,9 +153,9 @@ Usage: robot_arm [OPTIONS]
 
 Options:
   --json           one JSON object per output on stdout
-  --evaluations N  optimiser evaluations on the batch (default 400)
-  --stream N       samples in the stream (default 20000)
-  --seed S         seed (default 1)
+  --evaluations N  optimiser evaluations on the batch, N ≥ 1 (default 400)
+  --stream N       samples in the stream, N ≥ 1 (default 20000; 50 a second)
+  --seed S         seed, 0 to 2^64 − 1 (default 1)
   -h, --help       this text";
 
 struct Options {
@@ -174,9 +177,13 @@ fn options() -> Result<Options, Box<dyn Error>> {
     while let Some(arg) = parser.next()? {
         match arg {
             Long("json") => o.json = true,
-            Long("evaluations") => o.evaluations = parser.value()?.parse()?,
-            Long("stream") => o.stream = parser.value()?.parse()?,
-            Long("seed") => o.seed = parser.value()?.parse()?,
+            Long("evaluations") => {
+                o.evaluations = value(&mut parser, "--evaluations", "a number ≥ 1")?
+            }
+            Long("stream") => o.stream = value(&mut parser, "--stream", "a number of samples ≥ 1")?,
+            Long("seed") => {
+                o.seed = value(&mut parser, "--seed", "a whole number from 0 to 2^64 − 1")?
+            }
             Short('h') | Long("help") => {
                 println!("{HELP}");
                 std::process::exit(0);
@@ -184,7 +191,38 @@ fn options() -> Result<Options, Box<dyn Error>> {
             _ => return Err(cli::unexpected(arg, HELP)),
         }
     }
+    for (flag, n, what) in [
+        (
+            "--evaluations",
+            o.evaluations,
+            "the batch fit needs at least one evaluation",
+        ),
+        ("--stream", o.stream, "the stream needs at least one sample"),
+    ] {
+        if n == 0 {
+            return Err(format!("{flag} 0: {what}; give N ≥ 1").into());
+        }
+    }
     Ok(o)
+}
+
+/// The next argument, the value of `flag`, parsed.
+///
+/// # Errors
+/// A missing value (lexopt's message names `flag`), or one that does not parse: naming `flag`,
+/// the value, the reason and what is `expected`.
+fn value<T: FromStr>(
+    parser: &mut lexopt::Parser,
+    flag: &str,
+    expected: &str,
+) -> Result<T, Box<dyn Error>>
+where
+    T::Err: Display,
+{
+    use lexopt::ValueExt;
+    let text = parser.value()?.string()?;
+    text.parse()
+        .map_err(|e| format!("{flag} `{text}`: {e} (expected {expected})").into())
 }
 
 /// Samples (x = (q, q̇, q̈), τ) at `count` times from `t0` with step `dt`, torque noise `noise`.
@@ -264,7 +302,8 @@ fn run() -> Result<(), Box<dyn Error>> {
     let updates_per_second = (o.stream - half) as f64 / update_seconds;
     let second = xs.rows(half, o.stream - half).into_owned();
     let frozen_preds = frozen.predict(&second)?;
-    let jacobian_rel_err = jacobian_error(&arm, &model, &path, t_end)?;
+    let (jacobian_rel_err, jacobian_states) =
+        jacobian_error(&arm, &model, &xs, (1.0 / dt).round() as usize)?;
 
     for (p, frozen_pred) in frozen_preds.iter().enumerate() {
         let y = ys
@@ -306,7 +345,7 @@ fn run() -> Result<(), Box<dyn Error>> {
                  {widened_mnlp}, \"widened_coverage\": {}, \"widened_mean_z2\": {}, \
                  \"prequential_mean_z2\": {}, \"nmse_frozen\": {nmse_frozen}, \
                  \"updates_per_second\": {updates_per_second}, \"jacobian_rel_err\": \
-                 {jacobian_rel_err}}}",
+                 {jacobian_rel_err}, \"jacobian_states\": {jacobian_states}}}",
                 online.within_95,
                 online.mean_squared_z,
                 widened.within_95,
@@ -355,39 +394,33 @@ fn run() -> Result<(), Box<dyn Error>> {
         }
         println!(
             "batch training {training_seconds:.1} s; {updates_per_second:.0} updates/s on one \
-             thread; ∂τ̂/∂q̈ against M(q): relative error {jacobian_rel_err:.3}"
+             thread; ∂τ̂/∂q̈ against M(q) at the stream's end ({jacobian_states} states): \
+             relative error {jacobian_rel_err:.3}"
         );
     }
     Ok(())
 }
 
-/// The mean of ‖J − M(q)‖_F/‖M(q)‖_F over 10 states of the stream's last second, with
-/// J_pj = ∂τ̂_p/∂q̈_j from `predict_gradients` (columns 4 and 5 of each output's mean gradient).
+/// The mean of ‖J − M(q)‖_F/‖M(q)‖_F over every fifth state of the stream's last `window`
+/// samples (from its first when it is shorter), and their number: 10 states of a window of 50
+/// samples (a second). `stream`'s rows are the samples' (q, q̇, q̈); J_pj = ∂τ̂_p/∂q̈_j from
+/// `predict_gradients` (columns 4 and 5 of each output's mean gradient).
 fn jacobian_error(
     arm: &Arm,
     model: &FittedMultiSsgp,
-    path: &Trajectory,
-    t_end: f64,
-) -> Result<f64, Box<dyn Error>> {
-    let states = 10;
-    let mut x = DMatrix::zeros(states, 6);
-    let mut inertia = Vec::new();
-    for s in 0..states {
-        let (q, qd, qdd) = path.state(t_end - 1.0 + 0.1 * s as f64);
-        for j in 0..2 {
-            x[(s, j)] = q[j];
-            x[(s, 2 + j)] = qd[j];
-            x[(s, 4 + j)] = qdd[j];
-        }
-        inertia.push(arm.inertia(q));
-    }
-    let grads = model.predict_gradients(&x)?;
+    stream: &DMatrix<f64>,
+    window: usize,
+) -> Result<(f64, usize), Box<dyn Error>> {
+    let n = stream.nrows();
+    let rows: Vec<usize> = (n.saturating_sub(window)..n).step_by(5).collect();
+    let grads = model.predict_gradients(&stream.select_rows(&rows))?;
     let mut total = 0.0;
-    for (s, m) in inertia.iter().enumerate() {
+    for (s, &i) in rows.iter().enumerate() {
+        let m = arm.inertia([stream[(i, 0)], stream[(i, 1)]]);
         let j = Matrix2::from_fn(|p, c| grads[p].mean[(s, 4 + c)]);
         total += (j - m).norm() / m.norm();
     }
-    Ok(total / states as f64)
+    Ok((total / rows.len() as f64, rows.len()))
 }
 
 fn main() -> std::process::ExitCode {

@@ -1,6 +1,8 @@
-//! Every example answers `--help` with its flags and exits 0 (`cargo test` builds the examples
-//! beside this binary, in `target/<profile>/examples/`; the benchmark, built as a test binary,
-//! checks its own help).
+//! Every example answers `--help` with its flags and exits 0, and the flags whose checks come
+//! before any fit (`sinc --out`, `robot_arm --stream`) refuse bad values first (`cargo test`
+//! builds the examples beside this binary, in `target/<profile>/examples/`; `cargo test --test
+//! suite` alone does not rebuild them; the benchmark, built as a test binary, checks its own help
+//! and files).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -135,4 +137,45 @@ fn sinc_checks_where_its_figure_goes_before_fitting() {
     );
     assert!(figure.is_file());
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `robot_arm --stream 0` is refused before the batch fit, naming `--stream` and the values it
+/// takes (it was "empty data: no test inputs" after the fit); `--stream 1` takes its Jacobian
+/// states from the stream, its one sample (the states were the last second before the stream's
+/// end, so a stream shorter than a second took them from the batch's period).
+#[test]
+fn robot_arm_checks_its_stream_and_measures_the_jacobian_on_it() {
+    let robot_arm = |args: &[&str]| {
+        Command::new(examples_dir().join("robot_arm"))
+            .current_dir(std::env::temp_dir())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let empty = robot_arm(&["--stream", "0"]);
+    let said = String::from_utf8_lossy(&empty.stderr);
+    assert!(!empty.status.success() && empty.stdout.is_empty(), "{said}");
+    assert!(
+        said.contains("--stream 0") && said.contains("N ≥ 1"),
+        "{said}"
+    );
+    let one = robot_arm(&["--stream", "1", "--evaluations", "1", "--json"]);
+    let text = String::from_utf8_lossy(&one.stdout);
+    assert!(
+        one.status.success(),
+        "{}",
+        String::from_utf8_lossy(&one.stderr)
+    );
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    for line in &lines {
+        assert_eq!(line["jacobian_states"], 1, "{line}");
+        assert!(
+            line["jacobian_rel_err"].as_f64().unwrap().is_finite(),
+            "{line}"
+        );
+    }
 }
