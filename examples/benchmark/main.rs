@@ -161,19 +161,69 @@ fn delimiter(s: &str) -> Result<u8, String> {
     }
 }
 
-/// The column names of `path`'s first non-blank line if it is a header (no field a number),
-/// split at `delimiter`, trimmed of spaces and quotes; `None` for a data line or an unreadable
-/// file (loading it reports why).
-fn header_names(path: &Path, delimiter: u8) -> Option<Vec<String>> {
+/// `path`'s first non-blank line as the crate's CSV loader reads it: lines end at `\n`, `\r\n`
+/// or a lone `\r`; a leading byte-order mark and the whitespace around the line (but a tab
+/// delimiter) are dropped. `None` for a file without one or that cannot be read.
+fn first_line(path: &Path, delimiter: u8) -> Option<Vec<u8>> {
     use std::io::BufRead;
-    let file = std::fs::File::open(path).ok()?;
-    let line = std::io::BufReader::new(file)
-        .lines()
-        .map_while(Result::ok)
-        .find(|l| !l.trim().is_empty())?;
-    let names: Vec<String> = line
-        .split(delimiter as char)
-        .map(|f| f.trim().trim_matches('"').trim().to_string())
+    const BOM: &[u8] = b"\xEF\xBB\xBF";
+    let trims = |b: &u8| b.is_ascii_whitespace() && (*b != delimiter || delimiter == b' ');
+    let mut reader = std::io::BufReader::new(std::fs::File::open(path).ok()?);
+    let mut bytes = Vec::new();
+    let mut first = true;
+    loop {
+        bytes.clear();
+        if reader.read_until(b'\n', &mut bytes).ok()? == 0 {
+            return None;
+        }
+        let text = if std::mem::take(&mut first) {
+            bytes.strip_prefix(BOM).unwrap_or(&bytes)
+        } else {
+            &bytes
+        };
+        let found = text
+            .split(|&b| b == b'\r' || b == b'\n')
+            .map(|l| {
+                let start = l.iter().position(|b| !trims(b)).unwrap_or(l.len());
+                let end = l.iter().rposition(|b| !trims(b)).map_or(start, |e| e + 1);
+                &l[start..end]
+            })
+            .find(|l| !l.is_empty());
+        if let Some(line) = found {
+            return Some(line.to_vec());
+        }
+    }
+}
+
+/// The column names of `path`'s first non-blank line if it is a header (no field a number),
+/// read as the crate's CSV loader reads them, which it does not expose ([`first_line`]): split
+/// at `delimiter` but not between double quotes, so a quoted name may hold it; with a space
+/// delimiter a run of spaces is one separator; each field trimmed of whitespace, then of one
+/// pair of surrounding quotes. `None` for a data line or an unreadable file (loading it reports
+/// why).
+fn header_names(path: &Path, delimiter: u8) -> Option<Vec<String>> {
+    let line = first_line(path, delimiter)?;
+    let mut pieces = Vec::new();
+    let (mut quoted, mut start) = (false, 0);
+    for (i, &b) in line.iter().enumerate() {
+        quoted ^= b == b'"';
+        if b == delimiter && !quoted {
+            pieces.push(&line[start..i]);
+            start = i + 1;
+        }
+    }
+    pieces.push(&line[start..]);
+    let names: Vec<String> = pieces
+        .into_iter()
+        .filter(|piece| delimiter != b' ' || !piece.is_empty())
+        .map(|piece| {
+            let field = piece.trim_ascii();
+            let name = match field {
+                [b'"', inner @ .., b'"'] => inner,
+                _ => field,
+            };
+            String::from_utf8_lossy(name).into_owned()
+        })
         .collect();
     names
         .iter()
@@ -541,6 +591,57 @@ mod tests {
         assert_eq!(super::delimiter("tab"), Ok(b'\t'));
         assert_eq!(super::delimiter(";"), Ok(b';'));
         assert!(super::delimiter(";;").is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Headers are compared as the loader reads them: a quoted name may hold the delimiter, a
+    /// leading byte-order mark is no part of the first name (before, the lines were split at
+    /// every delimiter: `"a,b",c` and `a,"b,c"` compared equal, a name like `"t, 2"` made the
+    /// header look like data and skipped the check, and a BOM in one file refused the pair).
+    #[test]
+    fn headers_are_compared_as_the_loader_reads_them() {
+        use ssgp::data::{CsvOptions, Target};
+        use ssgp::Dataset;
+        let dir = std::env::temp_dir().join(format!("ssgp-benchmark-q-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        // Every name read is one the loader finds, and there are as many as it reads columns.
+        let check = |a: &std::path::Path, b: &std::path::Path, d: u8| {
+            for path in [a, b] {
+                let names = super::header_names(path, d).unwrap();
+                for name in &names {
+                    let csv = CsvOptions::new().delimiter(d).target(Target::named(name));
+                    let data = Dataset::from_csv_with(path, &csv).unwrap();
+                    assert_eq!(data.dim() + 1, names.len(), "{name:?} in {path:?}");
+                }
+            }
+            super::check_files(a, b, d)
+        };
+        let differ = |a: &str, b: &str, d: u8| {
+            let (a, b) = (write("a.csv", a), write("b.csv", b));
+            match check(&a, &b, d) {
+                Err(e) => assert!(e.contains("headers differ"), "{e}"),
+                Ok(()) => panic!("{a:?} and {b:?} passed"),
+            }
+        };
+        differ("\"a,b\",c,y\n1,2,3\n", "a,\"b,c\",y\n1,2,3\n", b',');
+        differ("\"t, 2\",y\n1,2\n", "y,\"t, 2\"\n1,2\n", b',');
+        differ("\"a;b\";y\n1;2\n", "\"a;c\";y\n1;2\n", b';');
+        let same = |a: &str, b: &str, d: u8| {
+            let (a, b) = (write("a.csv", a), write("b.csv", b));
+            assert_eq!(check(&a, &b, d), Ok(()));
+        };
+        same("\"t, °C\",y\n1,2\n", " \"t, °C\" ,y\r\n1,2\n", b',');
+        same("\u{feff}y,a\n1,2\n", "y,a\n1,2\n", b',');
+        same("\n\"a b\"  y\n1 2\n", "  \"a b\" y \n1 2\n", b' ');
+        assert_eq!(
+            super::header_names(&write("a.csv", "\"a;b\";\" c \"\n1;2\n"), b';'),
+            Some(vec!["a;b".to_string(), " c ".to_string()])
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
