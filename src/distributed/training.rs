@@ -139,7 +139,10 @@ impl ValidSsgpParams {
     ///   Replicated inputs are held out together within a rank, not across ranks.
     ///
     /// Every rank returns the same model, or an error (no rank is left waiting in a collective).
-    /// For fixed data split, seed and number of ranks the fit is reproducible.
+    /// For fixed data split, seed and number of ranks the fit is reproducible. The ranks may hold
+    /// very different numbers of rows, but each holds at least one: a [`Dataset`] has rows, so a
+    /// rank without any cannot join (run on fewer ranks; [`super::load_csv_share`] returns
+    /// [`Error::EmptyCsv`] on every rank when a file has fewer rows than ranks).
     ///
     /// # Errors
     /// As [`ValidSsgpParams::fit`]; [`Error::Distributed`] on the other ranks when one rank
