@@ -35,7 +35,11 @@
 //!   the same model on every rank;
 //! - `no-held-out`: the check where a rank holds out no rows (one row, on the root or the last
 //!   rank; four rows at one input): it completes with the others' halves, the same verdict on
-//!   every rank.
+//!   every rank;
+//! - `subset`: the full-GP start where a rank's share of the subset is 0 rows (the root, then
+//!   rank 1): the fit is one process's from the lengthscales learned on the documented subset,
+//!   also where that rank's rows alone vary in an input (before, the start failed on every
+//!   rank: a constant input).
 
 use ssgp::data::{Problem, Roughness};
 use ssgp::distributed::{load_csv_share, row_share, Cluster};
@@ -113,10 +117,10 @@ fn parent() -> ExitCode {
     failed += usize::from(!launch("disagreement", 3));
     failed += usize::from(!launch("settings", 2));
     failed += usize::from(!launch("targets", 3));
-    for check in ["shares", "no-held-out"] {
+    for check in ["shares", "no-held-out", "subset"] {
         failed += usize::from(!launch(check, 3));
     }
-    println!("mpi: {} passed, {failed} failed", 12 - failed);
+    println!("mpi: {} passed, {failed} failed", 13 - failed);
     if failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -140,6 +144,7 @@ fn child(check: &str) -> ExitCode {
         "targets" => targets(&cluster),
         "shares" => shares(&cluster),
         "no-held-out" => no_held_out(&cluster),
+        "subset" => subset(&cluster),
         other => Err(format!("unknown check {other}")),
     };
     if let Err(e) = &outcome {
@@ -813,6 +818,34 @@ fn uneven_rows(sizes: &[usize], cluster: &Cluster) -> Result<Vec<usize>, String>
     Ok((start..start + sizes[cluster.rank()]).collect())
 }
 
+/// The rows (of all ranks' rows one after the other, `sizes` per rank) the distributed
+/// `FullGpSubset(size)` start gathers, as `fit_distributed` documents them: rank r's share
+/// ⌊size·N_{r+1}/n⌋ − ⌊size·N_r/n⌋ (N_r the rows of the ranks before r), evenly spaced among its
+/// rows, in rank order; with each rank's share.
+fn start_subset(sizes: &[usize], size: usize) -> (Vec<usize>, Vec<usize>) {
+    let n: usize = sizes.iter().sum();
+    let share_at = |rows: usize| (size as f64 * rows as f64 / n as f64).floor() as usize;
+    let (mut rows, mut shares, mut before) = (Vec::new(), Vec::new(), 0);
+    for &len in sizes {
+        let share = share_at(before + len) - share_at(before);
+        rows.extend((0..share).map(|i| before + i * len / share));
+        shares.push(share);
+        before += len;
+    }
+    (rows, shares)
+}
+
+/// The largest of |a − b| / |b| over two vectors of the same length (∞ for other lengths).
+fn max_rel(a: &DVector<f64>, b: &DVector<f64>) -> f64 {
+    if a.len() != b.len() {
+        return f64::INFINITY;
+    }
+    a.iter()
+        .zip(b.iter())
+        .map(|(x, y)| (x - y).abs() / y.abs())
+        .fold(0.0, f64::max)
+}
+
 /// Three ranks holding 10, 500 and 1 500 of 2 010 rows: the evidence and its gradient at a θ
 /// equal one process's to 1e-12; the learned fit (half-range start, the check off) is one
 /// process's fit on the same rows (the same evaluations, −log p to 1e-9), the same model on
@@ -1001,6 +1034,128 @@ fn no_held_out(cluster: &Cluster) -> Result<(), String> {
                     .remedy
                     .map_or(String::new(), |r| r.to_string())
             );
+        }
+    }
+    Ok(())
+}
+
+/// The full-GP start (`FullGpSubset(64)`) where a rank's share of the subset is 0 rows (10 of
+/// 2 010 rows on the root, then on rank 1): the distributed fit is one process's fit started
+/// at the lengthscales the full GP learns on the documented subset (the same evaluations,
+/// −log p to 1e-9), the same model on every rank; and where that rank's rows are the only ones
+/// on which an input varies, the fit succeeds as one process's does (an input constant on the
+/// subset starts at half its range over all rows).
+fn subset(cluster: &Cluster) -> Result<(), String> {
+    let text = |e: ssgp::Error| e.to_string();
+    let size = 64;
+    let params = |start: LengthscaleInit| {
+        Ssgp::params(10)
+            .seed(4)
+            .initial_draws(3)
+            .max_evaluations(40)
+            .lengthscale_init(start)
+            .calibration(CalibrationGuard::Off)
+            .check()
+            .map_err(text)
+    };
+    for (sizes, empty) in [([10, 500, 1500], 0), ([410, 10, 1590], 1)] {
+        let (subset_rows, subset_shares) = start_subset(&sizes, size);
+        if subset_shares[empty] != 0 {
+            return Err(format!(
+                "{sizes:?}: rank {empty}'s share is {subset_shares:?}"
+            ));
+        }
+        let rows = uneven_rows(&sizes, cluster)?;
+        let problem = Problem {
+            n: sizes.iter().sum(),
+            dim: 3,
+            relevant: 3,
+            roughness: Roughness::Smooth,
+            noise: 0.1,
+            seed: 13,
+        };
+        let (plain, _) = problem.generate(10).map_err(text)?;
+        // Only the small rank's rows vary in input 2.
+        let small: Vec<usize> = {
+            let start: usize = sizes[..empty].iter().sum();
+            (start..start + sizes[empty]).collect()
+        };
+        let on_small = |i: usize| small.contains(&i);
+        let mut x = plain.x().clone();
+        for i in 0..x.nrows() {
+            if !on_small(i) {
+                x[(i, 2)] = 0.0;
+            }
+        }
+        let one_input = Dataset::new(x, plain.y().clone()).map_err(text)?;
+        for (what, all) in [
+            ("plain", &plain),
+            ("input 2 varying on its rows only", &one_input),
+        ] {
+            let what = format!("{sizes:?}, rank {empty} without subset rows, {what}");
+            // The subset as documented: the full GP's lengthscales on it (an input constant on
+            // it at half its range over all rows).
+            let on_subset = all.subset(&subset_rows).map_err(text)?;
+            let varying: Vec<usize> = (0..all.dim())
+                .filter(|&d| {
+                    let c = on_subset.x().column(d);
+                    c.max() > c.min()
+                })
+                .collect();
+            let learned = ssgp::full_gp::lengthscales_from_subset(
+                &Dataset::new(
+                    on_subset.x().select_columns(&varying),
+                    on_subset.y().clone(),
+                )
+                .map_err(text)?,
+                on_subset.len(),
+                4,
+                1,
+            )
+            .map_err(|e| format!("{what}: the expected start: {e}"))?;
+            let lengthscales = DVector::from_fn(all.dim(), |d, _| {
+                match varying.iter().position(|&v| v == d) {
+                    Some(k) => learned[k],
+                    None => {
+                        let c = all.x().column(d);
+                        0.5 * (c.max() - c.min())
+                    }
+                }
+            });
+            // One process's own start (a random subset) learns from these rows too.
+            params(LengthscaleInit::FullGpSubset(size))?
+                .fit(all)
+                .map_err(|e| format!("{what}: one process from its own subset: {e}"))?;
+            let single = params(LengthscaleInit::Given(lengthscales))?
+                .fit(all)
+                .map_err(|e| format!("{what}: one process: {e}"))?;
+            let local = all.subset(&rows).map_err(text)?;
+            let fit = params(LengthscaleInit::FullGpSubset(size))?
+                .fit_distributed(&local, cluster)
+                .map_err(|e| format!("{what}: {e}"))?
+                .model;
+            let (d, s) = (fit.neg_log_evidence(), single.neg_log_evidence());
+            let rel = (d - s).abs() / s.abs();
+            let mut mine: Vec<f64> = fit.parameters().iter().copied().collect();
+            mine.push(d);
+            if !same_on_every_rank(&mine) {
+                return Err(format!("{what}: the ranks hold different models"));
+            }
+            if cluster.is_root() {
+                println!(
+                    "  {what}: −log p {d:.6} vs one process's {s:.6} (rel {rel:.1e}), θ rel \
+                     {:.1e}",
+                    max_rel(fit.parameters(), single.parameters())
+                );
+            }
+            if fit.training().evaluations != single.training().evaluations || rel > 1e-9 {
+                return Err(format!(
+                    "{what}: the distributed fit ({d}, {} evaluations) is not one process's \
+                     from the subset's lengthscales ({s}, {})",
+                    fit.training().evaluations,
+                    single.training().evaluations
+                ));
+            }
         }
     }
     Ok(())

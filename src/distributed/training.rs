@@ -118,8 +118,10 @@ impl ValidSsgpParams {
     /// - the start values come from all-reduced statistics (half ranges of the global column
     ///   ranges, σ0² = var y, σn² = σ0²/4; inputs and targets centred by the global means);
     ///   [`LengthscaleInit::FullGpSubset`]`(s)` gathers only a subset on every rank — each rank's
-    ///   share of s rows (in proportion to its rows, evenly spaced) — and rank 0 trains the full GP
-    ///   on it and broadcasts ℓ;
+    ///   share of s rows (in proportion to its rows, rounded down, evenly spaced; 0 rows for a
+    ///   rank of fewer than n/s rows) — and rank 0 trains the full GP on it and broadcasts ℓ; as
+    ///   in one process, an input constant on the subset starts at half its range (over every
+    ///   rank's rows);
     /// - the optimiser (and any observer, time budget) runs on rank 0; the others follow its
     ///   broadcast θ;
     /// - [`NoiseBound::FixedSpectralPoints`] is not supported;
@@ -367,9 +369,9 @@ impl ValidSsgpParams {
             |size| {
                 let subset = gather_subset(used, size.min(stats.n), cluster)?;
                 let learned = if cluster.is_root() {
-                    crate::full_gp::lengthscales_from_subset(
+                    crate::full_gp::lengthscales_on_gathered_rows(
                         &subset,
-                        subset.len(),
+                        &stats.half_ranges(columns),
                         self.training.seed,
                         self.training.threads,
                     )
