@@ -38,8 +38,8 @@
 //!   every rank;
 //! - `subset`: the full-GP start where a rank's share of the subset is 0 rows (the root, then
 //!   rank 1): the fit is one process's from the lengthscales learned on the documented subset,
-//!   also where that rank's rows alone vary in an input (before, the start failed on every
-//!   rank: a constant input).
+//!   also where that rank's rows alone vary in an input or in the targets (before, the start
+//!   failed on every rank: a constant input, constant targets).
 
 use ssgp::data::{Problem, Roughness};
 use ssgp::distributed::{load_csv_share, row_share, Cluster};
@@ -1043,8 +1043,9 @@ fn no_held_out(cluster: &Cluster) -> Result<(), String> {
 /// 2 010 rows on the root, then on rank 1): the distributed fit is one process's fit started
 /// at the lengthscales the full GP learns on the documented subset (the same evaluations,
 /// −log p to 1e-9), the same model on every rank; and where that rank's rows are the only ones
-/// on which an input varies, the fit succeeds as one process's does (an input constant on the
-/// subset starts at half its range over all rows).
+/// on which an input varies, or the targets do, the fit succeeds as one process's does (an
+/// input constant on the subset starts at half its range over all rows; a subset of constant
+/// targets takes the first row in rank order whose target differs, in place of its last row).
 fn subset(cluster: &Cluster) -> Result<(), String> {
     let text = |e: ssgp::Error| e.to_string();
     let size = 64;
@@ -1075,7 +1076,7 @@ fn subset(cluster: &Cluster) -> Result<(), String> {
             seed: 13,
         };
         let (plain, _) = problem.generate(10).map_err(text)?;
-        // Only the small rank's rows vary in input 2.
+        // Only the small rank's rows vary in input 2, then in the targets.
         let small: Vec<usize> = {
             let start: usize = sizes[..empty].iter().sum();
             (start..start + sizes[empty]).collect()
@@ -1088,14 +1089,36 @@ fn subset(cluster: &Cluster) -> Result<(), String> {
             }
         }
         let one_input = Dataset::new(x, plain.y().clone()).map_err(text)?;
+        let y = DVector::from_fn(
+            plain.len(),
+            |i, _| {
+                if on_small(i) {
+                    plain.y()[i]
+                } else {
+                    0.0
+                }
+            },
+        );
+        let spike = Dataset::new(plain.x().clone(), y).map_err(text)?;
         for (what, all) in [
             ("plain", &plain),
             ("input 2 varying on its rows only", &one_input),
+            ("targets varying on its rows only", &spike),
         ] {
             let what = format!("{sizes:?}, rank {empty} without subset rows, {what}");
             // The subset as documented: the full GP's lengthscales on it (an input constant on
-            // it at half its range over all rows).
-            let on_subset = all.subset(&subset_rows).map_err(text)?;
+            // it at half its range over all rows; constant targets with their last row replaced
+            // by the first that differs).
+            let mut gathered = subset_rows.clone();
+            let first = all.y()[gathered[0]];
+            if gathered.iter().all(|&i| all.y()[i] == first) {
+                if let Some(other) = (0..all.len()).find(|&i| all.y()[i] != first) {
+                    gathered.pop();
+                    gathered.push(other);
+                    gathered.sort_unstable();
+                }
+            }
+            let on_subset = all.subset(&gathered).map_err(text)?;
             let varying: Vec<usize> = (0..all.dim())
                 .filter(|&d| {
                     let c = on_subset.x().column(d);
