@@ -28,7 +28,18 @@
 //!   different m aborted the job with `MPI_ERR_TRUNCATE` and a different noise floor returned
 //!   different models); threads and cache sizes may differ;
 //! - `targets`: constant targets, targets of a spread no fit takes, a CSV of fewer rows than
-//!   ranks and the LOO diagnostic on n ≤ 4m rows, as one process has them, on every rank.
+//!   ranks and the LOO diagnostic on n ≤ 4m rows, as one process has them, on every rank;
+//! - `shares`: three ranks of 10, 500 and 1 500 rows: the evidence and gradient at a θ as one
+//!   process's to 1e-12, the learned fit as one process's on the same rows (the same
+//!   evaluations, −log p to 1e-9), the default check holding out every rank's half (1 005 rows),
+//!   the same model on every rank;
+//! - `no-held-out`: the check where a rank holds out no rows (one row, on the root or the last
+//!   rank; four rows at one input): it completes with the others' halves, the same verdict on
+//!   every rank;
+//! - `subset`: the full-GP start where a rank's share of the subset is 0 rows (the root, then
+//!   rank 1): the fit is one process's from the lengthscales learned on the documented subset,
+//!   also where that rank's rows alone vary in an input or in the targets (before, the start
+//!   failed on every rank: a constant input, constant targets).
 
 use ssgp::data::{Problem, Roughness};
 use ssgp::distributed::{load_csv_share, row_share, Cluster};
@@ -106,7 +117,10 @@ fn parent() -> ExitCode {
     failed += usize::from(!launch("disagreement", 3));
     failed += usize::from(!launch("settings", 2));
     failed += usize::from(!launch("targets", 3));
-    println!("mpi: {} passed, {failed} failed", 10 - failed);
+    for check in ["shares", "no-held-out", "subset"] {
+        failed += usize::from(!launch(check, 3));
+    }
+    println!("mpi: {} passed, {failed} failed", 13 - failed);
     if failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -128,6 +142,9 @@ fn child(check: &str) -> ExitCode {
         "disagreement" => disagreement(&cluster),
         "settings" => settings(&cluster),
         "targets" => targets(&cluster),
+        "shares" => shares(&cluster),
+        "no-held-out" => no_held_out(&cluster),
+        "subset" => subset(&cluster),
         other => Err(format!("unknown check {other}")),
     };
     if let Err(e) = &outcome {
@@ -785,4 +802,384 @@ fn settings(cluster: &Cluster) -> Result<(), String> {
     same.fit_distributed(&local, cluster)
         .map(|_| ())
         .map_err(|e| format!("threads and cache sizes that differ: {e}"))
+}
+
+/// This rank's rows under `sizes` (rows per rank, in rank order): contiguous ranges in rank
+/// order; the check runs on `sizes.len()` ranks.
+fn uneven_rows(sizes: &[usize], cluster: &Cluster) -> Result<Vec<usize>, String> {
+    if cluster.size() != sizes.len() {
+        return Err(format!(
+            "this check needs {} ranks, not {}",
+            sizes.len(),
+            cluster.size()
+        ));
+    }
+    let start: usize = sizes[..cluster.rank()].iter().sum();
+    Ok((start..start + sizes[cluster.rank()]).collect())
+}
+
+/// The rows (of all ranks' rows one after the other, `sizes` per rank) the distributed
+/// `FullGpSubset(size)` start gathers, as `fit_distributed` documents them: rank r's share
+/// ⌊size·N_{r+1}/n⌋ − ⌊size·N_r/n⌋ (N_r the rows of the ranks before r), evenly spaced among its
+/// rows, in rank order; with each rank's share.
+fn start_subset(sizes: &[usize], size: usize) -> (Vec<usize>, Vec<usize>) {
+    let n: usize = sizes.iter().sum();
+    let share_at = |rows: usize| (size as f64 * rows as f64 / n as f64).floor() as usize;
+    let (mut rows, mut shares, mut before) = (Vec::new(), Vec::new(), 0);
+    for &len in sizes {
+        let share = share_at(before + len) - share_at(before);
+        rows.extend((0..share).map(|i| before + i * len / share));
+        shares.push(share);
+        before += len;
+    }
+    (rows, shares)
+}
+
+/// The largest of |a − b| / |b| over two vectors of the same length (∞ for other lengths).
+fn max_rel(a: &DVector<f64>, b: &DVector<f64>) -> f64 {
+    if a.len() != b.len() {
+        return f64::INFINITY;
+    }
+    a.iter()
+        .zip(b.iter())
+        .map(|(x, y)| (x - y).abs() / y.abs())
+        .fold(0.0, f64::max)
+}
+
+/// Three ranks holding 10, 500 and 1 500 of 2 010 rows: the evidence and its gradient at a θ
+/// equal one process's to 1e-12; the learned fit (half-range start, the check off) is one
+/// process's fit on the same rows (the same evaluations, −log p to 1e-9), the same model on
+/// every rank; the default check completes with every rank's seeded half held out (5 + 250 +
+/// 750 rows), the same model and score on every rank; a rank cannot hold 0 rows (a `Dataset`
+/// has rows, so such a rank cannot join the fit: `EmptyData` before any collective).
+fn shares(cluster: &Cluster) -> Result<(), String> {
+    let text = |e: ssgp::Error| e.to_string();
+    let sizes = [10, 500, 1500];
+    let rows = uneven_rows(&sizes, cluster)?;
+    let problem = Problem {
+        n: sizes.iter().sum(),
+        dim: 3,
+        relevant: 3,
+        roughness: Roughness::Smooth,
+        noise: 0.1,
+        seed: 11,
+    };
+    let (all, _) = problem.generate(10).map_err(text)?;
+    let local = all.subset(&rows).map_err(text)?;
+    let base = Ssgp::params(15)
+        .seed(2)
+        .initial_draws(5)
+        .max_evaluations(60)
+        .lengthscale_init(LengthscaleInit::HalfRange);
+    let params = base
+        .clone()
+        .calibration(CalibrationGuard::Off)
+        .check()
+        .map_err(text)?;
+    let single = params.fit(&all).map_err(text)?;
+    // The evidence at the single-process fit's θ.
+    let theta = single.parameters().clone();
+    let (value, grad) = params
+        .distributed_evidence(&local, cluster)
+        .map_err(text)?
+        .value_and_gradient(&theta)
+        .map_err(text)?;
+    let (v1, g1) = params
+        .evidence(&all)
+        .map_err(text)?
+        .value_and_gradient(&theta)
+        .map_err(text)?;
+    let (rel, g_err) = (
+        (value - v1).abs() / v1.abs(),
+        (&grad - &g1).amax() / g1.amax(),
+    );
+    if !(rel <= 1e-12 && g_err <= 1e-12) {
+        return Err(format!(
+            "shares {sizes:?}: the evidence rel {rel:e}, its gradient rel {g_err:e} (above 1e-12)"
+        ));
+    }
+    let fit = params.fit_distributed(&local, cluster).map_err(text)?.model;
+    let (d, s) = (fit.neg_log_evidence(), single.neg_log_evidence());
+    let fit_rel = (d - s).abs() / s.abs();
+    let mut mine: Vec<f64> = fit.parameters().iter().copied().collect();
+    mine.push(d);
+    if !same_on_every_rank(&mine) {
+        return Err(format!("shares {sizes:?}: the ranks hold different models"));
+    }
+    if fit.training().evaluations != single.training().evaluations || fit_rel > 1e-9 {
+        return Err(format!(
+            "shares {sizes:?}: the distributed fit ({d}, {} evaluations) is not one process's \
+             ({s}, {})",
+            fit.training().evaluations,
+            single.training().evaluations
+        ));
+    }
+    let checked = base
+        .check()
+        .map_err(text)?
+        .fit_distributed(&local, cluster)
+        .map_err(text)?
+        .model;
+    let Some(Remedy::HeldOut {
+        held_out: Some(held),
+        variance_scale,
+        ..
+    }) = checked.training().remedy
+    else {
+        return Err(format!(
+            "shares {sizes:?}: no held-out check in {:?}",
+            checked.training().remedy
+        ));
+    };
+    let expected: usize = sizes.iter().map(|n| n / 2).sum();
+    let mut mine: Vec<f64> = checked.parameters().iter().copied().collect();
+    mine.extend([
+        checked.neg_log_evidence(),
+        variance_scale,
+        held.mean_z2,
+        held.nmse,
+    ]);
+    if held.rows != expected || !same_on_every_rank(&mine) {
+        return Err(format!(
+            "shares {sizes:?}: {} held-out rows (expected {expected}), or the ranks hold \
+             different checked models",
+            held.rows
+        ));
+    }
+    if cluster.is_root() {
+        println!(
+            "  shares {sizes:?}: evidence rel {rel:.1e}, gradient rel {g_err:.1e}; −log p {d:.6} \
+             vs one process's {s:.6} (rel {fit_rel:.1e}); checked: {}",
+            checked
+                .training()
+                .remedy
+                .map_or(String::new(), |r| r.to_string())
+        );
+    }
+    // A rank without rows has no `Dataset` to pass.
+    match all.subset(&[]) {
+        Err(ssgp::Error::EmptyData { .. }) => Ok(()),
+        other => Err(format!("a Dataset of no rows: {:?}", other.err())),
+    }
+}
+
+/// The calibration check where a rank holds out no rows: a rank of one row (its half is 0
+/// rows), the root and a later rank, and a rank whose four rows share one input (held out
+/// whole, the group would leave it nothing to train on): the check completes on every rank with
+/// the other ranks' halves held out (150 + 150 rows), the same model and score on every rank.
+fn no_held_out(cluster: &Cluster) -> Result<(), String> {
+    let text = |e: ssgp::Error| e.to_string();
+    let problem = Problem {
+        n: 601,
+        dim: 2,
+        relevant: 2,
+        roughness: Roughness::Smooth,
+        noise: 0.1,
+        seed: 12,
+    };
+    let (one_row, _) = problem.generate(10).map_err(text)?;
+    // 300 + 300 rows and four rows at the input of row 600 (their targets apart by 0.01).
+    let x = ssgp::nalgebra::DMatrix::from_fn(604, 2, |i, j| one_row.x()[(i.min(600), j)]);
+    let y = DVector::from_fn(604, |i, _| {
+        one_row.y()[i.min(600)] + 0.01 * i.saturating_sub(600) as f64
+    });
+    let one_input = Dataset::new(x, y).map_err(text)?;
+    let cases: [(&str, [usize; 3], &Dataset); 3] = [
+        ("one row on the root", [1, 300, 300], &one_row),
+        ("one row on the last rank", [300, 300, 1], &one_row),
+        ("one input on the last rank", [300, 300, 4], &one_input),
+    ];
+    for (what, sizes, all) in cases {
+        let rows = uneven_rows(&sizes, cluster)?;
+        let local = all.subset(&rows).map_err(text)?;
+        let checked = Ssgp::params(10)
+            .seed(1)
+            .initial_draws(5)
+            .max_evaluations(60)
+            .lengthscale_init(LengthscaleInit::HalfRange)
+            .check()
+            .map_err(text)?
+            .fit_distributed(&local, cluster)
+            .map_err(|e| format!("{what}: {e}"))?
+            .model;
+        let Some(Remedy::HeldOut {
+            held_out: Some(held),
+            variance_scale,
+            ..
+        }) = checked.training().remedy
+        else {
+            return Err(format!(
+                "{what}: no held-out check in {:?}",
+                checked.training().remedy
+            ));
+        };
+        let mut mine: Vec<f64> = checked.parameters().iter().copied().collect();
+        mine.extend([
+            checked.neg_log_evidence(),
+            variance_scale,
+            held.mean_z2,
+            held.nmse,
+        ]);
+        if held.rows != 300 || !same_on_every_rank(&mine) {
+            return Err(format!(
+                "{what}: {} held-out rows (expected 300), or the ranks hold different models",
+                held.rows
+            ));
+        }
+        if cluster.is_root() {
+            println!(
+                "  {what}: {}",
+                checked
+                    .training()
+                    .remedy
+                    .map_or(String::new(), |r| r.to_string())
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The full-GP start (`FullGpSubset(64)`) where a rank's share of the subset is 0 rows (10 of
+/// 2 010 rows on the root, then on rank 1): the distributed fit is one process's fit started
+/// at the lengthscales the full GP learns on the documented subset (the same evaluations,
+/// −log p to 1e-9), the same model on every rank; and where that rank's rows are the only ones
+/// on which an input varies, or the targets do, the fit succeeds as one process's does (an
+/// input constant on the subset starts at half its range over all rows; a subset of constant
+/// targets takes the first row in rank order whose target differs, in place of its last row).
+fn subset(cluster: &Cluster) -> Result<(), String> {
+    let text = |e: ssgp::Error| e.to_string();
+    let size = 64;
+    let params = |start: LengthscaleInit| {
+        Ssgp::params(10)
+            .seed(4)
+            .initial_draws(3)
+            .max_evaluations(40)
+            .lengthscale_init(start)
+            .calibration(CalibrationGuard::Off)
+            .check()
+            .map_err(text)
+    };
+    for (sizes, empty) in [([10, 500, 1500], 0), ([410, 10, 1590], 1)] {
+        let (subset_rows, subset_shares) = start_subset(&sizes, size);
+        if subset_shares[empty] != 0 {
+            return Err(format!(
+                "{sizes:?}: rank {empty}'s share is {subset_shares:?}"
+            ));
+        }
+        let rows = uneven_rows(&sizes, cluster)?;
+        let problem = Problem {
+            n: sizes.iter().sum(),
+            dim: 3,
+            relevant: 3,
+            roughness: Roughness::Smooth,
+            noise: 0.1,
+            seed: 13,
+        };
+        let (plain, _) = problem.generate(10).map_err(text)?;
+        // Only the small rank's rows vary in input 2, then in the targets.
+        let small: Vec<usize> = {
+            let start: usize = sizes[..empty].iter().sum();
+            (start..start + sizes[empty]).collect()
+        };
+        let on_small = |i: usize| small.contains(&i);
+        let mut x = plain.x().clone();
+        for i in 0..x.nrows() {
+            if !on_small(i) {
+                x[(i, 2)] = 0.0;
+            }
+        }
+        let one_input = Dataset::new(x, plain.y().clone()).map_err(text)?;
+        let y = DVector::from_fn(
+            plain.len(),
+            |i, _| {
+                if on_small(i) {
+                    plain.y()[i]
+                } else {
+                    0.0
+                }
+            },
+        );
+        let spike = Dataset::new(plain.x().clone(), y).map_err(text)?;
+        for (what, all) in [
+            ("plain", &plain),
+            ("input 2 varying on its rows only", &one_input),
+            ("targets varying on its rows only", &spike),
+        ] {
+            let what = format!("{sizes:?}, rank {empty} without subset rows, {what}");
+            // The subset as documented: the full GP's lengthscales on it (an input constant on
+            // it at half its range over all rows; constant targets with their last row replaced
+            // by the first that differs).
+            let mut gathered = subset_rows.clone();
+            let first = all.y()[gathered[0]];
+            if gathered.iter().all(|&i| all.y()[i] == first) {
+                if let Some(other) = (0..all.len()).find(|&i| all.y()[i] != first) {
+                    gathered.pop();
+                    gathered.push(other);
+                    gathered.sort_unstable();
+                }
+            }
+            let on_subset = all.subset(&gathered).map_err(text)?;
+            let varying: Vec<usize> = (0..all.dim())
+                .filter(|&d| {
+                    let c = on_subset.x().column(d);
+                    c.max() > c.min()
+                })
+                .collect();
+            let learned = ssgp::full_gp::lengthscales_from_subset(
+                &Dataset::new(
+                    on_subset.x().select_columns(&varying),
+                    on_subset.y().clone(),
+                )
+                .map_err(text)?,
+                on_subset.len(),
+                4,
+                1,
+            )
+            .map_err(|e| format!("{what}: the expected start: {e}"))?;
+            let lengthscales = DVector::from_fn(all.dim(), |d, _| {
+                match varying.iter().position(|&v| v == d) {
+                    Some(k) => learned[k],
+                    None => {
+                        let c = all.x().column(d);
+                        0.5 * (c.max() - c.min())
+                    }
+                }
+            });
+            // One process's own start (a random subset) learns from these rows too.
+            params(LengthscaleInit::FullGpSubset(size))?
+                .fit(all)
+                .map_err(|e| format!("{what}: one process from its own subset: {e}"))?;
+            let single = params(LengthscaleInit::Given(lengthscales))?
+                .fit(all)
+                .map_err(|e| format!("{what}: one process: {e}"))?;
+            let local = all.subset(&rows).map_err(text)?;
+            let fit = params(LengthscaleInit::FullGpSubset(size))?
+                .fit_distributed(&local, cluster)
+                .map_err(|e| format!("{what}: {e}"))?
+                .model;
+            let (d, s) = (fit.neg_log_evidence(), single.neg_log_evidence());
+            let rel = (d - s).abs() / s.abs();
+            let mut mine: Vec<f64> = fit.parameters().iter().copied().collect();
+            mine.push(d);
+            if !same_on_every_rank(&mine) {
+                return Err(format!("{what}: the ranks hold different models"));
+            }
+            if cluster.is_root() {
+                println!(
+                    "  {what}: −log p {d:.6} vs one process's {s:.6} (rel {rel:.1e}), θ rel \
+                     {:.1e}",
+                    max_rel(fit.parameters(), single.parameters())
+                );
+            }
+            if fit.training().evaluations != single.training().evaluations || rel > 1e-9 {
+                return Err(format!(
+                    "{what}: the distributed fit ({d}, {} evaluations) is not one process's \
+                     from the subset's lengthscales ({s}, {})",
+                    fit.training().evaluations,
+                    single.training().evaluations
+                ));
+            }
+        }
+    }
+    Ok(())
 }

@@ -118,8 +118,11 @@ impl ValidSsgpParams {
     /// - the start values come from all-reduced statistics (half ranges of the global column
     ///   ranges, σ0² = var y, σn² = σ0²/4; inputs and targets centred by the global means);
     ///   [`LengthscaleInit::FullGpSubset`]`(s)` gathers only a subset on every rank — each rank's
-    ///   share of s rows (in proportion to its rows, evenly spaced) — and rank 0 trains the full GP
-    ///   on it and broadcasts ℓ;
+    ///   share of s rows (in proportion to its rows, rounded down, evenly spaced; 0 rows for a
+    ///   rank of fewer than n/s rows) — and rank 0 trains the full GP on it and broadcasts ℓ; as
+    ///   in one process, an input constant on the subset starts at half its range (over every
+    ///   rank's rows), and a subset of constant targets takes the first row whose target differs
+    ///   (in rank order) in place of its last;
     /// - the optimiser (and any observer, time budget) runs on rank 0; the others follow its
     ///   broadcast θ;
     /// - [`NoiseBound::FixedSpectralPoints`] is not supported;
@@ -139,7 +142,10 @@ impl ValidSsgpParams {
     ///   Replicated inputs are held out together within a rank, not across ranks.
     ///
     /// Every rank returns the same model, or an error (no rank is left waiting in a collective).
-    /// For fixed data split, seed and number of ranks the fit is reproducible.
+    /// For fixed data split, seed and number of ranks the fit is reproducible. The ranks may hold
+    /// very different numbers of rows, but each holds at least one: a [`Dataset`] has rows, so a
+    /// rank without any cannot join (run on fewer ranks; [`super::load_csv_share`] returns
+    /// [`Error::EmptyCsv`] on every rank when a file has fewer rows than ranks).
     ///
     /// # Errors
     /// As [`ValidSsgpParams::fit`]; [`Error::Distributed`] on the other ranks when one rank
@@ -362,11 +368,11 @@ impl ValidSsgpParams {
             d,
             || Ok(stats.half_ranges(columns)),
             |size| {
-                let subset = gather_subset(used, size.min(stats.n), cluster)?;
+                let subset = gather_start_subset(used, size.min(stats.n), stats, cluster)?;
                 let learned = if cluster.is_root() {
-                    crate::full_gp::lengthscales_from_subset(
+                    crate::full_gp::lengthscales_on_gathered_rows(
                         &subset,
-                        subset.len(),
+                        &stats.half_ranges(columns),
                         self.training.seed,
                         self.training.threads,
                     )
@@ -391,20 +397,28 @@ impl ValidSsgpParams {
 /// and their matrix: 3·size·(D + 1) numbers), [`Error::Distributed`] on the others, before any
 /// is gathered; as [`Cluster::all_gather`].
 fn gather_subset(local: &Dataset, size: usize, cluster: &Cluster) -> Result<Dataset> {
+    gather_subset_counted(local, size, cluster).map(|(subset, _)| subset)
+}
+
+/// [`gather_subset`], with the number of rows of every rank (in rank order).
+///
+/// # Errors
+/// As [`gather_subset`].
+fn gather_subset_counted(
+    local: &Dataset,
+    size: usize,
+    cluster: &Cluster,
+) -> Result<(Dataset, Vec<f64>)> {
     let values = size.saturating_mul(local.dim() + 1);
     cluster.agree(linalg::check_allocation(
         values.saturating_mul(3 * std::mem::size_of::<f64>()),
         "the rows gathered from every rank (the start's subset); start on fewer rows",
     ))?;
     let counts = cluster.all_gather(&[local.len() as f64])?;
-    let total: f64 = counts.iter().sum();
-    let before: f64 = counts[..cluster.rank()].iter().sum();
-    let share_at = |rows: f64| (size as f64 * rows / total).floor() as usize;
-    let share = share_at(before + local.len() as f64) - share_at(before);
+    let (_, share) = subset_share(size, &counts, cluster.rank());
     let (x, y, d) = (local.x(), local.y(), local.dim());
-    let mut rows = Vec::with_capacity(share * (d + 1));
-    for i in 0..share {
-        let r = i * local.len() / share;
+    let mut rows = Vec::with_capacity(share.len() * (d + 1));
+    for &r in &share {
         rows.extend(x.row(r).iter());
         rows.push(y[r]);
     }
@@ -412,6 +426,71 @@ fn gather_subset(local: &Dataset, size: usize, cluster: &Cluster) -> Result<Data
     let n = all.len() / (d + 1);
     let x = DMatrix::from_fn(n, d, |i, j| all[i * (d + 1) + j]);
     let y = DVector::from_fn(n, |i, _| all[i * (d + 1) + d]);
+    Ok((Dataset::new(x, y)?, counts))
+}
+
+/// Rank `rank`'s part of [`gather_subset`]'s `size` rows, `counts` the rows of every rank (in
+/// rank order): the place of its first row in the subset, ⌊size·N_r/n⌋, and its own rows, the
+/// ⌊size·N_{r+1}/n⌋ − ⌊size·N_r/n⌋ evenly spaced among them (none for a rank whose share rounds
+/// to 0).
+fn subset_share(size: usize, counts: &[f64], rank: usize) -> (usize, Vec<usize>) {
+    let total: f64 = counts.iter().sum();
+    let before: f64 = counts[..rank].iter().sum();
+    let share_at = |rows: f64| (size as f64 * rows / total).floor() as usize;
+    let first = share_at(before);
+    let share = share_at(before + counts[rank]) - first;
+    let len = counts[rank] as usize;
+    (first, (0..share).map(|i| i * len / share).collect())
+}
+
+/// Collective: [`gather_subset`]'s `size` rows for the full-GP start, their targets kept varying
+/// as one process's subset keeps them: where the subset's targets are constant and those of
+/// every rank's rows (`stats`) are not, its last row is replaced by the first row, in rank
+/// order, whose target differs, placed in rank order among the others. A subset misses the rows
+/// of a rank whose share rounds to 0, and a few rows of other targets (a spike); the start then
+/// failed on every rank on constant targets the data do not have. That case costs one
+/// all-gather more, of D + 3 values per rank.
+///
+/// # Errors
+/// As [`gather_subset`].
+fn gather_start_subset(
+    local: &Dataset,
+    size: usize,
+    stats: &GlobalStatistics,
+    cluster: &Cluster,
+) -> Result<Dataset> {
+    let (subset, counts) = gather_subset_counted(local, size, cluster)?;
+    // Every rank holds the same subset and statistics, so every rank takes the same branch.
+    let value = subset.y()[0];
+    if stats.y_min == stats.y_max || subset.y().iter().any(|&v| v != value) {
+        return Ok(subset);
+    }
+    let d = local.dim();
+    // [found, its place in the subset, x (D), y].
+    let mut mine = vec![0.0; d + 3];
+    if let Some(i) = local.y().iter().position(|&v| v != value) {
+        let (first, share) = subset_share(size, &counts, cluster.rank());
+        mine[0] = 1.0;
+        mine[1] = (first + share.iter().filter(|&&r| r < i).count()) as f64;
+        mine[2..2 + d].copy_from_slice(local.x().row(i).transpose().as_slice());
+        mine[2 + d] = local.y()[i];
+    }
+    let found = cluster.all_gather(&mine)?;
+    let Some(row) = found.chunks_exact(d + 3).find(|r| r[0] == 1.0) else {
+        return Ok(subset);
+    };
+    // The last row dropped, the new one at its place among the others.
+    let n = subset.len();
+    let place = (row[1] as usize).min(n - 1);
+    let from = |i: usize| match i.cmp(&place) {
+        std::cmp::Ordering::Less => Some(i),
+        std::cmp::Ordering::Equal => None,
+        std::cmp::Ordering::Greater => Some(i - 1),
+    };
+    let x = DMatrix::from_fn(n, d, |i, j| {
+        from(i).map_or(row[2 + j], |k| subset.x()[(k, j)])
+    });
+    let y = DVector::from_fn(n, |i, _| from(i).map_or(row[2 + d], |k| subset.y()[k]));
     Dataset::new(x, y)
 }
 

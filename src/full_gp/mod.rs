@@ -45,6 +45,8 @@ mod train;
 pub use evidence::{Evaluation, FullGpEvidence};
 pub use params::{FullGpParams, ValidFullGpParams};
 pub use posterior::FittedFullGp;
+#[cfg(feature = "mpi")]
+pub(crate) use start::lengthscales_on_gathered_rows;
 pub(crate) use start::start;
 pub use start::{lengthscales_from_subset, START_TOLERANCE};
 pub use train::{LearnedHyperparameters, SHORTER_STARTS};

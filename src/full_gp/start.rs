@@ -53,6 +53,28 @@ pub fn lengthscales_from_subset(
     subset_lengthscales(data, subset, &settings)
 }
 
+/// [`lengthscales_from_subset`] on all the rows of `subset`, rows gathered from a larger table
+/// (the distributed fit's start): a column constant on them starts at `half_ranges`' entry (half
+/// its range over the whole table) instead of failing as a constant input.
+///
+/// # Errors
+/// As [`lengthscales_from_subset`]; [`Error::ConstantInput`] for a column whose entry of
+/// `half_ranges` is not positive and finite where it is needed.
+#[cfg(feature = "mpi")]
+pub(crate) fn lengthscales_on_gathered_rows(
+    subset: &Dataset,
+    half_ranges: &DVector<f64>,
+    seed: u64,
+    threads: usize,
+) -> Result<DVector<f64>> {
+    let settings = TrainingSettings {
+        seed,
+        threads,
+        ..TrainingSettings::default()
+    };
+    learned_lengthscales(subset, subset.len(), &settings, |d| half_ranges[d])
+}
+
 /// [`lengthscales_from_subset`] with the seed, threads and noise floors of `settings` (the model's
 /// own: the start's full GP bounds its noise as the model does), its optimiser reporting to the
 /// settings' observer (as [`Phase::StartValues`]).
@@ -60,6 +82,20 @@ fn subset_lengthscales(
     data: &Dataset,
     subset: usize,
     settings: &TrainingSettings,
+) -> Result<DVector<f64>> {
+    learned_lengthscales(data, subset, settings, |d| {
+        let col = data.x().column(d);
+        0.5 * (col.max() - col.min())
+    })
+}
+
+/// [`subset_lengthscales`] with `half_range(d)` the start of a column `d` the full GP ignores
+/// (constant on the rows it learns from).
+fn learned_lengthscales(
+    data: &Dataset,
+    subset: usize,
+    settings: &TrainingSettings,
+    half_range: impl Fn(usize) -> f64,
 ) -> Result<DVector<f64>> {
     let mut params = FullGp::params()
         .seed(settings.seed)
@@ -79,8 +115,7 @@ fn subset_lengthscales(
     let learned = params.check()?.learn(data)?;
     let mut lengthscales = learned.lengthscales();
     for d in learned.columns.ignored() {
-        let col = data.x().column(d);
-        lengthscales[d] = 0.5 * (col.max() - col.min());
+        lengthscales[d] = half_range(d);
     }
     if let Some(d) = lengthscales
         .iter()
