@@ -204,23 +204,25 @@ fn plain(mut dst: MatMut<'_>, accumulate: bool, lhs: MatRef<'_>, rhs: MatRef<'_>
     }
 }
 
-/// Outputs of more rows than this (and fewer than twice as many) are computed in two row halves
-/// on one thread. `private-gemm-x86` packs the whole lhs panel (rows × min(k, 512)) of an output
-/// with fewer rows than its L2 bound (512 on a 2 MiB L2) and sweeps it once per four output
-/// columns: past 256 rows the panel outgrows half the L2 and the sweep runs from L3 — measured on
-/// one core of an AVX-512 Xeon (family 6 model 167, 2 MiB L2), (4096×r)ᵀ(4096×r) at 62–66
-/// GFLOP/s for r ≤ 256 and 640, falling to 60 at r = 300, 52 at 375 and 35–38 at 496–508 (62
-/// again at 512, where the library blocks the rows itself); in two halves 61–66 throughout. Each
-/// output entry is the same sum either way: the same bits (`tests::row_halves_keep_the_bits`).
+/// Outputs of more rows than this are computed on one thread in blocks of at most this many rows
+/// (of near-equal size). `private-gemm-x86` packs the whole lhs panel (rows × min(k, 512)) of an
+/// output with fewer rows than its L2 bound (512 on a 2 MiB L2) and sweeps it once per four
+/// output columns: past 256 rows the panel outgrows half the L2 and the sweep runs from L3 —
+/// measured on one core of an AVX-512 Xeon (family 6 model 167, 2 MiB L2), (4096×r)ᵀ(4096×r) at
+/// 62–66 GFLOP/s for r ≤ 256 and 640, falling to 60 at r = 300, 52 at 375 and 35–38 at 496–508;
+/// in two halves 61–66 throughout. Taller outputs go to the library's own blocking, which ran the
+/// triangular solves' updates (4096 × r outputs, r = 50–250, a column-major lhs) at 46–57 GFLOP/s
+/// and at 56–66 in blocks of 256 rows (1 000 × 1 000 × 1 000: 48 → 60). Each output entry is the
+/// same sum either way: the same bits (`tests::row_blocks_keep_the_bits`).
 const PANEL_ROWS: usize = 256;
 
 /// The packed gemm of this CPU on `threads` threads: the output split in two blocks of columns
 /// (or of rows, if it has more rows), `rayon::join`ed on the current pool, until each block has
 /// one thread. The library's own threading split the output too but ran 8–22 % slower on two
 /// cores of that Xeon at (4096 × r)ᵀ(4096 × r), r = 240–1 000 (100–109 GFLOP/s against
-/// 110–141), below OpenBLAS's 107–142. On one thread an output of `PANEL_ROWS` + 1 …
-/// 2·`PANEL_ROWS` − 1 rows (the rows as the kernel walks them: the columns of a row-major
-/// output) runs in two halves.
+/// 110–141), below OpenBLAS's 107–142. On one thread an output of more than `PANEL_ROWS` rows
+/// (the rows as the kernel walks them: the columns of a row-major output) runs in blocks of at
+/// most `PANEL_ROWS`.
 fn packed(
     dst: MatMut<'_>,
     accumulate: bool,
@@ -278,20 +280,25 @@ fn packed(
     }
     let row_major = dst.row_stride().unsigned_abs() > dst.col_stride().unsigned_abs();
     let rows = if row_major { dst.ncols() } else { dst.nrows() };
-    if rows <= PANEL_ROWS || rows >= 2 * PANEL_ROWS {
-        packed_whole(dst, accumulate, lhs, rhs, alpha, threads);
-    } else if row_major {
-        let half = dst.ncols() / 2;
-        let (left, right) = dst.split_at_col_mut(half);
-        packed_whole(left, accumulate, lhs, rhs.subcols(0, half), alpha, 1);
-        let rest = rhs.ncols() - half;
-        packed_whole(right, accumulate, lhs, rhs.subcols(half, rest), alpha, 1);
-    } else {
-        let half = dst.nrows() / 2;
-        let (top, bottom) = dst.split_at_row_mut(half);
-        packed_whole(top, accumulate, lhs.subrows(0, half), rhs, alpha, 1);
-        let rest = lhs.nrows() - half;
-        packed_whole(bottom, accumulate, lhs.subrows(half, rest), rhs, alpha, 1);
+    let blocks = rows.div_ceil(PANEL_ROWS);
+    if blocks <= 1 {
+        packed_whole(dst, accumulate, lhs, rhs, alpha, 1);
+        return;
+    }
+    let mut dst = dst;
+    let (nrows, ncols) = (dst.nrows(), dst.ncols());
+    let mut start = 0;
+    for block in 1..=blocks {
+        let end = rows * block / blocks;
+        let len = end - start;
+        if row_major {
+            let part = dst.rb_mut().submatrix_mut(0, start, nrows, len);
+            packed_whole(part, accumulate, lhs, rhs.subcols(start, len), alpha, 1);
+        } else {
+            let part = dst.rb_mut().submatrix_mut(start, 0, len, ncols);
+            packed_whole(part, accumulate, lhs.subrows(start, len), rhs, alpha, 1);
+        }
+        start = end;
     }
 }
 
@@ -521,12 +528,12 @@ mod tests {
         assert_eq!(c, DMatrix::zeros(4, 3));
     }
 
-    /// An output of 257–511 rows computed in two row halves (or a row-major one in two column
-    /// halves), and any output split among threads, has the bits of the whole product on one
-    /// thread, replacing and accumulating — halves of at most 48 rows included, which the
+    /// An output of more than 256 rows computed in row blocks (or a row-major one in column
+    /// blocks), and any output split among threads, has the bits of the whole product on one
+    /// thread, replacing and accumulating — blocks of at most 48 rows included, which the
     /// library computes with another microkernel (24×8 instead of 48×4).
     #[test]
-    fn row_halves_keep_the_bits() {
+    fn row_blocks_keep_the_bits() {
         for (m, n, k, ta, tc) in [
             (300, 40, 600, false, false),
             (511, 9, 300, true, false),
@@ -534,6 +541,8 @@ mod tests {
             (400, 400, 70, false, true),
             (96, 40, 5000, true, false),
             (700, 90, 800, false, false),
+            (1100, 37, 300, true, false),
+            (45, 1300, 90, false, true),
         ] {
             let a = if ta { filled(k, m, 1) } else { filled(m, k, 1) };
             let b = filled(k, n, 2);
