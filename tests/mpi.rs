@@ -43,13 +43,17 @@
 
 use ssgp::data::{Problem, Roughness};
 use ssgp::distributed::{load_csv_share, row_share, Cluster};
+use ssgp::full_gp::START_TOLERANCE;
 use ssgp::metrics::calibration;
 use ssgp::mpi::collective::SystemOperation;
 use ssgp::mpi::traits::{Communicator, CommunicatorCollectives, Root};
 use ssgp::nalgebra::DVector;
-use ssgp::optim::Objective;
+use ssgp::optim::{Objective, OptimConfig};
+use ssgp::params::DEFAULT_RELATIVE_NOISE_FLOOR;
 use ssgp::ssgp::CalibrationGuard;
-use ssgp::{data::CsvOptions, Dataset, FittedSsgp, LengthscaleInit, ParamGuard, Remedy, Ssgp};
+use ssgp::{
+    data::CsvOptions, Dataset, FittedSsgp, FullGp, LengthscaleInit, ParamGuard, Remedy, Ssgp,
+};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
@@ -1046,20 +1050,27 @@ fn no_held_out(cluster: &Cluster) -> Result<(), String> {
 /// on which an input varies, or the targets do, the fit succeeds as one process's does (an
 /// input constant on the subset starts at half its range over all rows; a subset of constant
 /// targets takes the first row in rank order whose target differs, in place of its last row).
+/// The start's full GP has the model's noise floor, as one process's (a floor of 0.05 that
+/// binds, over the targets' noise variance of about 0.01, included).
 fn subset(cluster: &Cluster) -> Result<(), String> {
     let text = |e: ssgp::Error| e.to_string();
     let size = 64;
-    let params = |start: LengthscaleInit| {
-        Ssgp::params(10)
-            .seed(4)
-            .initial_draws(3)
-            .max_evaluations(40)
-            .lengthscale_init(start)
-            .calibration(CalibrationGuard::Off)
-            .check()
-            .map_err(text)
-    };
-    for (sizes, empty) in [([10, 500, 1500], 0), ([410, 10, 1590], 1)] {
+    for (sizes, empty, floor) in [
+        ([10, 500, 1500], 0, 0.0),
+        ([410, 10, 1590], 1, 0.0),
+        ([410, 10, 1590], 1, 0.05),
+    ] {
+        let params = |start: LengthscaleInit| {
+            Ssgp::params(10)
+                .seed(4)
+                .initial_draws(3)
+                .max_evaluations(40)
+                .noise_floor(floor)
+                .lengthscale_init(start)
+                .calibration(CalibrationGuard::Off)
+                .check()
+                .map_err(text)
+        };
         let (subset_rows, subset_shares) = start_subset(&sizes, size);
         if subset_shares[empty] != 0 {
             return Err(format!(
@@ -1100,12 +1111,18 @@ fn subset(cluster: &Cluster) -> Result<(), String> {
             },
         );
         let spike = Dataset::new(plain.x().clone(), y).map_err(text)?;
-        for (what, all) in [
-            ("plain", &plain),
-            ("input 2 varying on its rows only", &one_input),
-            ("targets varying on its rows only", &spike),
+        // The spike's start is a nearly noise-free full GP on 63 zeros and one spike under the
+        // model's floor (10⁻⁴·var y of all rows): its lengthscales move with round-off (one
+        // process's fit from the subset's rows in another order: −log p 1106.87 against
+        // 1106.36; the distributed fit 1106.79), so there the fit is only required to succeed,
+        // the same on every rank.
+        for (what, all, tolerance) in [
+            ("plain", &plain, 1e-9),
+            ("input 2 varying on its rows only", &one_input, 1e-9),
+            ("targets varying on its rows only", &spike, f64::INFINITY),
         ] {
-            let what = format!("{sizes:?}, rank {empty} without subset rows, {what}");
+            let what =
+                format!("{sizes:?}, noise floor {floor}, rank {empty} without subset rows, {what}");
             // The subset as documented: the full GP's lengthscales on it (an input constant on
             // it at half its range over all rows; constant targets with their last row replaced
             // by the first that differs).
@@ -1115,7 +1132,6 @@ fn subset(cluster: &Cluster) -> Result<(), String> {
                 if let Some(other) = (0..all.len()).find(|&i| all.y()[i] != first) {
                     gathered.pop();
                     gathered.push(other);
-                    gathered.sort_unstable();
                 }
             }
             let on_subset = all.subset(&gathered).map_err(text)?;
@@ -1125,17 +1141,26 @@ fn subset(cluster: &Cluster) -> Result<(), String> {
                     c.max() > c.min()
                 })
                 .collect();
-            let learned = ssgp::full_gp::lengthscales_from_subset(
-                &Dataset::new(
-                    on_subset.x().select_columns(&varying),
-                    on_subset.y().clone(),
+            // One process's start: a full GP with the model's seed and noise floor (resolved on
+            // var y of all rows), stopping at the start's tolerance, its best point kept.
+            let learned = FullGp::params()
+                .seed(4)
+                .noise_floor(floor.max(DEFAULT_RELATIVE_NOISE_FLOOR * all.y_variance()))
+                .relative_noise_floor(0.0)
+                .best_effort(true)
+                .optim(OptimConfig {
+                    tolerance: START_TOLERANCE,
+                    ..OptimConfig::default()
+                })
+                .fit(
+                    &Dataset::new(
+                        on_subset.x().select_columns(&varying),
+                        on_subset.y().clone(),
+                    )
+                    .map_err(text)?,
                 )
-                .map_err(text)?,
-                on_subset.len(),
-                4,
-                1,
-            )
-            .map_err(|e| format!("{what}: the expected start: {e}"))?;
+                .map_err(|e| format!("{what}: the expected start: {e}"))?
+                .lengthscales();
             let lengthscales = DVector::from_fn(all.dim(), |d, _| {
                 match varying.iter().position(|&v| v == d) {
                     Some(k) => learned[k],
@@ -1171,7 +1196,7 @@ fn subset(cluster: &Cluster) -> Result<(), String> {
                     max_rel(fit.parameters(), single.parameters())
                 );
             }
-            if fit.training().evaluations != single.training().evaluations || rel > 1e-9 {
+            if fit.training().evaluations != single.training().evaluations || rel > tolerance {
                 return Err(format!(
                     "{what}: the distributed fit ({d}, {} evaluations) is not one process's \
                      from the subset's lengthscales ({s}, {})",

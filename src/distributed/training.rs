@@ -120,9 +120,10 @@ impl ValidSsgpParams {
     ///   [`LengthscaleInit::FullGpSubset`]`(s)` gathers only a subset on every rank — each rank's
     ///   share of s rows (in proportion to its rows, rounded down, evenly spaced; 0 rows for a
     ///   rank of fewer than n/s rows) — and rank 0 trains the full GP on it and broadcasts ℓ; as
-    ///   in one process, an input constant on the subset starts at half its range (over every
-    ///   rank's rows), and a subset of constant targets takes the first row whose target differs
-    ///   (in rank order) in place of its last;
+    ///   in one process, that full GP has the model's noise floor (resolved on the global var y)
+    ///   and reports to rank 0's observer, an input constant on the subset starts at half its
+    ///   range (over every rank's rows), and a subset of constant targets takes the first row
+    ///   whose target differs (in rank order) in place of its last;
     /// - the optimiser (and any observer, time budget) runs on rank 0; the others follow its
     ///   broadcast θ;
     /// - [`NoiseBound::FixedSpectralPoints`] is not supported;
@@ -373,8 +374,7 @@ impl ValidSsgpParams {
                     crate::full_gp::lengthscales_on_gathered_rows(
                         &subset,
                         &stats.half_ranges(columns),
-                        self.training.seed,
-                        self.training.threads,
+                        &self.training,
                     )
                     .map(|l| l.as_slice().to_vec())
                 } else {

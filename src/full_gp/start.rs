@@ -53,9 +53,11 @@ pub fn lengthscales_from_subset(
     subset_lengthscales(data, subset, &settings)
 }
 
-/// [`lengthscales_from_subset`] on all the rows of `subset`, rows gathered from a larger table
-/// (the distributed fit's start): a column constant on them starts at `half_ranges`' entry (half
-/// its range over the whole table) instead of failing as a constant input.
+/// The lengthscales of one process's start ([`start`]'s full GP: the seed, threads, noise floors
+/// and observer of `settings`, the model's) learned on all the rows of `subset`, rows gathered
+/// from a larger table (the distributed fit's start): a column constant on them starts at
+/// `half_ranges`' entry (half its range over the whole table) instead of failing as a constant
+/// input.
 ///
 /// # Errors
 /// As [`lengthscales_from_subset`]; [`Error::ConstantInput`] for a column whose entry of
@@ -64,15 +66,9 @@ pub fn lengthscales_from_subset(
 pub(crate) fn lengthscales_on_gathered_rows(
     subset: &Dataset,
     half_ranges: &DVector<f64>,
-    seed: u64,
-    threads: usize,
+    settings: &TrainingSettings,
 ) -> Result<DVector<f64>> {
-    let settings = TrainingSettings {
-        seed,
-        threads,
-        ..TrainingSettings::default()
-    };
-    learned_lengthscales(subset, subset.len(), &settings, |d| half_ranges[d])
+    learned_lengthscales(subset, subset.len(), settings, |d| half_ranges[d])
 }
 
 /// [`lengthscales_from_subset`] with the seed, threads and noise floors of `settings` (the model's
