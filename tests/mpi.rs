@@ -924,32 +924,8 @@ fn shares(cluster: &Cluster) -> Result<(), String> {
         .fit_distributed(&local, cluster)
         .map_err(text)?
         .model;
-    let Some(Remedy::HeldOut {
-        held_out: Some(held),
-        variance_scale,
-        ..
-    }) = checked.training().remedy
-    else {
-        return Err(format!(
-            "shares {sizes:?}: no held-out check in {:?}",
-            checked.training().remedy
-        ));
-    };
     let expected: usize = sizes.iter().map(|n| n / 2).sum();
-    let mut mine: Vec<f64> = checked.parameters().iter().copied().collect();
-    mine.extend([
-        checked.neg_log_evidence(),
-        variance_scale,
-        held.mean_z2,
-        held.nmse,
-    ]);
-    if held.rows != expected || !same_on_every_rank(&mine) {
-        return Err(format!(
-            "shares {sizes:?}: {} held-out rows (expected {expected}), or the ranks hold \
-             different checked models",
-            held.rows
-        ));
-    }
+    held_out_everywhere(&checked, expected, &format!("shares {sizes:?}"))?;
     if cluster.is_root() {
         println!(
             "  shares {sizes:?}: evidence rel {rel:.1e}, gradient rel {g_err:.1e}; −log p {d:.6} \
@@ -965,6 +941,37 @@ fn shares(cluster: &Cluster) -> Result<(), String> {
         Err(ssgp::Error::EmptyData { .. }) => Ok(()),
         other => Err(format!("a Dataset of no rows: {:?}", other.err())),
     }
+}
+
+/// Checks that `checked` was judged on `rows` held-out rows summed over the ranks and that every
+/// rank holds the same model, factor and held-out score; `what` names the case in the error.
+fn held_out_everywhere(checked: &FittedSsgp, rows: usize, what: &str) -> Result<(), String> {
+    let Some(Remedy::HeldOut {
+        held_out: Some(held),
+        variance_scale,
+        ..
+    }) = checked.training().remedy
+    else {
+        return Err(format!(
+            "{what}: no held-out check in {:?}",
+            checked.training().remedy
+        ));
+    };
+    let mut mine: Vec<f64> = checked.parameters().iter().copied().collect();
+    mine.extend([
+        checked.neg_log_evidence(),
+        variance_scale,
+        held.mean_z2,
+        held.nmse,
+    ]);
+    if held.rows != rows || !same_on_every_rank(&mine) {
+        return Err(format!(
+            "{what}: {} held-out rows (expected {rows}), or the ranks hold different checked \
+             models",
+            held.rows
+        ));
+    }
+    Ok(())
 }
 
 /// The calibration check where a rank holds out no rows: a rank of one row (its half is 0
@@ -1006,30 +1013,7 @@ fn no_held_out(cluster: &Cluster) -> Result<(), String> {
             .fit_distributed(&local, cluster)
             .map_err(|e| format!("{what}: {e}"))?
             .model;
-        let Some(Remedy::HeldOut {
-            held_out: Some(held),
-            variance_scale,
-            ..
-        }) = checked.training().remedy
-        else {
-            return Err(format!(
-                "{what}: no held-out check in {:?}",
-                checked.training().remedy
-            ));
-        };
-        let mut mine: Vec<f64> = checked.parameters().iter().copied().collect();
-        mine.extend([
-            checked.neg_log_evidence(),
-            variance_scale,
-            held.mean_z2,
-            held.nmse,
-        ]);
-        if held.rows != 300 || !same_on_every_rank(&mine) {
-            return Err(format!(
-                "{what}: {} held-out rows (expected 300), or the ranks hold different models",
-                held.rows
-            ));
-        }
+        held_out_everywhere(&checked, 300, what)?;
         if cluster.is_root() {
             println!(
                 "  {what}: {}",

@@ -448,6 +448,30 @@ mod tests {
         DMatrix::from_fn(r, c, |i, j| ((i * 3 + j * 7 + salt) as f64).sin())
     }
 
+    /// A product kernel under test: (dst, lhs, rhs).
+    type Kernel<'k> = dyn Fn(MatMut<'_>, MatRef<'_>, MatRef<'_>) + 'k;
+
+    /// `kernel` on a copy of `c0` (through its transposed view when `tc`) with `a` and `b`
+    /// (through their transposed views when flagged); the copy as stored.
+    fn run_on(
+        c0: &DMatrix<f64>,
+        (a, ta): (&DMatrix<f64>, bool),
+        (b, tb): (&DMatrix<f64>, bool),
+        tc: bool,
+        kernel: &Kernel<'_>,
+    ) -> DMatrix<f64> {
+        let mut c = c0.clone();
+        let cv = if tc {
+            view_mut(&mut c).transpose_mut()
+        } else {
+            view_mut(&mut c)
+        };
+        let av = if ta { view(a).transpose() } else { view(a) };
+        let bv = if tb { view(b).transpose() } else { view(b) };
+        kernel(cv, av, bv);
+        c
+    }
+
     /// Every path (vector, tiny, packed, the portable packed kernel) against nalgebra's product,
     /// with transposed operands and outputs, replacing and accumulating.
     #[test]
@@ -468,16 +492,8 @@ mod tests {
                 let b_op = if tb { b.transpose() } else { b.clone() };
                 let c0 = if tc { filled(n, m, 3) } else { filled(m, n, 3) };
                 let expected = (if tc { c0.transpose() } else { c0.clone() }) + &a_op * &b_op * 0.5;
-                let run = |kernel: &dyn Fn(MatMut<'_>, MatRef<'_>, MatRef<'_>)| {
-                    let mut c = c0.clone();
-                    let cv = if tc {
-                        view_mut(&mut c).transpose_mut()
-                    } else {
-                        view_mut(&mut c)
-                    };
-                    let av = if ta { view(&a).transpose() } else { view(&a) };
-                    let bv = if tb { view(&b).transpose() } else { view(&b) };
-                    kernel(cv, av, bv);
+                let run = |kernel: &Kernel<'_>| {
+                    let c = run_on(&c0, (&a, ta), (&b, tb), tc, kernel);
                     if tc {
                         c.transpose()
                     } else {
@@ -548,17 +564,7 @@ mod tests {
             let b = filled(k, n, 2);
             let c0 = if tc { filled(n, m, 3) } else { filled(m, n, 3) };
             for accumulate in [false, true] {
-                let run = |kernel: &dyn Fn(MatMut<'_>, MatRef<'_>, MatRef<'_>)| {
-                    let mut c = c0.clone();
-                    let cv = if tc {
-                        view_mut(&mut c).transpose_mut()
-                    } else {
-                        view_mut(&mut c)
-                    };
-                    let av = if ta { view(&a).transpose() } else { view(&a) };
-                    kernel(cv, av, view(&b));
-                    c
-                };
+                let run = |kernel: &Kernel<'_>| run_on(&c0, (&a, ta), (&b, false), tc, kernel);
                 let whole = run(&|c, a, b| packed_whole(c, accumulate, a, b, 0.3, 1));
                 for threads in [1, 2, 3] {
                     let split = run(&|c, a, b| packed(c, accumulate, a, b, 0.3, threads));
