@@ -52,7 +52,8 @@ use ssgp::optim::{Objective, OptimConfig};
 use ssgp::params::DEFAULT_RELATIVE_NOISE_FLOOR;
 use ssgp::ssgp::CalibrationGuard;
 use ssgp::{
-    data::CsvOptions, Dataset, FittedSsgp, FullGp, LengthscaleInit, ParamGuard, Remedy, Ssgp,
+    data::CsvOptions, Dataset, FittedSsgp, FullGp, HeldOutCalibration, LengthscaleInit, ParamGuard,
+    Remedy, Ssgp,
 };
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -329,40 +330,13 @@ fn calibration_check(cluster: &Cluster) -> Result<(), String> {
         };
         let alone = fit(base.clone().calibration(CalibrationGuard::Off))?;
         let checked = fit(base)?;
-        let Some(Remedy::HeldOut {
-            held_out: Some(held),
-            variance_scale,
-            ..
-        }) = checked.training().remedy
-        else {
-            return Err(format!(
-                "D = {dim}: no held-out check in {:?}",
-                checked.training().remedy
-            ));
-        };
         // Each rank holds out half its rows (no input repeats).
         let mut expected = [(rows.len() / 2) as f64];
         let world = ssgp::mpi::topology::SimpleCommunicator::world();
         let mine = expected;
         world.all_reduce_into(&mine[..], &mut expected[..], SystemOperation::sum());
-        if held.rows != expected[0] as usize {
-            return Err(format!(
-                "D = {dim}: {} held-out rows, not {}",
-                held.rows, expected[0]
-            ));
-        }
-        let mut mine: Vec<f64> = checked.parameters().iter().copied().collect();
-        mine.extend([
-            checked.neg_log_evidence(),
-            variance_scale,
-            held.mean_z2,
-            held.nmse,
-        ]);
-        if !same_on_every_rank(&mine) {
-            return Err(format!(
-                "D = {dim}: the ranks hold different checked models"
-            ));
-        }
+        let (held, variance_scale) =
+            held_out_everywhere(&checked, expected[0] as usize, &format!("D = {dim}"))?;
         let z2 = |model: &FittedSsgp| -> Result<f64, String> {
             let p = model.predict(test.x()).map_err(text)?;
             Ok(calibration(test.y(), &p).map_err(text)?.mean_squared_z)
@@ -945,7 +919,12 @@ fn shares(cluster: &Cluster) -> Result<(), String> {
 
 /// Checks that `checked` was judged on `rows` held-out rows summed over the ranks and that every
 /// rank holds the same model, factor and held-out score; `what` names the case in the error.
-fn held_out_everywhere(checked: &FittedSsgp, rows: usize, what: &str) -> Result<(), String> {
+/// The held-out record and the factor.
+fn held_out_everywhere(
+    checked: &FittedSsgp,
+    rows: usize,
+    what: &str,
+) -> Result<(HeldOutCalibration, f64), String> {
     let Some(Remedy::HeldOut {
         held_out: Some(held),
         variance_scale,
@@ -971,7 +950,7 @@ fn held_out_everywhere(checked: &FittedSsgp, rows: usize, what: &str) -> Result<
             held.rows
         ));
     }
-    Ok(())
+    Ok((held, variance_scale))
 }
 
 /// The calibration check where a rank holds out no rows: a rank of one row (its half is 0
