@@ -290,6 +290,27 @@ impl ValidSsgpParams {
             let shared = self.fit_multi_calibrated(x, &others_y, &others_start)?;
             return Ok(FittedMultiSsgp::with_mean_outputs(shared, means));
         }
+        if means_kept == outputs && learned_on_all.is_none() {
+            // Every output predicts by its training mean, so no prediction uses the shared fit:
+            // the kept comparison fit's θ is conditioned on all rows (one pass over them, for
+            // the model's shared factor and online updates) instead of trained again there.
+            let kept_fit = if keep_random {
+                &random_fit
+            } else {
+                &learned_fit
+            };
+            let mut this = self.clone();
+            this.fixed_spectral_points = kept_fit.fixed_spectral_points();
+            let w = kept_fit.hyperparameters().unit_frequencies.clone();
+            let evidence = this.multi_evidence(x, y, Some(&w))?;
+            let theta = kept_fit.parameters().clone();
+            let mut fitted =
+                this.multi_fitted(&evidence, (theta, kept_fit.training().clone()), y)?;
+            let means = self.kept_means((x, y), start, &remedies, &mean_settings)?;
+            fitted.set_remedies(remedies.into_iter().map(Some).collect());
+            fitted.keep_means(means);
+            return Ok(fitted);
+        }
         // The learned fit on all rows: the one the proxy checked, or the refit.
         let learned_on_all_rows = !keep_random && (proxy || !on_comparison_rows);
         let measured_noise = learned_fit.noise_variances();

@@ -785,3 +785,48 @@ fn condition_multi_keeps_the_ratio_given_or_names_the_floor() {
         max_relative = 1e-12
     );
 }
+
+/// Where the check keeps every output's training mean, nothing predicts by the shared fit, so it
+/// is not trained again on all rows (it did so, as long as the fits themselves): no optimiser
+/// report after the check's, and each output predicts its training mean with the variance it
+/// was scored with.
+#[test]
+fn every_output_at_its_mean_trains_no_refit() {
+    use ssgp::optim::Phase;
+    use std::sync::{Arc, Mutex};
+    let mut rng = StdRng::seed_from_u64(12);
+    let (n, dim) = (320, 3);
+    let x: DMatrix<f64> = DMatrix::from_fn(n, dim, |_, _| rng.random_range(-2.0..2.0));
+    let y = DMatrix::from_fn(n, 2, |_, p| 1.0 + p as f64 + rng.random_range(-1.0..1.0));
+    let data = MultiDataset::new(x.clone(), y.clone()).unwrap();
+    let phases: Arc<Mutex<Vec<Phase>>> = Arc::default();
+    let sink = Arc::clone(&phases);
+    let fitted = Ssgp::params(10)
+        .seed(2)
+        .max_evaluations(200)
+        .threads(1)
+        .observer(Arc::new(move |p: &ssgp::Progress| {
+            sink.lock().unwrap().push(p.phase);
+            std::ops::ControlFlow::Continue(())
+        }))
+        .fit_multi(&data)
+        .unwrap();
+    for p in 0..2 {
+        let training = fitted.output_training(p).unwrap();
+        assert!(
+            training.remedy.is_some_and(|r| r.mean_kept()),
+            "output {p}: {}",
+            training.diagnosis()
+        );
+        let pred = fitted.predict_output(&x, p).unwrap();
+        let mean = y.column(p).mean();
+        assert!(pred
+            .mean
+            .iter()
+            .all(|&v| (v - mean).abs() <= 1e-12 * mean.abs()));
+    }
+    let phases = phases.lock().unwrap();
+    assert!(phases.contains(&Phase::CalibrationCheck));
+    let optimiser = phases.iter().filter(|&&p| p == Phase::Optimiser).count();
+    assert_eq!(optimiser, 0, "the shared fit was trained again on all rows");
+}
