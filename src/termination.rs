@@ -139,10 +139,11 @@ pub struct TrainingSummary {
     pub termination: Termination,
     /// Input columns left out because they are constant on the training data (zero-based).
     pub ignored_inputs: Vec<usize>,
-    /// Whether the noise variance ended at its floor (σn² within 1 % of it): the data asked for
-    /// less noise than the floor allows — noise-free data under the default relative floor
-    /// (`params::DEFAULT_RELATIVE_NOISE_FLOOR`), or an overfitted noise under a floor of yours.
-    /// The predictive variances then carry the floor, not a learned noise.
+    /// Whether the noise variance ended its training at its floor (σn² within 1 % of it): the
+    /// data asked for less noise than the floor allows — noise-free data under the default
+    /// relative floor (`params::DEFAULT_RELATIVE_NOISE_FLOOR`), or an overfitted noise under a
+    /// floor of yours. The predictive variances then carry the floor, not a learned noise (times
+    /// the factor of a calibration check that widened the fit, which keeps the flag).
     pub noise_at_floor: bool,
     /// The fit's calibration on its own training data by exact leave-one-out, without test data
     /// ([`LooDiagnostic`]); `None` for a model loaded from a format-2 file (saved before the

@@ -689,6 +689,7 @@ impl<'a> Share<'a> {
             .cluster
             .root_result(evidence.value(&theta).map(|v| vec![v]), 1)?;
         self.count(&evidence);
+        let trained_at_floor = fitted.record.training.noise_at_floor;
         fitted.record = this.training.record(
             theta,
             fitted.record.y_mean,
@@ -696,6 +697,8 @@ impl<'a> Share<'a> {
             fitted.record.training.clone(),
             columns.clone(),
         );
+        // As one process's: the flag says where training ended, not where a widening moved σn².
+        fitted.record.training.noise_at_floor |= trained_at_floor;
         fitted.record.training.diagnostic = self.loo(&fitted)?;
         Ok(fitted)
     }

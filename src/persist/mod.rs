@@ -22,7 +22,7 @@
 //!
 //! # The format
 //!
-//! A saved model is `{"format_version": 13, "model": {"<kind>": {...}}}` (the current
+//! A saved model is `{"format_version": 14, "model": {"<kind>": {...}}}` (the current
 //! [`FORMAT_VERSION`]) with kind `ssgp`,
 //! `fitc`, `vfe`, `full_gp`, `standardized` (a scaler and its `model`) or `ensemble` (`combine` and
 //! `members`, each a model). Matrices are lists of rows. What is saved is what the model cannot
@@ -56,7 +56,9 @@
 //! `Remedy::FewInputs`, which no older file holds), a file before format 10 with no training
 //! mean scored, before format 11 with no online record (an updated model then loaded as fitted
 //! on all its rows), before format 12 with SSGP's prior taken as whole, before format 13 with an
-//! updated SSGP's b recovered as Aα (its next update equal to round-off) (`FORMAT_VERSION`'s docs
+//! updated SSGP's b recovered as Aα (its next update equal to round-off), before format 14 with
+//! `noise_at_floor` from θ alone (a fit widened above its floor loads without the flag)
+//! (`FORMAT_VERSION`'s docs
 //! list every version's fields), and all predict what they predicted when saved
 //! (`tests/suite/format2.rs`: bit for bit but FITC's variances, to 1e-12 relative since the
 //! crate's own blocked kernels sum in another order; an updated full GP saved before format 11,

@@ -244,6 +244,11 @@ pub(crate) struct SummaryRepr {
     /// without the check, which load with `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     remedy: Option<Remedy>,
+    /// Whether the noise ended training at its floor (format 14), written only when it did: a
+    /// model knows whether σn² sits at its floor from θ, but not a fit the check widened
+    /// above it. Absent, false (the model's θ decides, as before).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    noise_at_floor: bool,
 }
 
 impl From<&TrainingSummary> for SummaryRepr {
@@ -256,13 +261,15 @@ impl From<&TrainingSummary> for SummaryRepr {
             termination: t.termination.clone(),
             diagnostic: t.diagnostic,
             remedy: t.remedy,
+            noise_at_floor: t.noise_at_floor,
         }
     }
 }
 
 impl SummaryRepr {
     /// The summary of a model with these input `columns` (whether its noise sits at its floor
-    /// is set by the model, from θ: [`FitRecord`](crate::model::FitRecord) is not saved apart).
+    /// is set by the model, from θ: [`FitRecord`](crate::model::FitRecord) is not saved apart;
+    /// the saved `noise_at_floor` tells an SSGP that a widening moved it above the floor).
     ///
     /// # Errors
     /// [`Error::NonFinite`] for a non-finite evidence.
@@ -277,7 +284,7 @@ impl SummaryRepr {
             evaluations: self.evaluations,
             termination: self.termination,
             ignored_inputs: columns.ignored(),
-            noise_at_floor: false,
+            noise_at_floor: self.noise_at_floor,
             diagnostic: match self.diagnostic {
                 None => None,
                 Some(d) => Some(LooDiagnostic {

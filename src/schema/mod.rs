@@ -49,8 +49,11 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// training summary's `diagnostic`, `remedy` or held-out record (a misspelt one loaded as its
 /// default and moved the flags), a VFE `trace` below 0, an updated full GP's `online` record
 /// without its `blocks` or the other way round, or counting other rows than they add (files of
-/// every earlier version are read with these checks too: the crate never wrote such a file).
-pub const FORMAT_VERSION: u32 = 13;
+/// every earlier version are read with these checks too: the crate never wrote such a file);
+/// 14, a training summary's `noise_at_floor`, written when the noise ended training at its floor
+/// (a fit the calibration check then widened keeps the flag on loading; absent, false, and the
+/// model's θ decides as before).
+pub const FORMAT_VERSION: u32 = 14;
 
 /// The oldest format version this build reads: a format-2 file is migrated on load (its
 /// training summaries have no diagnostic: the loaded model reports `diagnostic: None`, and

@@ -564,6 +564,7 @@ impl ValidSsgpParams {
         };
         let evidence = this.evidence_with(data, Some(&fitted.hyper.unit_frequencies))?;
         fitted.hyper = evidence.unpack(&theta)?;
+        let trained_at_floor = fitted.record.training.noise_at_floor;
         fitted.record = this.training.record(
             theta.clone(),
             fitted.record.y_mean,
@@ -571,6 +572,9 @@ impl ValidSsgpParams {
             fitted.record.training.clone(),
             columns.clone(),
         );
+        // A widening moves σn² above the floor its training ended at: the flag says where
+        // training ended.
+        fitted.record.training.noise_at_floor |= trained_at_floor;
         fitted.record.training.diagnostic = fitted.loo_diagnostic(data).ok().flatten();
         Ok(fitted)
     }
@@ -1247,6 +1251,44 @@ mod tests {
                 &score(f64::MAX, f64::INFINITY, rows),
                 || 0.0
             ));
+        }
+    }
+
+    /// A fit whose noise ended training at its floor keeps `noise_at_floor` when the check
+    /// widens it (σn² then s times the floor, above it), and so does its saved-and-loaded copy
+    /// (format 14): the flag was recomputed from the scaled θ and cleared by any factor above
+    /// 1.01.
+    #[test]
+    fn a_widened_fit_at_its_floor_keeps_the_flag() {
+        use crate::params::ParamGuard;
+        let x = DMatrix::from_fn(300, 2, |i, j| ((i * 37 + j * 11) % 101) as f64 / 17.0);
+        let y = DVector::from_fn(300, |i, _| {
+            (0.7 * x[(i, 0)]).sin() * (0.4 * x[(i, 1)]).cos()
+        });
+        let data = Dataset::new(x, y).unwrap();
+        let columns = InputColumns::all(2);
+        let params = crate::Ssgp::params(20)
+            .seed(0)
+            .relative_noise_floor(1e-2)
+            .calibration(CalibrationGuard::Off)
+            .check()
+            .unwrap();
+        let mut fitted = params.fit(&data).unwrap();
+        assert!(
+            fitted.training().noise_at_floor,
+            "noise-free rows: at the floor"
+        );
+        let before = fitted.noise_variance();
+        fitted.record.training.remedy = Some(Remedy::held_out_for_test((0.0, 0.0), 2.0, None));
+        let this = params.resolved_for(data.y_variance()).unwrap();
+        let widened = this.rescaled(&data, fitted, &columns).unwrap();
+        assert!((widened.noise_variance() / before - 2.0).abs() < 1e-9);
+        assert!(widened.training().noise_at_floor);
+        #[cfg(feature = "serde")]
+        {
+            let text = crate::persist::to_json(&widened).unwrap();
+            let loaded: FittedSsgp = crate::persist::from_json(&text).unwrap();
+            assert_eq!(loaded.training(), widened.training());
         }
     }
 

@@ -115,6 +115,7 @@ impl FittedSsgp {
         check_threads(r.threads)?;
         check_at_least_one("chunk_rows", r.chunk_rows, "must be at least 1")?;
         let training = r.training.into_summary(&columns)?;
+        let trained_at_floor = training.noise_at_floor;
         let sn2 = hyper.hyper.noise_variance;
         let solved = FactorNorms::of(&l, "cholesky_factor")?
             .solve_bound((m as f64).sqrt(), "cholesky_factor")?;
@@ -155,6 +156,10 @@ impl FittedSsgp {
             updates: 0,
             prequential: Default::default(),
         };
+        // θ shows whether σn² sits at its floor; a fit the check widened says it ended its
+        // training there by the saved flag (format 14).
+        let mut model = model;
+        model.record.training.noise_at_floor |= trained_at_floor;
         let model = match r.online {
             Some(online) => {
                 let (updates, prequential, prior_level) = online.checked(MIN_PRIOR_LEVEL)?;
