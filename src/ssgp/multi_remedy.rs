@@ -299,13 +299,8 @@ impl ValidSsgpParams {
             } else {
                 &learned_fit
             };
-            let mut this = self.clone();
-            this.fixed_spectral_points = kept_fit.fixed_spectral_points();
-            let w = kept_fit.hyperparameters().unit_frequencies.clone();
-            let evidence = this.multi_evidence(x, y, Some(&w))?;
-            let theta = kept_fit.parameters().clone();
             let mut fitted =
-                this.multi_fitted(&evidence, (theta, kept_fit.training().clone()), y)?;
+                self.conditioned_at(kept_fit, kept_fit.parameters().clone(), (x, y))?;
             let means = self.kept_means((x, y), start, &remedies, &mean_settings)?;
             fitted.set_remedies(remedies.into_iter().map(Some).collect());
             fitted.keep_means(means);
@@ -410,13 +405,24 @@ impl ValidSsgpParams {
         if scales.iter().all(|&s| s == 1.0) {
             return Ok(fitted);
         }
-        let mut this = self.clone();
-        this.fixed_spectral_points = fitted.fixed_spectral_points();
         let d = x.ncols();
         let mut theta = fitted.parameters().clone();
         for (p, s) in scales.iter().enumerate() {
             theta[d + p] += 0.5 * s.ln();
         }
+        self.conditioned_at(&fitted, theta, (x, y))
+    }
+
+    /// The model of `fitted`'s spectral points (learned or fixed, as they were) and summary at
+    /// `theta` (its layout), conditioned on `x`, `y`: one pass over the rows, no training.
+    fn conditioned_at(
+        &self,
+        fitted: &FittedMultiSsgp,
+        theta: DVector<f64>,
+        (x, y): (&DMatrix<f64>, &DMatrix<f64>),
+    ) -> Result<FittedMultiSsgp> {
+        let mut this = self.clone();
+        this.fixed_spectral_points = fitted.fixed_spectral_points();
         let w = fitted.hyperparameters().unit_frequencies.clone();
         let evidence = this.multi_evidence(x, y, Some(&w))?;
         this.multi_fitted(&evidence, (theta, fitted.training().clone()), y)

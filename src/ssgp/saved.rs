@@ -132,7 +132,7 @@ impl FittedSsgp {
             )?,
             variance: bounded(sn2 + latent, "noise_variance", "the predictive variance")?,
         };
-        let model = FittedSsgp {
+        let mut model = FittedSsgp {
             hyper,
             posterior: WeightPosterior {
                 l,
@@ -158,7 +158,6 @@ impl FittedSsgp {
         };
         // θ shows whether σn² sits at its floor; a fit the check widened says it ended its
         // training there by the saved flag (format 14).
-        let mut model = model;
         model.record.training.noise_at_floor |= trained_at_floor;
         let model = match r.online {
             Some(online) => {
