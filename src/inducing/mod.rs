@@ -74,7 +74,7 @@ pub(crate) use settings::{inducing_params, kind, trained_methods, Kind, Settings
 use crate::error::{Error, Result};
 use crate::hyperparameters::Decoded;
 use crate::kernel::{self, Covariance, Kernel};
-use crate::linalg::{self, Jitter, Threads};
+use crate::linalg::{self, every_build, Build, Jitter, Threads};
 use crate::linalg::{MatMut, MatRef, Par};
 use nalgebra::{DMatrix, DVector};
 
@@ -248,7 +248,8 @@ impl Chunked {
 /// sums, up to [`SCRATCH_KEPT`] of them). A fresh buffer costs a page fault per 4 KiB page on
 /// first write: for the two matrices about a tenth of an evaluation at n = 10 000, for the
 /// scratch (24 blocks of 0.7 MB at m = 200) a few per cent. The contents are always overwritten
-/// (scratch is handed out zeroed); the evaluation stays a pure function of (data, θ).
+/// (sums are handed out zeroed, work matrices as they were left, every entry written before it
+/// is read); the evaluation stays a pure function of (data, θ).
 #[derive(Default)]
 pub(crate) struct Buffers {
     matrices: std::sync::Mutex<Vec<Vec<f64>>>,
@@ -279,9 +280,17 @@ impl Buffers {
 
     /// `len` zeros (a kept scratch buffer when there is one).
     fn zeros(&self, len: usize) -> Vec<f64> {
+        let mut data = self.work(len);
+        data.fill(0.0);
+        data
+    }
+
+    /// `len` entries with unspecified contents (a kept scratch buffer when there is one, as it
+    /// was left): for a chunk's work matrix, every entry of which is written before it is read.
+    fn work(&self, len: usize) -> Vec<f64> {
         let kept = self.scratch.lock().ok().and_then(|mut spare| spare.pop());
         let mut data = kept.unwrap_or_default();
-        data.clear();
+        data.truncate(len);
         data.resize(len, 0.0);
         data
     }
@@ -425,7 +434,7 @@ pub(crate) fn factorize(
             ys2: 0.0,
             trace: 0.0,
         };
-        let mut work = buffers.zeros(m * CHUNK.min(len));
+        let mut work = buffers.work(m * CHUNK.min(len));
         let (mut q, mut inv_sl) = (vec![0.0; CHUNK], vec![0.0; CHUNK]);
         for (first, (s, len)) in chunks(cols.range).enumerate().map(|(i, c)| (i == 0, c)) {
             let (o, rows_c) = (s - start, (s - start) * m..(s - start + len) * m);
@@ -465,13 +474,15 @@ pub(crate) fn factorize(
             }
             // V_s^⊤ = Λ^{-1/2} V^⊤ (len×m); A += V_s V_s^⊤, V_s y_s.
             let work = &mut work[..m * len];
-            scale_rows(work, v_c, inv_sl);
+            scale_rows_and_dot(
+                work,
+                v_c,
+                inv_sl,
+                &cols.ys[o..o + len],
+                sums.vy.as_mut_slice(),
+            );
             let vs = MatRef::from_column_major_slice(work, len, m);
             linalg::syrk_lower(linalg::view_mut(&mut sums.a), !first, vs, 1.0, Par::Seq);
-            let ys_c = &cols.ys[o..o + len];
-            for (acc, col) in sums.vy.iter_mut().zip(work.chunks_exact(len)) {
-                *acc += dot(col, ys_c);
-            }
         }
         buffers.keep(work);
         Ok(sums)
@@ -581,9 +592,11 @@ pub(crate) fn gradient(
             r: DMatrix::zeros(m, dim),
             s: vec![0.0; dim],
         };
-        let mut work = buffers.zeros(m * CHUNK.min(block.1));
+        let mut work = buffers.work(m * CHUNK.min(block.1));
         let mut scratch = vec![0.0; 4 * CHUNK];
-        for (first, chunk) in chunks(block).enumerate().map(|(i, c)| (i == 0, c)) {
+        let list: Vec<(usize, usize)> = chunks(block).collect();
+        for (i, &chunk) in list.iter().enumerate() {
+            let (first, next) = (i == 0, list.get(i + 1).copied());
             let (s, len) = chunk;
             let work = &mut work[..m * len];
             let (inv_sl, rest) = scratch.split_at_mut(len);
@@ -597,8 +610,7 @@ pub(crate) fn gradient(
             scale_rows(work, v_c, inv_sl);
             // B^⊤ = V_s^⊤ L_A⁻ᵀ (len×m); α = C⁻¹y = Λ^{-1/2}(y_s − Bᵀ B y_s); w = diag(C⁻¹) − α².
             linalg::solve_right_lower_transpose(mat(work, len, m), la, Par::Seq);
-            row_squares(work, b2);
-            row_products(work, f.by.as_slice(), alpha);
+            row_squares_and_products(work, f.by.as_slice(), b2, alpha);
             for i in 0..len {
                 let l = f.lambda[s + i];
                 alpha[i] = (f.ys[s + i] - alpha[i]) * inv_sl[i];
@@ -611,15 +623,11 @@ pub(crate) fn gradient(
             }
             // P_V^⊤ = Λ^{-1/2} B^⊤ L_A⁻¹ − α(Vα)ᵀ − diag(d) V^⊤.
             linalg::solve_right_lower(mat(work, len, m), la, Par::Seq);
-            for ((p, vj), &va) in work
-                .chunks_exact_mut(len)
-                .zip(v_c.chunks_exact(len))
-                .zip(v_alpha.iter())
-            {
-                for i in 0..len {
-                    p[i] = p[i] * inv_sl[i] - alpha[i] * va - d[i] * vj[i];
-                }
-            }
+            // The next chunk's rows of V^⊤ and K_fu, from memory to the second-level cache a
+            // column's share at a time while this chunk's products run.
+            let ahead = next.map(|c| (f.vt.chunk(c), f.k_fu.chunk(c)));
+            let rows = PointTerms { inv_sl, alpha, d };
+            projected_rows(work, v_c, rows, v_alpha.as_slice(), ahead);
             let v_view = MatRef::from_column_major_slice(v_c, len, m);
             let p_view = MatRef::from_column_major_slice(work, len, m);
             linalg::gemm(
@@ -633,9 +641,8 @@ pub(crate) fn gradient(
             // P^⊤ = P_V^⊤ L_u⁻¹; P ∘ K_uf weights ∂/∂log σ0, P ∘ G_uf the lengthscales and inputs.
             linalg::solve_right_lower(mat(work, len, m), lu, Par::Seq);
             let k_c = f.k_fu.chunk(chunk);
-            sums.sum_pk += dot(work, k_c);
             let slopes = f.g_fu.as_ref().map_or(k_c, |g| g.chunk(chunk));
-            work.iter_mut().zip(slopes).for_each(|(p, g)| *p *= g);
+            sums.sum_pk += dot_then_scale(work, k_c, slopes);
             weighted_differences(work, pseudo, (x, s), &mut sums.r, &mut sums.s);
         }
         buffers.keep(work);
@@ -702,8 +709,26 @@ pub(crate) fn gradient(
     g
 }
 
+/// Asks the core to bring the `part`-th of `parts` equal runs of `data`'s cache lines into its
+/// second-level cache (a hint: no effect on any result; nothing off x86-64).
+#[inline(always)]
+fn prefetch_part(data: &[f64], part: usize, parts: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
+        let lines = data.len().div_ceil(8);
+        for line in lines * part / parts..lines * (part + 1) / parts {
+            // SAFETY: the address is inside `data`; a prefetch reads nothing and never faults.
+            unsafe { _mm_prefetch::<_MM_HINT_T1>(data.as_ptr().add(line * 8).cast()) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (data, part, parts);
+}
+
 /// Σ a_i b_i over equal-length slices, in eight interleaved partial sums (so the loop
 /// vectorises instead of waiting on one chain of additions), added pairwise at the end.
+#[inline(always)]
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
     let tail: f64 = ca
@@ -719,6 +744,72 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
         }
     }
     pairwise(&acc) + tail
+}
+
+/// The per-point factors of [`projected_rows`]: $λ_i^{-1/2}$, $α_i$ and $d_i$.
+#[derive(Clone, Copy)]
+struct PointTerms<'a> {
+    inv_sl: &'a [f64],
+    alpha: &'a [f64],
+    d: &'a [f64],
+}
+
+every_build! {
+/// $P_V^⊤$ ← $Λ^{-1/2}P - α(Vα)^⊤ - \mathrm{diag}(d)V^⊤$ in place of `p` (len×m column major,
+/// len = the terms' length), from $V^⊤$ (`v`, len×m) and Vα (`v_alpha`, m); with `ahead`, the
+/// next chunk's rows of $V^⊤$ and $K_{fu}$ are prefetched a column's share at a time
+/// ([`prefetch_part`]).
+fn projected_rows / projected_rows_on(
+    p: &mut [f64],
+    v: &[f64],
+    terms: PointTerms<'_>,
+    v_alpha: &[f64],
+    ahead: Option<(&[f64], &[f64])>,
+) {
+    let PointTerms { inv_sl, alpha, d } = terms;
+    let (len, m) = (inv_sl.len().max(1), v_alpha.len());
+    for (j, ((p, vj), &va)) in p
+        .chunks_exact_mut(len)
+        .zip(v.chunks_exact(len))
+        .zip(v_alpha)
+        .enumerate()
+    {
+        if let Some((v_next, k_next)) = ahead {
+            prefetch_part(v_next, j, m);
+            prefetch_part(k_next, j, m);
+        }
+        for i in 0..len.min(p.len()) {
+            p[i] = p[i] * inv_sl[i] - alpha[i] * va - d[i] * vj[i];
+        }
+    }
+}
+}
+
+every_build! {
+/// [`dot`]`(a, b)`, then $a_i$ ← $a_i g_i$, in one pass over the three equal-length slices
+/// (each block of eight is multiplied once its products are summed): the same bits as the two
+/// passes.
+fn dot_then_scale / dot_then_scale_on(a: &mut [f64], b: &[f64], g: &[f64]) -> f64 {
+    let full = a.len().min(b.len()).min(g.len()) / 8 * 8;
+    let (head, rest) = a.split_at_mut(full);
+    let mut acc = [0.0; 8];
+    for ((x, y), s) in head
+        .chunks_exact_mut(8)
+        .zip(b.chunks_exact(8))
+        .zip(g.chunks_exact(8))
+    {
+        for k in 0..8 {
+            acc[k] += x[k] * y[k];
+            x[k] *= s[k];
+        }
+    }
+    let mut tail = 0.0;
+    for ((x, y), s) in rest.iter_mut().zip(&b[full..]).zip(&g[full..]) {
+        tail += *x * y;
+        *x *= s;
+    }
+    pairwise(&acc) + tail
+}
 }
 
 /// For a weight matrix `a` (k×m, column major: column j the weights of inducing point j), the
@@ -737,11 +828,11 @@ fn weighted_differences(
     let (m, dim) = u.shape();
     let k = a.len() / m.max(1);
     let (us, zs, zn) = (u.as_slice(), z.as_slice(), z.nrows());
-    let avx2 = linalg::avx2_available();
+    let build = Build::detected();
     for (j, col) in a.chunks_exact(k.max(1)).enumerate() {
         for d in 0..dim {
             let zd = &zs[d * zn + start..d * zn + start + k];
-            let (rj, qj) = column_sums(col, us[j + d * m], zd, avx2);
+            let (rj, qj) = column_sums(col, us[j + d * m], zd, build);
             r[(j, d)] += rj;
             s[d] += qj;
         }
@@ -750,25 +841,29 @@ fn weighted_differences(
 
 /// $(\sum_i a_i(u - z_i), \sum_i a_i(u - z_i)^2)$ for equal-length `a` and `z`, each in eight
 /// interleaved partial sums (lane l takes the i ≡ l mod 8) added pairwise at the end, and the
-/// last k mod 8 terms in order after them; with AVX2 (`avx2`, which the caller has checked) the
-/// eight lanes run as two vectors of four, the same operations in the same order, so the same
-/// bits (the compiler does not vectorise the portable loop's two reductions).
-fn column_sums(a: &[f64], u: f64, z: &[f64], avx2: bool) -> (f64, f64) {
+/// last k mod 8 terms in order after them; with AVX2 the eight lanes run as two vectors of four,
+/// with AVX-512 as one of eight (`build`, which the caller has checked the CPU runs), the same
+/// operations in the same order, so the same bits (the compiler does not vectorise the portable
+/// loop's two reductions).
+fn column_sums(a: &[f64], u: f64, z: &[f64], build: Build) -> (f64, f64) {
     let full = a.len().min(z.len()) / 8 * 8;
     let (mut r, mut q) = ([0.0; 8], [0.0; 8]);
-    if avx2 && cfg!(target_arch = "x86_64") {
-        // SAFETY: the CPU has AVX2 (the caller's check); both slices hold `full` entries.
+    let (a8, z8) = (&a[..full], &z[..full]);
+    match build {
+        // SAFETY: the CPU has AVX-512F (the caller's check); both slices hold `full` entries.
         #[cfg(target_arch = "x86_64")]
-        unsafe {
-            column_sums_avx2(&a[..full], u, &z[..full], &mut r, &mut q)
-        };
-    } else {
-        for (a8, z8) in a[..full].chunks_exact(8).zip(z[..full].chunks_exact(8)) {
-            for l in 0..8 {
-                let diff = u - z8[l];
-                let t = a8[l] * diff;
-                r[l] += t;
-                q[l] += t * diff;
+        Build::Avx512 => unsafe { column_sums_avx512(a8, u, z8, &mut r, &mut q) },
+        // SAFETY: as above, AVX2.
+        #[cfg(target_arch = "x86_64")]
+        Build::Avx2 => unsafe { column_sums_avx2(a8, u, z8, &mut r, &mut q) },
+        _ => {
+            for (a8, z8) in a8.chunks_exact(8).zip(z8.chunks_exact(8)) {
+                for l in 0..8 {
+                    let diff = u - z8[l];
+                    let t = a8[l] * diff;
+                    r[l] += t;
+                    q[l] += t * diff;
+                }
             }
         }
     }
@@ -820,29 +915,98 @@ unsafe fn column_sums_avx2(a: &[f64], u: f64, z: &[f64], r: &mut [f64; 8], q: &m
     }
 }
 
+/// The eight lanes of [`column_sums`] over `a` and `z` (of one length, a multiple of 8) as one
+/// AVX-512 vector for each of the two sums, stored into `r` and `q`.
+///
+/// # Safety
+/// The CPU must support AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn column_sums_avx512(a: &[f64], u: f64, z: &[f64], r: &mut [f64; 8], q: &mut [f64; 8]) {
+    use std::arch::x86_64::{
+        _mm512_add_pd, _mm512_loadu_pd, _mm512_mul_pd, _mm512_set1_pd, _mm512_setzero_pd,
+        _mm512_storeu_pd, _mm512_sub_pd,
+    };
+    let uu = _mm512_set1_pd(u);
+    let (mut rv, mut qv) = (_mm512_setzero_pd(), _mm512_setzero_pd());
+    for (a8, z8) in a.chunks_exact(8).zip(z.chunks_exact(8)) {
+        // SAFETY: a8 and z8 hold eight entries each: one unaligned load of eight.
+        let (d, t) = unsafe {
+            let d = _mm512_sub_pd(uu, _mm512_loadu_pd(z8.as_ptr()));
+            (d, _mm512_mul_pd(_mm512_loadu_pd(a8.as_ptr()), d))
+        };
+        rv = _mm512_add_pd(rv, t);
+        qv = _mm512_add_pd(qv, _mm512_mul_pd(t, d));
+    }
+    // SAFETY: r and q hold eight entries each: one unaligned store of eight.
+    unsafe {
+        _mm512_storeu_pd(r.as_mut_ptr(), rv);
+        _mm512_storeu_pd(q.as_mut_ptr(), qv);
+    }
+}
+
 /// The sum of eight partial sums, added pairwise.
+#[inline(always)]
 fn pairwise(acc: &[f64; 8]) -> f64 {
     ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
 }
 
+every_build! {
+/// $q_i = \sum_j a_{ij}^2$ and $o_i = \sum_j a_{ij}x_j$ for `a` len×m column major (len = `q.len()`
+/// = `o.len()`, m = `x.len()`): its rows' squared norms and its product with x, in one pass over
+/// its columns.
+fn row_squares_and_products / row_squares_and_products_on(
+    a: &[f64],
+    x: &[f64],
+    q: &mut [f64],
+    o: &mut [f64],
+) {
+    q.fill(0.0);
+    o.fill(0.0);
+    for (col, &xj) in a.chunks_exact(q.len().max(1)).zip(x) {
+        for ((q, o), t) in q.iter_mut().zip(o.iter_mut()).zip(col) {
+            *q += t * t;
+            *o += t * xj;
+        }
+    }
+}
+}
+
+every_build! {
 /// $q_i = \sum_j a_{ij}^2$ for `a` len×m column major (len = `q.len()`): its rows' squared norms.
-fn row_squares(a: &[f64], q: &mut [f64]) {
+fn row_squares / row_squares_on(a: &[f64], q: &mut [f64]) {
     q.fill(0.0);
     for col in a.chunks_exact(q.len().max(1)) {
         q.iter_mut().zip(col).for_each(|(q, t)| *q += t * t);
     }
 }
-
-/// $o_i = \sum_j a_{ij}x_j$ for `a` len×m column major (len = `o.len()`, m = `x.len()`).
-fn row_products(a: &[f64], x: &[f64], o: &mut [f64]) {
-    o.fill(0.0);
-    for (col, &xj) in a.chunks_exact(o.len().max(1)).zip(x) {
-        o.iter_mut().zip(col).for_each(|(o, t)| *o += t * xj);
-    }
 }
 
+every_build! {
+/// [`scale_rows`]`(out, a, s)` and $z_j$ += [`dot`]`(out_{:j}, y)$ for each column j of `out`
+/// (z of length m), each column's dot taken while the column is in the first-level cache: the
+/// same bits as the two passes.
+fn scale_rows_and_dot / scale_rows_and_dot_on(
+    out: &mut [f64],
+    a: &[f64],
+    s: &[f64],
+    y: &[f64],
+    z: &mut [f64],
+) {
+    let len = s.len().max(1);
+    for ((o, col), zj) in out.chunks_exact_mut(len).zip(a.chunks_exact(len)).zip(z) {
+        o.iter_mut()
+            .zip(col)
+            .zip(s)
+            .for_each(|((o, t), si)| *o = t * si);
+        *zj += dot(o, y);
+    }
+}
+}
+
+every_build! {
 /// `out` ← diag(`s`)·`a` for `a` and `out` len×m column major (len = `s.len()`).
-fn scale_rows(out: &mut [f64], a: &[f64], s: &[f64]) {
+fn scale_rows / scale_rows_on(out: &mut [f64], a: &[f64], s: &[f64]) {
     let len = s.len().max(1);
     for (o, col) in out.chunks_exact_mut(len).zip(a.chunks_exact(len)) {
         o.iter_mut()
@@ -850,6 +1014,7 @@ fn scale_rows(out: &mut [f64], a: &[f64], s: &[f64]) {
             .zip(s)
             .for_each(|((o, t), si)| *o = t * si);
     }
+}
 }
 
 /// The exact leave-one-out diagnostic at the factorised θ, from the Woodbury form of
@@ -888,8 +1053,7 @@ fn loo_diagnostic(
         // B^⊤ = Λ^{-1/2} V^⊤ L_A⁻ᵀ (len×m).
         scale_rows(work, v_c, inv_sl);
         linalg::solve_right_lower_transpose(mat(work, len, m), linalg::view(&f.l_a), par);
-        row_squares(work, b2);
-        row_products(work, f.by.as_slice(), bty);
+        row_squares_and_products(work, f.by.as_slice(), b2, bty);
         row_squares(v_c, v2);
         for i in 0..len {
             let sqrt_lambda = f.lambda[s + i].sqrt();
@@ -1051,18 +1215,68 @@ mod tests {
         }
     }
 
-    /// The AVX2 build of the column sums gives the portable loop's bits.
+    /// The AVX2 and AVX-512 builds of the column sums give the portable loop's bits.
     #[test]
-    fn column_sums_are_the_same_with_and_without_avx2() {
+    fn column_sums_are_the_same_on_every_build() {
         let a: Vec<f64> = (0..45).map(|i| (i as f64 * 0.37).sin()).collect();
         let z: Vec<f64> = (0..45).map(|i| (i as f64 * 0.11).cos()).collect();
         for len in [0, 3, 8, 16, 45] {
-            let portable = column_sums(&a[..len], 0.25, &z[..len], false);
-            let (r, q) = column_sums(&a[..len], 0.25, &z[..len], linalg::avx2_available());
-            assert_eq!(r.to_bits(), portable.0.to_bits(), "length {len}");
-            assert_eq!(q.to_bits(), portable.1.to_bits(), "length {len}");
+            let portable = column_sums(&a[..len], 0.25, &z[..len], Build::Portable);
+            for build in Build::all_here() {
+                let (r, q) = column_sums(&a[..len], 0.25, &z[..len], build);
+                assert_eq!(r.to_bits(), portable.0.to_bits(), "{build:?}, length {len}");
+                assert_eq!(q.to_bits(), portable.1.to_bits(), "{build:?}, length {len}");
+            }
             let naive: f64 = (0..len).map(|i| a[i] * (0.25 - z[i])).sum();
-            assert!((r - naive).abs() < 1e-13, "length {len}");
+            assert!((portable.0 - naive).abs() < 1e-13, "length {len}");
+        }
+    }
+
+    /// Every build of the chunk loops gives the portable loop's bits, on a chunk of 19 rows
+    /// (two runs of eight and a remainder) and one of 256.
+    #[test]
+    fn every_build_of_the_chunk_loops_gives_the_same_bits() {
+        for len in [19, 256] {
+            let m = 5;
+            let cell = |i: usize, j: usize| ((i * 7 + j * 13) as f64 * 0.37).sin();
+            let a: Vec<f64> = (0..len * m).map(|k| cell(k % len, k / len)).collect();
+            let v: Vec<f64> = (0..len * m).map(|k| cell(k / m, k % m + 3)).collect();
+            let per_point = |c: f64| (0..len).map(|i| 0.3 + (i as f64 * c).cos().abs()).collect();
+            let (s, y, d): (Vec<f64>, Vec<f64>, Vec<f64>) =
+                (per_point(0.9), per_point(0.4), per_point(1.3));
+            let x: Vec<f64> = (0..m).map(|j| j as f64 - 1.5).collect();
+            let run = |build: Build| {
+                let mut out = vec![0.0; len * m];
+                scale_rows_on(build, &mut out, &a, &s);
+                let mut dotted = vec![0.0; len * m];
+                let mut z = vec![0.5; m];
+                scale_rows_and_dot_on(build, &mut dotted, &a, &s, &y, &mut z);
+                let mut scaled = a.clone();
+                let sum = dot_then_scale_on(build, &mut scaled, &v, &s);
+                let (mut q, mut o, mut q_alone) = (vec![0.0; len], vec![0.0; len], vec![0.0; len]);
+                row_squares_and_products_on(build, &a, &x, &mut q, &mut o);
+                row_squares_on(build, &a, &mut q_alone);
+                let mut p = a.clone();
+                let terms = PointTerms {
+                    inv_sl: &s,
+                    alpha: &y,
+                    d: &d,
+                };
+                projected_rows_on(build, &mut p, &v, terms, &x, Some((&v, &a)));
+                let bits = |w: &[f64]| w.iter().map(|t| t.to_bits()).collect::<Vec<_>>();
+                [out, dotted, z, scaled, vec![sum], q, o, q_alone, p].map(|w| bits(&w))
+            };
+            let portable = run(Build::Portable);
+            for build in Build::all_here() {
+                assert_eq!(run(build), portable, "{build:?}, {len} rows");
+            }
+            // The projection against its definition, P_V^⊤ = Λ^{-1/2}P − α(Vα)ᵀ − diag(d)V^⊤.
+            let p: Vec<f64> = portable[8].iter().map(|&b| f64::from_bits(b)).collect();
+            for k in 0..len * m {
+                let (i, j) = (k % len, k / len);
+                let expected = a[k] * s[i] - y[i] * x[j] - d[i] * v[k];
+                assert_eq!(p[k], expected, "entry ({i}, {j})");
+            }
         }
     }
 
@@ -1072,9 +1286,13 @@ mod tests {
         let x: Vec<f64> = (0..5).map(|j| j as f64 - 1.5).collect();
         let s: Vec<f64> = (0..11).map(|i| 0.5 + i as f64).collect();
         let (mut q, mut o, mut scaled) = (vec![f64::NAN; 11], vec![f64::NAN; 11], vec![0.0; 55]);
-        row_squares(a.as_slice(), &mut q);
-        row_products(a.as_slice(), &x, &mut o);
-        scale_rows(&mut scaled, a.as_slice(), &s);
+        let mut q_alone = vec![f64::NAN; 11];
+        row_squares(a.as_slice(), &mut q_alone);
+        row_squares_and_products(a.as_slice(), &x, &mut q, &mut o);
+        assert_eq!(q, q_alone);
+        let z0 = [1.0, -2.0, 0.5, 0.0, 3.0];
+        let mut z = z0;
+        scale_rows_and_dot(&mut scaled, a.as_slice(), &s, &x_of_rows(11), &mut z);
         let ax = &a * DVector::from_column_slice(&x);
         for i in 0..11 {
             assert!((q[i] - a.row(i).norm_squared()).abs() < 1e-13);
@@ -1082,6 +1300,33 @@ mod tests {
             for j in 0..5 {
                 assert_eq!(scaled[i + 11 * j], a[(i, j)] * s[i]);
             }
+        }
+        for j in 0..5 {
+            let column = &scaled[11 * j..11 * (j + 1)];
+            assert_eq!(z[j], z0[j] + dot(column, &x_of_rows(11)), "column {j}");
+            let naive: f64 = (0..11).map(|i| a[(i, j)] * s[i] * x_of_rows(11)[i]).sum();
+            assert!((z[j] - z0[j] - naive).abs() < 1e-12, "column {j}");
+        }
+    }
+
+    /// Weights for 11 rows (one run of eight and a remainder of three).
+    fn x_of_rows(len: usize) -> Vec<f64> {
+        (0..len).map(|i| (i as f64 * 0.9).cos() - 0.2).collect()
+    }
+
+    /// The fused dot and scaling gives the bits of the two passes, at lengths with and without
+    /// a remainder of eight.
+    #[test]
+    fn dot_then_scale_is_dot_then_the_products() {
+        for len in [0, 5, 8, 19, 64] {
+            let a: Vec<f64> = (0..len).map(|i| (i as f64 * 0.7).sin()).collect();
+            let b: Vec<f64> = (0..len).map(|i| (i as f64 * 0.3).cos()).collect();
+            let g: Vec<f64> = (0..len).map(|i| 1.5 - (i as f64 * 0.2).sin()).collect();
+            let mut fused = a.clone();
+            let sum = dot_then_scale(&mut fused, &b, &g);
+            assert_eq!(sum.to_bits(), dot(&a, &b).to_bits(), "length {len}");
+            let scaled: Vec<f64> = a.iter().zip(&g).map(|(x, s)| x * s).collect();
+            assert_eq!(fused, scaled, "length {len}");
         }
     }
 }

@@ -112,18 +112,40 @@ pub(crate) fn squared_distances_into(
         -2.0,
         par,
     );
+    if na.iter().chain(nb).all(|v| v.is_finite()) {
+        add_norms(d2, na, nb);
+        return;
+    }
     for (j, (col, &nbj)) in d2.chunks_exact_mut(rows.max(1)).zip(nb).enumerate() {
         for (i, (v, &nai)) in col.iter_mut().zip(na).enumerate() {
-            *v = beyond_norms(nai, nbj, || direct_distance(a, i, b, j)).unwrap_or_else(|| {
-                let s = *v + nai + nbj;
-                if s < 0.0 {
-                    0.0
-                } else {
-                    s
-                }
-            });
+            *v = beyond_norms(nai, nbj, || direct_distance(a, i, b, j))
+                .unwrap_or_else(|| clamped_sum(*v, nai, nbj));
         }
     }
+}
+
+/// −2aᵀb + ‖a‖² + ‖b‖², negative round-off set to 0 (a NaN stays NaN).
+#[inline(always)]
+fn clamped_sum(v: f64, na: f64, nb: f64) -> f64 {
+    let s = v + na + nb;
+    if s < 0.0 {
+        0.0
+    } else {
+        s
+    }
+}
+
+linalg::every_build! {
+/// [`clamped_sum`] on every entry of `d2` (rows×cols column major, holding −2aᵀb) with the
+/// squared norms `na` (rows) and `nb` (cols), all finite: the loop of
+/// [`squared_distances_into`] without its branches for overflowing norms, so it vectorises.
+fn add_norms / add_norms_on(d2: &mut [f64], na: &[f64], nb: &[f64]) {
+    for (col, &nbj) in d2.chunks_exact_mut(na.len().max(1)).zip(nb) {
+        for (v, &nai) in col.iter_mut().zip(na) {
+            *v = clamped_sum(*v, nai, nbj);
+        }
+    }
+}
 }
 
 /// The squared distance of two points whose squared norms `na` and `nb` are not both finite
@@ -548,6 +570,29 @@ mod tests {
                 .sum();
             sf2 * (-0.5 * s).exp()
         })
+    }
+
+    /// The branch-free loop on finite norms gives, on every build, the bits of the clamped
+    /// sum entry by entry: negative round-off to 0, a NaN kept.
+    #[test]
+    fn adding_the_norms_clamps_on_every_build() {
+        let (rows, cols) = (11, 3);
+        let mut products: Vec<f64> = (0..rows * cols)
+            .map(|k| -2.0 * ((k * 5) as f64 * 0.3).cos())
+            .collect();
+        products[4] = f64::NAN;
+        let na: Vec<f64> = (0..rows).map(|i| 0.4 + 0.1 * i as f64).collect();
+        let nb: Vec<f64> = (0..cols).map(|j| 0.2 * j as f64).collect();
+        let expected: Vec<u64> = (0..rows * cols)
+            .map(|k| clamped_sum(products[k], na[k % rows], nb[k / rows]).to_bits())
+            .collect();
+        assert!(expected.contains(&0.0f64.to_bits()), "no entry was clamped");
+        for build in linalg::Build::all_here() {
+            let mut d2 = products.clone();
+            add_norms_on(build, &mut d2, &na, &nb);
+            let bits: Vec<u64> = d2.iter().map(|v| v.to_bits()).collect();
+            assert_eq!(bits, expected, "{build:?}");
+        }
     }
 
     #[test]

@@ -268,8 +268,111 @@ pub(crate) fn clear_avx_upper() {
     }
 }
 
-/// Whether this CPU runs AVX2 builds of the crate's vectorised loops (SSGP's sine and cosine,
-/// the squared exponential's exponential).
+/// The builds of the crate's vectorised loops (SSGP's sine and cosine, the squared
+/// exponential's exponential, FITC's and VFE's coordinate sums): each loop is compiled for the
+/// baseline target and with AVX2 and AVX-512F enabled, the same operations in the same order
+/// (no FMA contraction in any), so every build gives the same bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) enum Build {
+    Portable,
+    Avx2,
+    Avx512,
+}
+
+impl Build {
+    /// The widest build this CPU runs.
+    pub(crate) fn detected() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return Self::Avx512;
+            }
+        }
+        if avx2_available() {
+            Self::Avx2
+        } else {
+            Self::Portable
+        }
+    }
+
+    /// Every build this CPU runs, the portable one first (for the tests that compare them).
+    #[cfg(test)]
+    pub(crate) fn all_here() -> Vec<Self> {
+        let widest = Self::detected();
+        [Self::Portable, Self::Avx2, Self::Avx512]
+            .into_iter()
+            .filter(|b| match b {
+                Self::Portable => true,
+                Self::Avx2 => widest != Self::Portable,
+                Self::Avx512 => widest == Self::Avx512,
+            })
+            .collect()
+    }
+}
+
+/// Defines `fn $name(args) -> R`, which runs `$body` compiled for the widest [`Build`] this CPU
+/// runs, and `fn $on(build: Build, args) -> R`, which runs the given build (the caller checks
+/// the CPU runs it; the tests run each and compare their bits); written `fn $on(args)`, only the
+/// latter. Rust never contracts a
+/// multiplication and an addition into an FMA, so for a body whose reductions keep their order
+/// (independent accumulators per output, or explicit lanes) every build gives the same bits;
+/// helpers the body calls are compiled into each build where they are `#[inline(always)]`.
+macro_rules! every_build {
+    (
+        $(#[$meta:meta])*
+        fn $name:ident / $on:ident ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block
+    ) => {
+        $(#[$meta])*
+        fn $name($($arg: $ty),*) $(-> $ret)? {
+            $on($crate::linalg::Build::detected(), $($arg),*)
+        }
+
+        $crate::linalg::every_build! {
+            /// The build `build` (which the caller has checked the CPU runs) of the function
+            /// above.
+            fn $on ($($arg: $ty),*) $(-> $ret)? $body
+        }
+    };
+    (
+        $(#[$meta:meta])*
+        fn $on:ident ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block
+    ) => {
+        $(#[$meta])*
+        fn $on(build: $crate::linalg::Build, $($arg: $ty),*) $(-> $ret)? {
+            #[inline(always)]
+            fn body($($arg: $ty),*) $(-> $ret)? $body
+            #[cfg(target_arch = "x86_64")]
+            {
+                /// # Safety
+                /// The CPU must support AVX-512F.
+                #[target_feature(enable = "avx512f")]
+                unsafe fn avx512($($arg: $ty),*) $(-> $ret)? {
+                    body($($arg),*)
+                }
+                /// # Safety
+                /// The CPU must support AVX2.
+                #[target_feature(enable = "avx2")]
+                unsafe fn avx2($($arg: $ty),*) $(-> $ret)? {
+                    body($($arg),*)
+                }
+                match build {
+                    // SAFETY: the caller chose AVX-512 only on a CPU with it.
+                    $crate::linalg::Build::Avx512 => return unsafe { avx512($($arg),*) },
+                    // SAFETY: as above, AVX2.
+                    $crate::linalg::Build::Avx2 => return unsafe { avx2($($arg),*) },
+                    $crate::linalg::Build::Portable => {}
+                }
+            }
+            let _ = build;
+            body($($arg),*)
+        }
+    };
+}
+
+pub(crate) use every_build;
+
+/// Whether this CPU runs AVX2 builds of the crate's vectorised loops ([`Build`]).
 pub(crate) fn avx2_available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {

@@ -12,7 +12,7 @@
 // The constants below are fdlibm's, written with all their published digits.
 #![allow(clippy::excessive_precision)]
 
-use crate::linalg;
+use crate::linalg::Build;
 use std::f64::consts::FRAC_2_PI as TWO_OVER_PI;
 /// π/2 in three parts: the first 33 bits, the next 33, and the rest (fdlibm's pio2_1, pio2_2,
 /// pio2_3), so k·PIO2_1 and k·PIO2_2 are exact for |k| < 2²⁰.
@@ -97,32 +97,6 @@ unsafe fn sin_cos_avx512(cos_out: &mut [f64], sin_out: &mut [f64]) {
     sin_cos_loop(cos_out, sin_out);
 }
 
-/// The builds of the loop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-enum Build {
-    Portable,
-    Avx2,
-    Avx512,
-}
-
-impl Build {
-    /// The widest build this CPU runs.
-    fn detected() -> Self {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                return Self::Avx512;
-            }
-        }
-        if linalg::avx2_available() {
-            Self::Avx2
-        } else {
-            Self::Portable
-        }
-    }
-}
-
 /// Replaces each phase θ in `cos_out` by cos θ and writes sin θ into `sin_out` (same length).
 ///
 /// A block holding any argument beyond the fast reduction's range (or a non-finite one) goes
@@ -176,15 +150,12 @@ mod tests {
             assert!((s[i] - x.sin()).abs() <= 2.5e-16, "portable sin({x})");
             assert!((c[i] - x.cos()).abs() <= 2.5e-16, "portable cos({x})");
         }
-        if linalg::avx2_available() {
+        for build in Build::all_here() {
             assert_eq!(
-                run(Build::Avx2),
+                run(build),
                 (c.clone(), s.clone()),
-                "AVX2 and portable differ"
+                "{build:?} and portable differ"
             );
-        }
-        if Build::detected() == Build::Avx512 {
-            assert_eq!(run(Build::Avx512), (c, s), "AVX-512 and portable differ");
         }
     }
 
