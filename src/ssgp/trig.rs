@@ -97,6 +97,14 @@ unsafe fn sin_cos_avx512(cos_out: &mut [f64], sin_out: &mut [f64]) {
     sin_cos_loop(cos_out, sin_out);
 }
 
+crate::linalg::every_build! {
+/// Whether every phase in `values` is within the fast reduction's range (|θ| ≤ [`LIMIT`]; a NaN
+/// is not), on the build `build`.
+fn in_range_on(values: &[f64]) -> bool {
+    values.iter().fold(true, |ok, &x| ok & (x.abs() <= LIMIT))
+}
+}
+
 /// Replaces each phase θ in `cos_out` by cos θ and writes sin θ into `sin_out` (same length).
 ///
 /// A block holding any argument beyond the fast reduction's range (or a non-finite one) goes
@@ -108,8 +116,7 @@ pub(crate) fn sin_cos_in_place(cos_out: &mut [f64], sin_out: &mut [f64]) {
 /// [`sin_cos_in_place`] on the given build of the loop (which the caller has checked the CPU
 /// runs): the tests run each.
 fn sin_cos_on(cos_out: &mut [f64], sin_out: &mut [f64], build: Build) {
-    let in_range = cos_out.iter().fold(true, |ok, &x| ok & (x.abs() <= LIMIT));
-    if in_range {
+    if in_range_on(build, cos_out) {
         #[cfg(target_arch = "x86_64")]
         {
             match build {
