@@ -2,8 +2,8 @@
 //! Snelson's reference values on Kin-40k, the sinc toy end to end, and errors on bad input.
 
 use crate::common::{
-    check_gradient, dense_neg_log_evidence, inducing_problem, kin40k_train, read_numbers,
-    se_ard_by_definition as gram,
+    check_gradient, check_gradient_entries, dense_neg_log_evidence, inducing_problem, kin40k_train,
+    read_numbers, se_ard_by_definition as gram,
 };
 use approx::assert_relative_eq;
 use nalgebra::{DMatrix, DVector};
@@ -286,6 +286,108 @@ fn gradient_under_the_jitter_ladder_matches_central_differences() {
         }
     }
     println!("finite differences: largest |Δ| / tolerance = {worst:.1e}");
+}
+
+/// The jitter ladder's later rungs: with inducing input 1 a copy of inducing input 0 (and 3 of
+/// 2), K_uu is singular, fails to factor without jitter and is factored at a retried rung k ≥ 1
+/// (δ = b·10^(k−1)·σ0², relative, so δ moves with σ0 and enters ∂/∂log σ0 through the factors'
+/// relative jitter). Three ladders: the default (b = 10⁻¹⁰: rung 1), one whose first rungs are
+/// too small to change K_uu in f64 (b = 10⁻²²: rung 6 or later) and one with b = 10⁻² (rung 1,
+/// where the relative jitter's term δ·tr(M) in ∂/∂log σ0 is large enough that dropping it fails
+/// this test). FITC's and VFE's gradients against central differences in the hyperparameters and
+/// in the inducing inputs other than these four (moving one would end the singularity and
+/// change the rung), with free and with fixed inducing inputs, for the squared exponential and
+/// Matérn 5/2.
+#[test]
+fn gradient_at_a_later_rung_of_the_jitter_ladder_matches_central_differences() {
+    let mut rng = StdRng::seed_from_u64(21);
+    let mut rungs = vec![];
+    let ladder = |retry_base: f64| Jitter {
+        retry_base,
+        retries: 30,
+        ..Jitter::ladder()
+    };
+    for kernel in [Kernel::SquaredExponential, Kernel::Matern52] {
+        for &(n, m, dim) in &[(30, 5, 1), (40, 7, 3), (25, 6, 2)] {
+            let (x, y, mut theta) = inducing_problem(n, m, dim, &mut rng);
+            for d in 0..dim {
+                let at = |j: usize| dim + 2 + j + d * m;
+                theta[at(1)] = theta[at(0)];
+                theta[at(3)] = theta[at(2)];
+            }
+            let data = Dataset::new(x, y).unwrap();
+            let sf2 = (2.0 * theta[dim]).exp();
+            let moving: Vec<usize> = (0..theta.len())
+                .filter(|&i| i < dim + 2 || (i - dim - 2) % m > 3)
+                .collect();
+            let head: Vec<usize> = (0..dim + 2).collect();
+            let theta_head = theta.rows(0, dim + 2).into_owned();
+            for (policy, base) in [
+                (Jitter::ladder(), 1e-10),
+                (ladder(1e-22), 1e-22),
+                (ladder(1e-2), 1e-2),
+            ] {
+                for approx in ["FITC", "VFE"] {
+                    let label = format!("{approx} {kernel:?} ({n},{m},{dim}) base {base:e}");
+                    let (jitter, free, fixed): (f64, Box<dyn Objective>, Box<dyn Objective>) =
+                        if approx == "FITC" {
+                            let params = Fitc::params(m)
+                                .kernel(kernel)
+                                .jitter_policy(policy)
+                                .threads(1);
+                            let jitter = params.clone().check().unwrap().condition(&data, &theta);
+                            let fixed = params
+                                .clone()
+                                .pseudo_inputs(pseudo_inputs_of(&theta, &data, m))
+                                .fixed_pseudo_inputs(true);
+                            (
+                                jitter.unwrap().jitter(),
+                                Box::new(params.check().unwrap().evidence(&data).unwrap()),
+                                Box::new(fixed.check().unwrap().evidence(&data).unwrap()),
+                            )
+                        } else {
+                            let params = Vfe::params(m)
+                                .kernel(kernel)
+                                .jitter_policy(policy)
+                                .threads(1);
+                            let jitter = params.clone().check().unwrap().condition(&data, &theta);
+                            let fixed = params
+                                .clone()
+                                .inducing_inputs(pseudo_inputs_of(&theta, &data, m))
+                                .fixed_inducing_inputs(true);
+                            (
+                                jitter.unwrap().jitter(),
+                                Box::new(params.check().unwrap().evidence(&data).unwrap()),
+                                Box::new(fixed.check().unwrap().evidence(&data).unwrap()),
+                            )
+                        };
+                    assert!(jitter > 0.0, "{label}: K_uu factored without jitter");
+                    let rung = (jitter / (base * sf2)).log10().round() + 1.0;
+                    assert!(
+                        (jitter / (base * sf2 * 10f64.powf(rung - 1.0)) - 1.0).abs() < 1e-12,
+                        "{label}: jitter {jitter:e} is no rung of the ladder (σ0² = {sf2})"
+                    );
+                    if base < 1e-20 {
+                        assert!(rung >= 6.0, "{label}: rung {rung}");
+                    }
+                    rungs.push(rung);
+                    check_gradient_entries(
+                        free.as_ref(),
+                        &theta,
+                        &moving,
+                        &format!("free, {label}"),
+                    );
+                    check_gradient_entries(
+                        fixed.as_ref(),
+                        &theta_head,
+                        &head,
+                        &format!("fixed, {label}"),
+                    );
+                }
+            }
+        }
+    }
+    println!("rungs reached: {rungs:?}");
 }
 
 #[test]
