@@ -122,10 +122,10 @@ fn parent() -> ExitCode {
     failed += usize::from(!launch("disagreement", 3));
     failed += usize::from(!launch("settings", 2));
     failed += usize::from(!launch("targets", 3));
-    for check in ["shares", "no-held-out", "subset"] {
+    for check in ["shares", "no-held-out", "subset", "observer"] {
         failed += usize::from(!launch(check, 3));
     }
-    println!("mpi: {} passed, {failed} failed", 13 - failed);
+    println!("mpi: {} passed, {failed} failed", 14 - failed);
     if failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -150,6 +150,7 @@ fn child(check: &str) -> ExitCode {
         "shares" => shares(&cluster),
         "no-held-out" => no_held_out(&cluster),
         "subset" => subset(&cluster),
+        "observer" => observer(&cluster),
         other => Err(format!("unknown check {other}")),
     };
     if let Err(e) = &outcome {
@@ -830,6 +831,79 @@ fn max_rel(a: &DVector<f64>, b: &DVector<f64>) -> f64 {
 /// every rank; the default check completes with every rank's seeded half held out (5 + 250 +
 /// 750 rows), the same model and score on every rank; a rank cannot hold 0 rows (a `Dataset`
 /// has rows, so such a rank cannot join the fit: `EmptyData` before any collective).
+/// A distributed fit with an observer on every rank: rank 0's sees the start's full GP (on the
+/// gathered subset) as `StartValues`, every one of its reports before the optimiser's, then the
+/// optimiser's completed iterations in order, as one process's — and, as documented, no
+/// spectral draw; the other ranks' observers are never called.
+fn observer(cluster: &Cluster) -> Result<(), String> {
+    use ssgp::optim::Phase;
+    use std::sync::{Arc, Mutex};
+    let text = |e: ssgp::Error| e.to_string();
+    let sizes = [300, 200, 400];
+    let rows = uneven_rows(&sizes, cluster)?;
+    let problem = Problem {
+        n: sizes.iter().sum(),
+        dim: 3,
+        relevant: 2,
+        roughness: Roughness::Smooth,
+        noise: 0.1,
+        seed: 17,
+    };
+    let (all, _) = problem.generate(10).map_err(text)?;
+    let local = all.subset(&rows).map_err(text)?;
+    let seen: Arc<Mutex<Vec<ssgp::Progress>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    let observer: ssgp::optim::Observer = Arc::new(move |p: &ssgp::Progress| {
+        sink.lock().map(|mut v| v.push(*p)).ok();
+        std::ops::ControlFlow::Continue(())
+    });
+    let fit = Ssgp::params(10)
+        .seed(4)
+        .initial_draws(3)
+        .max_evaluations(40)
+        .lengthscale_init(LengthscaleInit::FullGpSubset(64))
+        .calibration(CalibrationGuard::Off)
+        .observer(observer)
+        .check()
+        .map_err(text)?
+        .fit_distributed(&local, cluster)
+        .map_err(text)?
+        .model;
+    let reports = std::mem::take(&mut *seen.lock().map_err(|e| e.to_string())?);
+    if !cluster.is_root() {
+        return match reports.first() {
+            None => Ok(()),
+            Some(p) => Err(format!(
+                "rank {}'s observer was called: {p:?}",
+                cluster.rank()
+            )),
+        };
+    }
+    let start = reports
+        .iter()
+        .take_while(|p| p.phase == Phase::StartValues)
+        .count();
+    let rest: Vec<(Phase, u64)> = reports[start..]
+        .iter()
+        .map(|p| (p.phase, p.iteration))
+        .collect();
+    let done = fit.training().iterations;
+    if start == 0 || reports[..start].iter().any(|p| !p.value.is_finite()) {
+        return Err(format!("the start's reports: {:?}", &reports[..start]));
+    }
+    // Every completed iteration, in order (one cut short by the evaluation budget is counted in
+    // the summary, not reported), as in one process.
+    let expected: Vec<(Phase, u64)> = (1..=rest.len() as u64)
+        .map(|k| (Phase::Optimiser, k))
+        .collect();
+    if rest != expected || rest.len() as u64 + 1 < done || done <= 1 {
+        return Err(format!(
+            "after {start} start reports: {rest:?}, for {done} iterations"
+        ));
+    }
+    Ok(())
+}
+
 fn shares(cluster: &Cluster) -> Result<(), String> {
     let text = |e: ssgp::Error| e.to_string();
     let sizes = [10, 500, 1500];
