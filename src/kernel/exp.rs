@@ -51,32 +51,14 @@ fn exp_reduced(x: f64) -> f64 {
     p * f64::from_bits(n.wrapping_add(1023) << 52)
 }
 
-/// The fast loop, compiled for the baseline target (SSE2: two lanes).
-#[inline(always)]
-fn scaled_loop(values: &mut [f64], scale: f64) {
+crate::linalg::every_build! {
+/// The fast loop on the build `build` (baseline: two lanes; AVX2: four; AVX-512: eight), the
+/// same operations and results on each.
+fn scaled_on(values: &mut [f64], scale: f64) {
     for v in values.iter_mut() {
         *v = scale * exp_reduced(-0.5 * *v);
     }
 }
-
-/// The same loop compiled for AVX2 (four lanes); same operations, same results.
-///
-/// # Safety
-/// The CPU must support AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn scaled_avx2(values: &mut [f64], scale: f64) {
-    scaled_loop(values, scale);
-}
-
-/// The same loop compiled for AVX-512 (eight lanes); same operations, same results.
-///
-/// # Safety
-/// The CPU must support AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn scaled_avx512(values: &mut [f64], scale: f64) {
-    scaled_loop(values, scale);
 }
 
 crate::linalg::every_build! {
@@ -102,17 +84,7 @@ pub(crate) fn scaled_exp_neg_half(values: &mut [f64], scale: f64) {
 /// runs): the tests run each.
 fn scaled_exp_on(values: &mut [f64], scale: f64, build: Build) {
     if in_range_on(build, values) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            match build {
-                // SAFETY: `Build::detected` (or the tests) chose AVX-512 only on a CPU with it.
-                Build::Avx512 => return unsafe { scaled_avx512(values, scale) },
-                // SAFETY: as above, AVX2.
-                Build::Avx2 => return unsafe { scaled_avx2(values, scale) },
-                Build::Portable => {}
-            }
-        }
-        scaled_loop(values, scale);
+        scaled_on(build, values, scale);
     } else {
         for v in values.iter_mut() {
             *v = scale * (-0.5 * *v).exp();

@@ -269,9 +269,10 @@ pub(crate) fn clear_avx_upper() {
 }
 
 /// The builds of the crate's vectorised loops (SSGP's sine and cosine, the squared
-/// exponential's exponential, FITC's and VFE's coordinate sums): each loop is compiled for the
-/// baseline target and with AVX2 and AVX-512F enabled, the same operations in the same order
-/// (no FMA contraction in any), so every build gives the same bits.
+/// exponential's exponential, the squared distances' norms, FITC's and VFE's chunk loops and
+/// coordinate sums): each loop is compiled for the baseline target and with AVX2 and AVX-512F
+/// enabled, the same operations in the same order (no FMA contraction in any), so every build
+/// gives the same bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) enum Build {
@@ -314,10 +315,10 @@ impl Build {
 /// Defines `fn $name(args) -> R`, which runs `$body` compiled for the widest [`Build`] this CPU
 /// runs, and `fn $on(build: Build, args) -> R`, which runs the given build (the caller checks
 /// the CPU runs it; the tests run each and compare their bits); written `fn $on(args)`, only the
-/// latter. Rust never contracts a
-/// multiplication and an addition into an FMA, so for a body whose reductions keep their order
-/// (independent accumulators per output, or explicit lanes) every build gives the same bits;
-/// helpers the body calls are compiled into each build where they are `#[inline(always)]`.
+/// latter. Rust never contracts a multiplication and an addition into an FMA, so for a body
+/// whose reductions keep their order (independent accumulators per output, or explicit lanes)
+/// every build gives the same bits; helpers the body calls are compiled into each build where
+/// they are `#[inline(always)]`.
 macro_rules! every_build {
     (
         $(#[$meta:meta])*
