@@ -329,38 +329,28 @@ fn gradient_at_a_later_rung_of_the_jitter_ladder_matches_central_differences() {
             ] {
                 for approx in ["FITC", "VFE"] {
                     let label = format!("{approx} {kernel:?} ({n},{m},{dim}) base {base:e}");
-                    let (jitter, free, fixed): (f64, Box<dyn Objective>, Box<dyn Objective>) =
-                        if approx == "FITC" {
-                            let params = Fitc::params(m)
-                                .kernel(kernel)
-                                .jitter_policy(policy)
-                                .threads(1);
+                    // The jitter of the model conditioned at θ, and the objectives with free
+                    // and with fixed inducing inputs, of FITC's or VFE's params.
+                    macro_rules! objectives {
+                        ($params:expr, $inputs:ident, $fixed:ident) => {{
+                            let params = $params.kernel(kernel).jitter_policy(policy).threads(1);
                             let jitter = params.clone().check().unwrap().condition(&data, &theta);
                             let fixed = params
                                 .clone()
-                                .pseudo_inputs(pseudo_inputs_of(&theta, &data, m))
-                                .fixed_pseudo_inputs(true);
-                            (
-                                jitter.unwrap().jitter(),
+                                .$inputs(pseudo_inputs_of(&theta, &data, m))
+                                .$fixed(true);
+                            let (free, fixed): (Box<dyn Objective>, Box<dyn Objective>) = (
                                 Box::new(params.check().unwrap().evidence(&data).unwrap()),
                                 Box::new(fixed.check().unwrap().evidence(&data).unwrap()),
-                            )
-                        } else {
-                            let params = Vfe::params(m)
-                                .kernel(kernel)
-                                .jitter_policy(policy)
-                                .threads(1);
-                            let jitter = params.clone().check().unwrap().condition(&data, &theta);
-                            let fixed = params
-                                .clone()
-                                .inducing_inputs(pseudo_inputs_of(&theta, &data, m))
-                                .fixed_inducing_inputs(true);
-                            (
-                                jitter.unwrap().jitter(),
-                                Box::new(params.check().unwrap().evidence(&data).unwrap()),
-                                Box::new(fixed.check().unwrap().evidence(&data).unwrap()),
-                            )
-                        };
+                            );
+                            (jitter.unwrap().jitter(), free, fixed)
+                        }};
+                    }
+                    let (jitter, free, fixed) = if approx == "FITC" {
+                        objectives!(Fitc::params(m), pseudo_inputs, fixed_pseudo_inputs)
+                    } else {
+                        objectives!(Vfe::params(m), inducing_inputs, fixed_inducing_inputs)
+                    };
                     assert!(jitter > 0.0, "{label}: K_uu factored without jitter");
                     let rung = (jitter / (base * sf2)).log10().round() + 1.0;
                     assert!(
