@@ -165,7 +165,8 @@ struct Options {
     seed: u64,
 }
 
-fn options() -> Result<Options, Box<dyn Error>> {
+/// The command line's options, checked; `None` after printing the help for `-h`/`--help`.
+fn options() -> Result<Option<Options>, Box<dyn Error>> {
     let mut o = Options {
         json: false,
         evaluations: 400,
@@ -186,7 +187,7 @@ fn options() -> Result<Options, Box<dyn Error>> {
             }
             Short('h') | Long("help") => {
                 println!("{HELP}");
-                std::process::exit(0);
+                return Ok(None);
             }
             _ => return Err(cli::unexpected(arg, HELP)),
         }
@@ -203,7 +204,7 @@ fn options() -> Result<Options, Box<dyn Error>> {
             return Err(format!("{flag} 0: {what}; give N ≥ 1").into());
         }
     }
-    Ok(o)
+    Ok(Some(o))
 }
 
 /// The next argument, the value of `flag`, parsed.
@@ -252,7 +253,9 @@ fn samples(
 }
 
 fn run() -> Result<(), Box<dyn Error>> {
-    let o = options()?;
+    let Some(o) = options()? else {
+        return Ok(());
+    };
     let arm = Arm::new();
     let mut rng = StdRng::seed_from_u64(o.seed);
     let (batch_n, dt) = (1000, 0.02);
