@@ -161,74 +161,13 @@ fn delimiter(s: &str) -> Result<u8, String> {
     }
 }
 
-/// `path`'s first non-blank line as the crate's CSV loader reads it: lines end at `\n`, `\r\n`
-/// or a lone `\r`; a leading byte-order mark and the whitespace around the line (but a tab
-/// delimiter) are dropped. `None` for a file without one or that cannot be read.
-fn first_line(path: &Path, delimiter: u8) -> Option<Vec<u8>> {
-    use std::io::BufRead;
-    const BOM: &[u8] = b"\xEF\xBB\xBF";
-    let trims = |b: &u8| b.is_ascii_whitespace() && (*b != delimiter || delimiter == b' ');
-    let mut reader = std::io::BufReader::new(std::fs::File::open(path).ok()?);
-    let mut bytes = Vec::new();
-    let mut first = true;
-    loop {
-        bytes.clear();
-        if reader.read_until(b'\n', &mut bytes).ok()? == 0 {
-            return None;
-        }
-        let text = if std::mem::take(&mut first) {
-            bytes.strip_prefix(BOM).unwrap_or(&bytes)
-        } else {
-            &bytes
-        };
-        let found = text
-            .split(|&b| b == b'\r' || b == b'\n')
-            .map(|l| {
-                let start = l.iter().position(|b| !trims(b)).unwrap_or(l.len());
-                let end = l.iter().rposition(|b| !trims(b)).map_or(start, |e| e + 1);
-                &l[start..end]
-            })
-            .find(|l| !l.is_empty());
-        if let Some(line) = found {
-            return Some(line.to_vec());
-        }
-    }
-}
-
-/// The column names of `path`'s first non-blank line if it is a header (no field a number),
-/// read as the crate's CSV loader reads them, which it does not expose ([`first_line`]): split
-/// at `delimiter` but not between double quotes, so a quoted name may hold it; with a space
-/// delimiter a run of spaces is one separator; each field trimmed of whitespace, then of one
-/// pair of surrounding quotes. `None` for a data line or an unreadable file (loading it reports
-/// why).
+/// The column names of `path`'s header as the crate's CSV loader reads them with `delimiter`
+/// ([`Dataset::csv_header`]); `None` for a data line or a file that cannot be read (loading it
+/// reports why).
 fn header_names(path: &Path, delimiter: u8) -> Option<Vec<String>> {
-    let line = first_line(path, delimiter)?;
-    let mut pieces = Vec::new();
-    let (mut quoted, mut start) = (false, 0);
-    for (i, &b) in line.iter().enumerate() {
-        quoted ^= b == b'"';
-        if b == delimiter && !quoted {
-            pieces.push(&line[start..i]);
-            start = i + 1;
-        }
-    }
-    pieces.push(&line[start..]);
-    let names: Vec<String> = pieces
-        .into_iter()
-        .filter(|piece| delimiter != b' ' || !piece.is_empty())
-        .map(|piece| {
-            let field = piece.trim_ascii();
-            let name = match field {
-                [b'"', inner @ .., b'"'] => inner,
-                _ => field,
-            };
-            String::from_utf8_lossy(name).into_owned()
-        })
-        .collect();
-    names
-        .iter()
-        .all(|f| f.parse::<f64>().is_err())
-        .then_some(names)
+    Dataset::csv_header(path, &CsvOptions::new().delimiter(delimiter))
+        .ok()
+        .flatten()
 }
 
 /// Refuses a test file that is the training file (its metrics would be the training fit's)

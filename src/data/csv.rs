@@ -239,6 +239,34 @@ impl Dataset {
         Ok(rows)
     }
 
+    /// The column names of a CSV file's header, read as [`Dataset::from_csv_with`] reads it with
+    /// `options` (their target aside): the first non-blank line split at the delimiter but not
+    /// between double quotes, each name trimmed of surrounding whitespace, then of one pair of
+    /// quotes (what is inside them kept as it is), a leading UTF-8 byte-order mark skipped;
+    /// `None` when that line is data (every field a number under [`Header::Detect`]; any line
+    /// under [`Header::Absent`]). For comparing the columns of two files, or finding a target's
+    /// name, before loading either.
+    ///
+    /// ```
+    /// use ssgp::data::CsvOptions;
+    /// use ssgp::Dataset;
+    /// let path = std::env::temp_dir().join("ssgp-csv-header-example.csv");
+    /// std::fs::write(&path, "\"speed, m/s\",load,y\n1,2,3\n4,5,6\n")?;
+    /// let names = Dataset::csv_header(&path, &CsvOptions::new())?;
+    /// assert_eq!(names, Some(vec!["speed, m/s".into(), "load".into(), "y".into()]));
+    /// std::fs::write(&path, "1,2,3\n4,5,6\n")?;
+    /// assert_eq!(Dataset::csv_header(&path, &CsvOptions::new())?, None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Dataset::from_csv_with`] on that line (under [`Header::Detect`], a line of numbers
+    /// and text is an [`Error::Csv`]); [`Error::EmptyCsv`] if there is none.
+    pub fn csv_header(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Option<Vec<String>>> {
+        let first = FirstLine::read(path.as_ref(), options)?;
+        Ok(first.header.then(|| first.names()))
+    }
+
     /// Parses CSV from any reader — a file, a socket, text in memory (`text.as_bytes()`) —
     /// read as `options` say; `source` names it in error messages. One point per line: D inputs
     /// and one target; lines end in `\n`, `\r\n` or a lone `\r` (old Mac files); a leading UTF-8
@@ -310,6 +338,16 @@ impl FirstLine {
     /// The line's number of fields.
     pub(super) fn columns(&self) -> usize {
         self.columns
+    }
+
+    /// The line's fields as text (a header's column names), trimmed and unquoted.
+    fn names(&self) -> Vec<String> {
+        QuotedFields::new(
+            trimmed(&self.line, self.number, self.delimiter),
+            self.delimiter,
+        )
+        .map(|field| String::from_utf8_lossy(field).into_owned())
+        .collect()
     }
 
     /// The zero-based index of the column named `name` in the line, which must be a header.

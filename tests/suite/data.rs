@@ -264,6 +264,67 @@ fn csv_a_very_wide_line_loads_without_reserving_a_thousand_rows_of_it() {
     );
 }
 
+/// `Dataset::csv_header` gives the names the loader reads: quoted names holding the delimiter
+/// (and the spaces inside the quotes), a BOM and `\r\n`, runs of spaces with the space delimiter, blank lines before the header; and
+/// `None` for a data line, or for any line under `Header::Absent`; the names a loader then finds
+/// a named target among; a first line of numbers and text the loader's error.
+#[test]
+fn csv_header_gives_the_names_the_loader_reads() {
+    let cases: [(&str, &str, u8, Option<Vec<&str>>); 5] = [
+        ("plain", "a,b,y\n1,2,3\n", b',', Some(vec!["a", "b", "y"])),
+        (
+            "quoted",
+            "\u{feff}\" speed; m/s \";load;\"y\"\r\n1;2;3\r\n",
+            b';',
+            Some(vec![" speed; m/s ", "load", "y"]),
+        ),
+        (
+            "spaces",
+            "\n\n  a   b  y \n1 2 3\n",
+            b' ',
+            Some(vec!["a", "b", "y"]),
+        ),
+        ("data", "1,2,3\n4,5,6\n", b',', None),
+        ("header alone", "a,b,y\n", b',', Some(vec!["a", "b", "y"])),
+    ];
+    for (name, text, delimiter, expected) in cases {
+        let file = TempFile::new(&format!("header-{}.csv", name.replace(' ', "-")), text);
+        let options = CsvOptions::new().delimiter(delimiter);
+        let names = Dataset::csv_header(&file.0, &options).unwrap();
+        let expected: Option<Vec<String>> =
+            expected.map(|v| v.into_iter().map(String::from).collect());
+        assert_eq!(names, expected, "{name}");
+        if let (Some(names), true) = (&names, name != "header alone") {
+            let by_name = options.clone().target(Target::named(names[1].clone()));
+            let loaded = Dataset::from_csv_with(&file.0, &by_name).unwrap();
+            assert_eq!(
+                loaded.y()[0],
+                2.0,
+                "{name}: the target named {:?}",
+                names[1]
+            );
+        }
+        let absent = options.header(Header::Absent);
+        assert_eq!(
+            Dataset::csv_header(&file.0, &absent).unwrap(),
+            None,
+            "{name}"
+        );
+    }
+    // A first line of numbers and text is neither: the loader's error, naming the line.
+    let mixed = TempFile::new("header-mixed.csv", "a,2,y\n4,5,6\n");
+    let e = Dataset::csv_header(&mixed.0, &CsvOptions::new()).unwrap_err();
+    assert!(
+        matches!(e, Error::Csv { .. }) && e.to_string().contains(":1:"),
+        "{e}"
+    );
+    let missing = std::env::temp_dir().join("ssgp-no-such-file.csv");
+    assert!(matches!(
+        Dataset::csv_header(&missing, &CsvOptions::new()),
+        Err(Error::Io { .. })
+    ));
+}
+
 #[test]
 fn csv_header_is_detected_given_or_refused() {
     let text = "x1,x2,y\n1,2,3\n4,5,6\n";
