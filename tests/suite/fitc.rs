@@ -9,10 +9,11 @@ use approx::assert_relative_eq;
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use ssgp::data::{Problem, Roughness};
 use ssgp::kernel::Kernel;
 use ssgp::linalg::Jitter;
 use ssgp::optim::Objective;
-use ssgp::{Dataset, Error, Fitc, ParamGuard, Regressor, Vfe};
+use ssgp::{Dataset, Error, Fitc, ParamGuard, Regressor, Remedy, Vfe};
 
 /// Hyperparameters and pseudo-inputs decoded from our layout θ = [log ℓ, log σ0, p, vec(X̄)].
 struct Decoded {
@@ -758,4 +759,34 @@ fn a_fitted_theta_is_evaluated_on_its_used_columns() {
         conditioned.predict(&test_used).unwrap().mean,
         fitted_vfe.predict(&test).unwrap().mean
     );
+}
+
+/// FITC on fewer than 40 distinct inputs is flagged as the full GP and SSGP are
+/// ([`Remedy::FewInputs`]): its LOO does not check the error bars between the inputs (generated
+/// tables of 6–39 rows, 10 pseudo-inputs or n/2: 108 of 192 fits bad on test data, 94 of them
+/// unflagged). Here 25 rows, D = 3: test mean z² near 15.
+#[test]
+fn a_fit_on_fewer_than_forty_inputs_is_flagged() {
+    let problem = Problem {
+        n: 25,
+        dim: 3,
+        relevant: 2,
+        roughness: Roughness::Smooth,
+        noise: 0.3,
+        seed: 1,
+    };
+    let (train, test) = problem.generate(1000).unwrap();
+    let fit = Fitc::params(10).seed(1).fit(&train).unwrap();
+    let p = fit.predict(test.x()).unwrap();
+    let z2 = ssgp::metrics::calibration(test.y(), &p)
+        .unwrap()
+        .mean_squared_z;
+    assert!(z2 > 2.0, "test mean z² {z2}");
+    let summary = fit.training();
+    let few = Remedy::FewInputs {
+        inputs: 25,
+        random_features: false,
+    };
+    assert_eq!(summary.remedy, Some(few), "{}", summary.diagnosis());
+    assert!(summary.flags().few_inputs, "{}", summary.diagnosis());
 }
