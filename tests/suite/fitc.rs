@@ -790,3 +790,22 @@ fn a_fit_on_fewer_than_forty_inputs_is_flagged() {
     assert_eq!(summary.remedy, Some(few), "{}", summary.diagnosis());
     assert!(summary.flags().few_inputs, "{}", summary.diagnosis());
 }
+
+/// More pseudo-inputs than training points (the m of a larger table, on a small one): the
+/// error says what to do — at most n of them, or the exact GP, which costs no more there.
+#[test]
+fn more_pseudo_inputs_than_points_names_the_remedy() {
+    let mut rng = StdRng::seed_from_u64(1);
+    let train = ssgp::data::sinc_data(5, false, 0.05, &mut rng).unwrap();
+    let fitc = Fitc::params(20).fit(&train).map(|_| ());
+    let vfe = Vfe::params(20).fit(&train).map(|_| ());
+    for result in [fitc, vfe] {
+        let e = result.unwrap_err();
+        let text = e.to_string();
+        assert!(
+            matches!(e, Error::InvalidParameter { name: "m", .. }),
+            "{text}"
+        );
+        assert!(text.contains("m ≤ 5") && text.contains("FullGp"), "{text}");
+    }
+}
