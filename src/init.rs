@@ -250,7 +250,10 @@ pub(crate) fn pseudo_inputs(data: &Dataset, m: usize, seed: u64) -> Result<DMatr
     if m > n {
         return Err(Error::InvalidParameter {
             name: "m",
-            reason: format!("{m} pseudo-inputs cannot be drawn from {n} training points"),
+            reason: format!(
+                "{m} pseudo-inputs cannot be drawn from {n} training points: use m ≤ {n}, or \
+                 the exact GP (`FullGp`), which costs no more with as many pseudo-inputs as points"
+            ),
         });
     }
     let x = data.x();

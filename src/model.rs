@@ -15,7 +15,7 @@ use crate::hyperparameters::NoiseParam;
 use crate::optim::Observer;
 use crate::optim::OptimReport;
 use crate::predictive::{JointPredictive, JointSamples, Predictive, PredictiveGradients};
-use crate::termination::TrainingSummary;
+use crate::termination::{Remedy, TrainingSummary};
 use nalgebra::{DMatrix, DVector};
 
 impl TrainingSummary {
@@ -32,6 +32,23 @@ impl TrainingSummary {
             diagnostic: None,
             remedy: None,
         }
+    }
+
+    /// The summary of a model without SSGP's calibration check trained on inputs `x`: flagged
+    /// ([`Remedy::FewInputs`]) on fewer than [`Remedy::MIN_CHECKED_INPUTS`] distinct inputs,
+    /// where its LOO cannot check the error bars between them.
+    ///
+    /// # Errors
+    /// [`Error::Allocation`] if the index of equal inputs cannot be allocated.
+    pub(crate) fn on_inputs(mut self, x: &DMatrix<f64>) -> Result<Self> {
+        let (_, inputs) = crate::data::groups_of_equal_inputs(x)?;
+        if inputs < Remedy::MIN_CHECKED_INPUTS {
+            self.remedy = Some(Remedy::FewInputs {
+                inputs,
+                random_features: false,
+            });
+        }
+        Ok(self)
     }
 }
 

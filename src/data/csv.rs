@@ -952,8 +952,9 @@ impl Blocks {
             } else {
                 ""
             };
+            let plural = if found == 1 { "" } else { "s" };
             return Err(format!(
-                "{found} columns, but the first line has {columns}{hint}"
+                "{found} column{plural}, but the first line has {columns}{hint}"
             ));
         }
         self.columns = columns;

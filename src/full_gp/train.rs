@@ -82,7 +82,8 @@ impl ValidFullGpParams {
     pub fn fit(&self, data: &Dataset) -> Result<FittedFullGp> {
         let this = self.resolved_for(data.y_variance())?;
         let learned = this.learn(data)?;
-        let training = TrainingSummary::new(&learned.report, &learned.columns);
+        let training =
+            TrainingSummary::new(&learned.report, &learned.columns).on_inputs(data.x())?;
         let mut fitted =
             this.condition_on(data, &learned.report.theta, learned.columns, Some(training))?;
         fitted.record.training.diagnostic = fitted.loo_diagnostic();

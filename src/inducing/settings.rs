@@ -332,7 +332,7 @@ impl Settings {
             training.minimize(&evidence, theta0)?
         };
         let theta = hyperparameters::with_fixed_block(&report.theta, &centred, self.fixed);
-        let summary = TrainingSummary::new(&report, &columns);
+        let summary = TrainingSummary::new(&report, &columns).on_inputs(data.x())?;
         self.build(data, theta, training, Some(summary), columns)
     }
 

@@ -162,7 +162,7 @@ impl CalibrationGuard {
     /// flagged, [`Remedy::FewInputs`]). 20 until the eighteenth session: on generated tables of
     /// 20–39 rows the comparison on 5–9 held-out rows left 4–10 of 24 fits bad on test data
     /// (NMSE > 1 or mean z² > 2) and unflagged (see the guide).
-    pub const HELD_OUT_MIN_ROWS: usize = 40;
+    pub const HELD_OUT_MIN_ROWS: usize = Remedy::MIN_CHECKED_INPUTS;
     /// The fewest held-out rows (of the 3/4 – 1/4 split) on which a learned fit's variance factor
     /// carries over as measured (n ≥ 400): its stage is chosen at its factor, and a widened
     /// learned fit is kept as it was measured. From

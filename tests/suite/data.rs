@@ -545,6 +545,10 @@ fn csv_errors_name_file_line_and_column() {
         "f.csv:2: 4 columns, but the first line has 3"
     );
     assert_eq!(
+        parse_err("a,b,c\n1,2,3\n4\n", &o),
+        "f.csv:3: 1 column, but the first line has 3"
+    );
+    assert_eq!(
         parse_err("1,2\n3,NaN\n", &o),
         "f.csv:2: column 2: `NaN` is not a finite number (a missing value? drop the row or fill \
          it in)"

@@ -9,10 +9,11 @@ use approx::assert_relative_eq;
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use ssgp::data::{Problem, Roughness};
 use ssgp::kernel::Kernel;
 use ssgp::linalg::Jitter;
 use ssgp::optim::Objective;
-use ssgp::{Dataset, Error, Fitc, ParamGuard, Regressor, Vfe};
+use ssgp::{Dataset, Error, Fitc, ParamGuard, Regressor, Remedy, Vfe};
 
 /// Hyperparameters and pseudo-inputs decoded from our layout θ = [log ℓ, log σ0, p, vec(X̄)].
 struct Decoded {
@@ -850,4 +851,53 @@ fn a_fitted_theta_is_evaluated_on_its_used_columns() {
         conditioned.predict(&test_used).unwrap().mean,
         fitted_vfe.predict(&test).unwrap().mean
     );
+}
+
+/// FITC on fewer than 40 distinct inputs is flagged as the full GP and SSGP are
+/// ([`Remedy::FewInputs`]): its LOO does not check the error bars between the inputs (generated
+/// tables of 6–39 rows, 10 pseudo-inputs or n/2: 108 of 192 fits bad on test data, 94 of them
+/// unflagged). Here 25 rows, D = 3: test mean z² near 15.
+#[test]
+fn a_fit_on_fewer_than_forty_inputs_is_flagged() {
+    let problem = Problem {
+        n: 25,
+        dim: 3,
+        relevant: 2,
+        roughness: Roughness::Smooth,
+        noise: 0.3,
+        seed: 1,
+    };
+    let (train, test) = problem.generate(1000).unwrap();
+    let fit = Fitc::params(10).seed(1).fit(&train).unwrap();
+    let p = fit.predict(test.x()).unwrap();
+    let z2 = ssgp::metrics::calibration(test.y(), &p)
+        .unwrap()
+        .mean_squared_z;
+    assert!(z2 > 2.0, "test mean z² {z2}");
+    let summary = fit.training();
+    let few = Remedy::FewInputs {
+        inputs: 25,
+        random_features: false,
+    };
+    assert_eq!(summary.remedy, Some(few), "{}", summary.diagnosis());
+    assert!(summary.flags().few_inputs, "{}", summary.diagnosis());
+}
+
+/// More pseudo-inputs than training points (the m of a larger table, on a small one): the
+/// error says what to do — at most n of them, or the exact GP, which costs no more there.
+#[test]
+fn more_pseudo_inputs_than_points_names_the_remedy() {
+    let mut rng = StdRng::seed_from_u64(1);
+    let train = ssgp::data::sinc_data(5, false, 0.05, &mut rng).unwrap();
+    let fitc = Fitc::params(20).fit(&train).map(|_| ());
+    let vfe = Vfe::params(20).fit(&train).map(|_| ());
+    for result in [fitc, vfe] {
+        let e = result.unwrap_err();
+        let text = e.to_string();
+        assert!(
+            matches!(e, Error::InvalidParameter { name: "m", .. }),
+            "{text}"
+        );
+        assert!(text.contains("m ≤ 5") && text.contains("FullGp"), "{text}");
+    }
 }

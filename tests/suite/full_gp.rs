@@ -6,8 +6,10 @@ use approx::assert_relative_eq;
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use ssgp::data::{Problem, Roughness};
 use ssgp::{
-    Dataset, Error, FittedRegressor, FullGp, Hyperparameters, ParamGuard, Regressor, Termination,
+    Dataset, Error, FittedRegressor, FullGp, Hyperparameters, ParamGuard, Regressor, Remedy,
+    Termination,
 };
 
 /// n random points in [−2, 2]^D with a smooth target plus noise.
@@ -414,4 +416,53 @@ fn subsets_too_small_to_learn_from_name_their_setting() {
         .max_evaluations(20)
         .fit(&train)
         .unwrap();
+}
+
+/// A full GP on fewer than 40 distinct inputs: its LOO checks the error bars at the training
+/// inputs, with hyperparameters learned on them, not between them. On generated tables of
+/// 6–39 rows (D = 1, 2, 3, 5; smooth and rough; noise 0.01, 0.1, 0.3; seed 1) 85 of 192 fits
+/// were bad on test data (NMSE > 1 or mean z² > 2) and 78 of them unflagged (test mean z² up
+/// to 1 300); from 45 rows none was bad. Flagged as SSGP's fits are ([`Remedy::FewInputs`]), by distinct
+/// inputs: 20 inputs measured three times are 20; 45 distinct ones are enough.
+#[test]
+fn a_fit_on_fewer_than_forty_inputs_is_flagged() {
+    let problem = |n| Problem {
+        n,
+        dim: 3,
+        relevant: 2,
+        roughness: Roughness::Rough,
+        noise: 0.01,
+        seed: 1,
+    };
+    let few = |inputs| {
+        Some(Remedy::FewInputs {
+            inputs,
+            random_features: false,
+        })
+    };
+    let (train, test) = problem(30).generate(1000).unwrap();
+    let fit = FullGp::params().seed(1).fit(&train).unwrap();
+    let p = fit.predict(test.x()).unwrap();
+    let z2 = ssgp::metrics::calibration(test.y(), &p)
+        .unwrap()
+        .mean_squared_z;
+    assert!(z2 > 2.0, "test mean z² {z2}");
+    let summary = fit.training();
+    assert_eq!(summary.remedy, few(30), "{}", summary.diagnosis());
+    assert!(summary.flags().few_inputs, "{}", summary.diagnosis());
+    #[cfg(feature = "serde")]
+    {
+        let json = ssgp::persist::to_json(&fit).unwrap();
+        let loaded: ssgp::FittedFullGp = ssgp::persist::from_json(&json).unwrap();
+        assert_eq!(loaded.training().remedy, few(30));
+    }
+
+    let rows: Vec<usize> = (0..60).map(|i| i % 20).collect();
+    let replicated = train.subset(&rows).unwrap();
+    let fit = FullGp::params().seed(1).fit(&replicated).unwrap();
+    assert_eq!(fit.training().remedy, few(20));
+
+    let (train, _) = problem(45).generate(1).unwrap();
+    let fit = FullGp::params().seed(1).fit(&train).unwrap();
+    assert_eq!(fit.training().remedy, None);
 }

@@ -10,11 +10,12 @@ use crate::common::{
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use ssgp::data::{Problem, Roughness};
 use ssgp::kernel::Kernel;
 use ssgp::linalg::Jitter;
 use ssgp::optim::Objective;
 use ssgp::vfe::InducingStart;
-use ssgp::{Dataset, Error, FittedRegressor, ParamGuard, Vfe};
+use ssgp::{Dataset, Error, FittedRegressor, ParamGuard, Remedy, Vfe};
 
 /// k(a_i, b_j) = σ0² shape(r²) with r² = Σ_d (a_id − b_jd)²/ℓ_d², by its definition.
 fn gram(a: &DMatrix<f64>, b: &DMatrix<f64>, kernel: Kernel, ell: &[f64], sf2: f64) -> DMatrix<f64> {
@@ -744,4 +745,35 @@ fn a_low_loo_z2_flags_vfe_error_bars_too_wide() {
     let wide = ssgp::LooDiagnostic { mean_z2: 0.3, ..d };
     let flags = wide.flags();
     assert!(flags.underconfident && !flags.fits_too_well, "{wide}");
+}
+
+/// VFE on fewer than 40 distinct inputs is flagged as the full GP and SSGP are
+/// ([`Remedy::FewInputs`]): its LOO does not check the error bars between the inputs (generated
+/// tables of 6–39 rows, 10 inducing inputs or n/2: 26 of 192 fits bad on test data, 25 of them
+/// unflagged). Here 20 rows of
+/// one rough input: test mean z² 2.7.
+#[test]
+fn a_fit_on_fewer_than_forty_inputs_is_flagged() {
+    let problem = Problem {
+        n: 20,
+        dim: 1,
+        relevant: 1,
+        roughness: Roughness::Rough,
+        noise: 0.01,
+        seed: 1,
+    };
+    let (train, test) = problem.generate(1000).unwrap();
+    let fit = Vfe::params(10).seed(1).fit(&train).unwrap();
+    let p = fit.predict(test.x()).unwrap();
+    let z2 = ssgp::metrics::calibration(test.y(), &p)
+        .unwrap()
+        .mean_squared_z;
+    assert!(z2 > 2.0, "test mean z² {z2}");
+    let summary = fit.training();
+    let few = Remedy::FewInputs {
+        inputs: 20,
+        random_features: false,
+    };
+    assert_eq!(summary.remedy, Some(few), "{}", summary.diagnosis());
+    assert!(summary.flags().few_inputs, "{}", summary.diagnosis());
 }
