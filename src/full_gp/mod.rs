@@ -5,7 +5,9 @@
 //! Training maximises the evidence p(y|θ) (eq. 4) over θ = [log ℓ, log σ0, p] (the shared head
 //! of [`crate::hyperparameters`]) with the crate's conjugate-gradient optimiser, from the start
 //! values of [`crate::init`] — from half ranges, and again from shorter lengthscales
-//! ([`SHORTER_STARTS`]) while the fit calls more than half of the targets' variance noise.
+//! ([`SHORTER_STARTS`]) while the fit calls more than half of the targets' variance noise, and
+//! from √D times the half ranges where the fit's kernel connects no training rows (wide tables,
+//! [`DISCONNECTED_R2`]).
 //! Targets are centred by their mean, which is added back to the
 //! predictions. Every evaluation costs O(n³) time and 24·n² bytes; for large n,
 //! [`FullGpParams::hyperparameter_subset`] learns θ on a random subset and then conditions on all
@@ -49,7 +51,9 @@ pub use posterior::FittedFullGp;
 pub(crate) use start::lengthscales_on_gathered_rows;
 pub(crate) use start::start;
 pub use start::{lengthscales_from_subset, START_TOLERANCE};
-pub use train::{LearnedHyperparameters, SHORTER_STARTS};
+pub use train::{
+    LearnedHyperparameters, DISCONNECTED_R2, LONGER_START_ROWS_PER_HYPERPARAMETER, SHORTER_STARTS,
+};
 
 /// The full GP; start from [`FullGp::params`].
 #[derive(Debug, Clone, Copy, Default)]

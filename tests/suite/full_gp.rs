@@ -466,3 +466,46 @@ fn a_fit_on_fewer_than_forty_inputs_is_flagged() {
     let fit = FullGp::params().seed(1).fit(&train).unwrap();
     assert_eq!(fit.training().remedy, None);
 }
+
+/// On a wide table (300 rows of 80 inputs, 3 relevant) the fit from half ranges connects no
+/// rows — every row of 80 inputs is r² ≈ 53 from the others at the start — and called the
+/// signal noise (test NMSE 1.00 on both tables); the fit from √D times the half ranges
+/// (`full_gp::DISCONNECTED_R2`) learns it (NMSE 0.031 and 0.059). SSGP, whose default start is
+/// this full GP on its rows, learns it too (0.026 and 0.079), on the smooth table calibrated
+/// and unflagged (test mean z² 0.94). Not asserted, the misses of the error bars that the
+/// longer start uncovers: on the rough table SSGP's test mean z² is 2.86 while its 75 held-out
+/// rows gave 1.19 (unflagged), and the full GP's is 3.65 and 2.36 while its LOO gave 0.95 and
+/// 0.91 — 82 hyperparameters fitted to 300 rows, a limit of both checks the notes name.
+#[test]
+fn a_wide_table_with_few_relevant_inputs_is_learned() {
+    use ssgp::ssgp::Ssgp;
+    for roughness in [Roughness::Smooth, Roughness::Rough] {
+        let problem = Problem {
+            n: 300,
+            dim: 80,
+            relevant: 3,
+            roughness,
+            noise: 0.1,
+            seed: 1,
+        };
+        let (train, test) = problem.generate(500).unwrap();
+        let score = |predictive: ssgp::Predictive| {
+            let nmse = ssgp::metrics::nmse(test.y(), &predictive, train.y_mean()).unwrap();
+            let z2 = (0..test.len())
+                .map(|i| (test.y()[i] - predictive.mean[i]).powi(2) / predictive.y_variance[i])
+                .sum::<f64>()
+                / test.len() as f64;
+            (nmse, z2)
+        };
+        let full = FullGp::params().fit(&train).unwrap();
+        let (nmse, _) = score(full.predict(test.x()).unwrap());
+        assert!(nmse < 0.2, "{}: full GP NMSE {nmse}", problem.name());
+        let ssgp = Ssgp::params(30).seed(1).fit(&train).unwrap();
+        let (nmse, z2) = score(ssgp.predict(test.x()).unwrap());
+        assert!(nmse < 0.2, "{}: SSGP NMSE {nmse}", problem.name());
+        if roughness == Roughness::Smooth {
+            assert!((0.5..1.5).contains(&z2), "{}: z² {z2}", problem.name());
+            assert!(!ssgp.training().is_flagged(), "{}", problem.name());
+        }
+    }
+}
