@@ -242,3 +242,25 @@ pub fn in_memory_limited_child(name: &str, kib: u64) -> bool {
     );
     false
 }
+
+/// Asserts that `fit`, trained on `inputs` (fewer than 40) distinct inputs, is overconfident on
+/// `test` (mean z² > 2) and says so: `Remedy::FewInputs { inputs, random_features: false }` in
+/// its summary and the `few_inputs` flag — the full GP's, FITC's and VFE's tests alike.
+pub fn assert_flagged_for_few_inputs(
+    fit: &dyn ssgp::FittedRegressor,
+    test: &ssgp::Dataset,
+    inputs: usize,
+) {
+    let p = fit.predict(test.x()).unwrap();
+    let z2 = ssgp::metrics::calibration(test.y(), &p)
+        .unwrap()
+        .mean_squared_z;
+    assert!(z2 > 2.0, "{}: test mean z² {z2}", fit.name());
+    let summary = fit.training();
+    let few = ssgp::Remedy::FewInputs {
+        inputs,
+        random_features: false,
+    };
+    assert_eq!(summary.remedy, Some(few), "{}", summary.diagnosis());
+    assert!(summary.flags().few_inputs, "{}", summary.diagnosis());
+}

@@ -2,8 +2,8 @@
 //! Snelson's reference values on Kin-40k, the sinc toy end to end, and errors on bad input.
 
 use crate::common::{
-    check_gradient, check_gradient_entries, dense_neg_log_evidence, inducing_problem, kin40k_train,
-    read_numbers, se_ard_by_definition as gram,
+    assert_flagged_for_few_inputs, check_gradient, check_gradient_entries, dense_neg_log_evidence,
+    inducing_problem, kin40k_train, read_numbers, se_ard_by_definition as gram,
 };
 use approx::assert_relative_eq;
 use nalgebra::{DMatrix, DVector};
@@ -13,7 +13,7 @@ use ssgp::data::{Problem, Roughness};
 use ssgp::kernel::Kernel;
 use ssgp::linalg::Jitter;
 use ssgp::optim::Objective;
-use ssgp::{Dataset, Error, Fitc, ParamGuard, Regressor, Remedy, Vfe};
+use ssgp::{Dataset, Error, Fitc, ParamGuard, Regressor, Vfe};
 
 /// Hyperparameters and pseudo-inputs decoded from our layout θ = [log ℓ, log σ0, p, vec(X̄)].
 struct Decoded {
@@ -869,18 +869,7 @@ fn a_fit_on_fewer_than_forty_inputs_is_flagged() {
     };
     let (train, test) = problem.generate(1000).unwrap();
     let fit = Fitc::params(10).seed(1).fit(&train).unwrap();
-    let p = fit.predict(test.x()).unwrap();
-    let z2 = ssgp::metrics::calibration(test.y(), &p)
-        .unwrap()
-        .mean_squared_z;
-    assert!(z2 > 2.0, "test mean z² {z2}");
-    let summary = fit.training();
-    let few = Remedy::FewInputs {
-        inputs: 25,
-        random_features: false,
-    };
-    assert_eq!(summary.remedy, Some(few), "{}", summary.diagnosis());
-    assert!(summary.flags().few_inputs, "{}", summary.diagnosis());
+    assert_flagged_for_few_inputs(&fit, &test, 25);
 }
 
 /// More pseudo-inputs than training points (the m of a larger table, on a small one): the

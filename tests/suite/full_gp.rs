@@ -1,7 +1,7 @@
 //! The full GP: gradient against finite differences, evidence and predictions against dense
 //! nalgebra formulas, the sinc toy, and input validation.
 
-use crate::common::{check_gradient, se_ard_by_definition};
+use crate::common::{assert_flagged_for_few_inputs, check_gradient, se_ard_by_definition};
 use approx::assert_relative_eq;
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
@@ -442,14 +442,7 @@ fn a_fit_on_fewer_than_forty_inputs_is_flagged() {
     };
     let (train, test) = problem(30).generate(1000).unwrap();
     let fit = FullGp::params().seed(1).fit(&train).unwrap();
-    let p = fit.predict(test.x()).unwrap();
-    let z2 = ssgp::metrics::calibration(test.y(), &p)
-        .unwrap()
-        .mean_squared_z;
-    assert!(z2 > 2.0, "test mean z² {z2}");
-    let summary = fit.training();
-    assert_eq!(summary.remedy, few(30), "{}", summary.diagnosis());
-    assert!(summary.flags().few_inputs, "{}", summary.diagnosis());
+    assert_flagged_for_few_inputs(&fit, &test, 30);
     #[cfg(feature = "serde")]
     {
         let json = ssgp::persist::to_json(&fit).unwrap();

@@ -5,7 +5,8 @@
 //! persistence bit for bit, the sinc toy end to end and errors on bad input.
 
 use crate::common::{
-    check_gradient, check_gradient_entries, dense_neg_log_evidence, inducing_problem,
+    assert_flagged_for_few_inputs, check_gradient, check_gradient_entries, dense_neg_log_evidence,
+    inducing_problem,
 };
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::StdRng;
@@ -15,7 +16,7 @@ use ssgp::kernel::Kernel;
 use ssgp::linalg::Jitter;
 use ssgp::optim::Objective;
 use ssgp::vfe::InducingStart;
-use ssgp::{Dataset, Error, FittedRegressor, ParamGuard, Remedy, Vfe};
+use ssgp::{Dataset, Error, FittedRegressor, ParamGuard, Vfe};
 
 /// k(a_i, b_j) = σ0² shape(r²) with r² = Σ_d (a_id − b_jd)²/ℓ_d², by its definition.
 fn gram(a: &DMatrix<f64>, b: &DMatrix<f64>, kernel: Kernel, ell: &[f64], sf2: f64) -> DMatrix<f64> {
@@ -764,16 +765,5 @@ fn a_fit_on_fewer_than_forty_inputs_is_flagged() {
     };
     let (train, test) = problem.generate(1000).unwrap();
     let fit = Vfe::params(10).seed(1).fit(&train).unwrap();
-    let p = fit.predict(test.x()).unwrap();
-    let z2 = ssgp::metrics::calibration(test.y(), &p)
-        .unwrap()
-        .mean_squared_z;
-    assert!(z2 > 2.0, "test mean z² {z2}");
-    let summary = fit.training();
-    let few = Remedy::FewInputs {
-        inputs: 20,
-        random_features: false,
-    };
-    assert_eq!(summary.remedy, Some(few), "{}", summary.diagnosis());
-    assert!(summary.flags().few_inputs, "{}", summary.diagnosis());
+    assert_flagged_for_few_inputs(&fit, &test, 20);
 }
