@@ -15,6 +15,7 @@ mod inputs;
 mod multi;
 mod problems;
 mod sinc;
+mod split;
 
 #[cfg(feature = "ndarray")]
 pub use arrays::matrix_from_ndarray;
@@ -29,6 +30,7 @@ pub use problems::{
     Problem, Roughness,
 };
 pub use sinc::{sinc, sinc_data};
+pub(crate) use split::{split_leaving_targets_varying, varies_on};
 
 use crate::error::{Error, Result};
 use nalgebra::{DMatrix, DVector};

@@ -16,15 +16,14 @@
 use super::cluster::Cluster;
 use super::statistics::GlobalStatistics;
 use super::training::Share;
-use crate::data::{groups_of_equal_inputs, Dataset, InputColumns};
+use crate::data::{groups_of_equal_inputs, split_leaving_targets_varying, Dataset, InputColumns};
 use crate::error::Result;
 use crate::hyperparameters::Hyperparameters;
 use crate::metrics::nlp_and_mnlp;
 use crate::predictive::Predictive;
 use crate::ssgp::remedy::{
     few_inputs_fit, held_out_factor, held_out_target, mean_noise_variance, mean_wins,
-    narrowed_to_the_measured_level, split_leaving_targets_varying, with_mean, Comparison,
-    HeldOutScore,
+    narrowed_to_the_measured_level, with_mean, Comparison, HeldOutScore,
 };
 #[cfg(doc)]
 use crate::ssgp::CalibrationGuard;

@@ -23,11 +23,14 @@
 use super::multi_posterior::FittedMultiSsgp;
 use super::remedy::{
     few_inputs_fit, held_out, held_out_mean, held_out_target, mean_wins,
-    narrowed_to_the_measured_level, split_leaving_targets_varying, standard_error_of_difference,
-    varies_on, with_mean, CalibrationGuard, Comparison, FewInputsCandidate, HeldOutScore, Verdict,
+    narrowed_to_the_measured_level, standard_error_of_difference, with_mean, CalibrationGuard,
+    Comparison, FewInputsCandidate, HeldOutScore, Verdict,
 };
 use super::{FittedSsgp, MultiSsgpEvidence, ValidSsgpParams};
-use crate::data::{groups_of_equal_inputs, variance, Dataset, InputColumns};
+use crate::data::{
+    groups_of_equal_inputs, split_leaving_targets_varying, variance, varies_on, Dataset,
+    InputColumns,
+};
 use crate::error::{Error, Result};
 use crate::hyperparameters::Hyperparameters;
 use crate::metrics::calibration_unchecked;
