@@ -30,7 +30,7 @@ pub use problems::{
     Problem, Roughness,
 };
 pub use sinc::{sinc, sinc_data};
-pub(crate) use split::{split_leaving_targets_varying, varies_on};
+pub(crate) use split::{folds, held_out_split, split_leaving_targets_varying, varies_on};
 
 use crate::error::{Error, Result};
 use nalgebra::{DMatrix, DVector};

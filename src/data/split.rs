@@ -1,8 +1,10 @@
 //! Held-out splits of a training set's rows: whole groups of equal inputs in a seeded shuffle,
-//! the first of them held out (SSGP's calibration check).
+//! the first of them held out (SSGP's calibration check, and the held-out check of the full GP,
+//! FITC and VFE).
 
 use nalgebra::DVector;
 use rand::seq::SliceRandom;
+use std::ops::Range;
 
 /// The rows in a seeded order whose first `held` are held out, from each row's group of equal
 /// inputs and the groups' count ([`groups_of_equal_inputs`](super::groups_of_equal_inputs)): whole groups in a seeded shuffle,
@@ -84,6 +86,27 @@ pub(crate) fn held_out_split(
     }
 }
 
+/// The `k` folds of `order` (whole groups one after another, as [`held_out_split`] orders the
+/// rows; `group_of` each row's group): contiguous ranges of `order`, the j-th ending at the
+/// first boundary between groups at or after j·n/k rows — every row in one fold, no group in
+/// two; fewer than `k` (none empty) where groups are larger than a fold.
+pub(crate) fn folds(order: &[usize], group_of: &[usize], k: usize) -> Vec<Range<usize>> {
+    let n = order.len();
+    let mut folds = Vec::with_capacity(k);
+    let mut start = 0;
+    for j in 1..=k {
+        let mut end = (j * n / k.max(1)).max(start);
+        while end > 0 && end < n && group_of[order[end]] == group_of[order[end - 1]] {
+            end += 1;
+        }
+        if end > start {
+            folds.push(start..end);
+        }
+        start = end;
+    }
+    folds
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,5 +174,31 @@ mod tests {
         let distinct: Vec<usize> = (0..120).collect();
         let split = held_out_split((&distinct, 120), 30, 3);
         assert_eq!((split.held, split.held_inputs), (30, 30));
+    }
+
+    /// Four folds of whole groups cover every row once: 90 rows of 30 inputs three times each
+    /// give folds of 24, 21, 24 and 21 rows (22.5 rounded to whole groups); without repeats,
+    /// n/4 each; one group of all but a few rows leaves fewer folds.
+    #[test]
+    fn the_folds_cover_every_row_once_in_whole_groups() {
+        let g: Vec<usize> = (0..90).map(|i| i / 3).collect();
+        let split = held_out_split((&g, 30), 22, 5);
+        let f = folds(&split.order, &g, 4);
+        let sizes: Vec<usize> = f.iter().map(|r| r.len()).collect();
+        assert_eq!(sizes, [24, 21, 24, 21]);
+        for (a, b) in f.iter().zip(&f[1..]) {
+            assert_eq!(a.end, b.start);
+            assert_ne!(g[split.order[a.end - 1]], g[split.order[b.start]]);
+        }
+        assert_eq!((f[0].start, f[3].end), (0, 90));
+        let distinct: Vec<usize> = (0..100).collect();
+        let sizes: Vec<usize> = folds(&distinct, &distinct, 4)
+            .iter()
+            .map(|r| r.len())
+            .collect();
+        assert_eq!(sizes, [25, 25, 25, 25]);
+        let big: Vec<usize> = (0..40).map(|i| usize::from(i >= 37)).collect();
+        let order: Vec<usize> = (0..40).collect();
+        assert_eq!(folds(&order, &big, 4), [0..37, 37..40]);
     }
 }

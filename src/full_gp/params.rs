@@ -16,6 +16,7 @@ pub struct ValidFullGpParams {
     pub(crate) training: TrainingSettings,
     pub(crate) hyperparameter_subset: Option<usize>,
     pub(crate) jitter: Jitter,
+    pub(crate) held_out_check: bool,
 }
 
 /// Settings of a full GP, built by [`super::FullGp::params`]; [`FullGpParams::fit`] validates
@@ -30,6 +31,7 @@ impl Default for FullGpParams {
             training: TrainingSettings::default(),
             hyperparameter_subset: None,
             jitter: Jitter::ladder(),
+            held_out_check: true,
         })
     }
 }
@@ -40,6 +42,18 @@ impl FullGpParams {
     /// [`Error::InvalidParameter`] when the settings are checked.
     pub fn hyperparameter_subset(mut self, size: Option<usize>) -> Self {
         self.0.hyperparameter_subset = size;
+        self
+    }
+
+    /// Whether the fit is judged by refits on 3/4 of the rows, each scored on the other 1/4
+    /// ([`Remedy::HeldOutRefit`](crate::Remedy::HeldOutRefit); default true): from
+    /// [`Remedy::MIN_CHECKED_INPUTS`](crate::Remedy::MIN_CHECKED_INPUTS) distinct inputs up to
+    /// [`Remedy::HELD_OUT_CHECK_MAX_ROWS`](crate::Remedy::HELD_OUT_CHECK_MAX_ROWS) rows, at the
+    /// cost of one to four more trainings on 3/4 of the rows (from the fit's θ). Off, the fit is
+    /// judged by its LOO alone, which is optimistic with few rows per hyperparameter. The model
+    /// is the same either way.
+    pub fn held_out_check(mut self, check: bool) -> Self {
+        self.0.held_out_check = check;
         self
     }
 }

@@ -83,6 +83,7 @@ impl FittedFullGp {
             training: settings,
             hyperparameter_subset: None,
             jitter: r.jitter,
+            held_out_check: false,
         };
         let theta = DVector::from_vec(r.parameters);
         let mut model = match r.blocks.as_deref() {

@@ -6,12 +6,13 @@ use super::params::ValidFullGpParams;
 use super::posterior::FittedFullGp;
 use crate::data::{Dataset, InputColumns};
 use crate::error::{Error, Result};
-use crate::hyperparameters;
+use crate::hyperparameters::{self, Hyperparameters};
 use crate::init::LengthscaleInit;
 use crate::kernel::{self, Covariance};
 use crate::linalg::{self};
-use crate::optim::OptimReport;
+use crate::optim::{retag, OptimReport, Phase};
 use crate::params::TrainingSettings;
+use crate::predictive::Predictive;
 use crate::termination::{Termination, TrainingSummary};
 use nalgebra::DVector;
 use std::sync::Arc;
@@ -94,7 +95,51 @@ impl ValidFullGpParams {
         let mut fitted =
             this.condition_on(data, &learned.report.theta, learned.columns, Some(training))?;
         fitted.record.training.diagnostic = fitted.loo_diagnostic();
+        if this.held_out_check {
+            let (training, hyper) = (fitted.record.training.clone(), &fitted.hyperparameters);
+            fitted.record.training = training.judged_by_refit(
+                fitted.data.as_ref(),
+                this.training.seed,
+                |fit, held| self.refit((fit, held), hyper),
+            )?;
+        }
         Ok(fitted)
+    }
+
+    /// The refit of the held-out check ([`TrainingSummary::judged_by_refit`]): these settings
+    /// (unresolved: the refit resolves its noise floor on its own rows) trained on all of `fit`
+    /// (the fit's used columns) from the fit's hyperparameters `fitted` (ℓ of the columns that
+    /// vary on `fit`; σn² re-encoded above the refit's floor), kept at their best point if
+    /// training fails, the observer's reports in [`Phase::CalibrationCheck`]; its predictive at
+    /// `held`'s inputs and its ȳ.
+    fn refit(
+        &self,
+        (fit, held): (&Dataset, &Dataset),
+        fitted: &Hyperparameters,
+    ) -> Result<(Predictive, f64)> {
+        let mut this = self.resolved_for(fit.y_variance())?;
+        this.training.best_effort = true;
+        this.training.optim.observer = this
+            .training
+            .optim
+            .observer
+            .as_ref()
+            .map(|o| retag(o, |p| p.phase = Phase::CalibrationCheck));
+        let columns = InputColumns::varying(fit)?;
+        let used = columns.used();
+        let start = Hyperparameters {
+            lengthscales: DVector::from_iterator(
+                used.len(),
+                used.iter().map(|&j| fitted.lengthscales[j]),
+            ),
+            ..fitted.clone()
+        };
+        let data = columns.select_data(fit)?;
+        let evidence = this.evidence_unchecked(&data);
+        let theta0 = hyperparameters::pack(&start, this.training.noise(), None);
+        let report = this.training.minimize(&evidence, theta0)?;
+        let model = this.condition_on(fit, &report.theta, columns, None)?;
+        Ok((model.predict(held.x())?, model.record.y_mean))
     }
 
     /// Learns the hyperparameters only (on the configured subset, or all of `data`), without

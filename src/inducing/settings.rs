@@ -10,10 +10,13 @@ use super::{
 use crate::data::{Dataset, InputColumns};
 use crate::error::{Error, Result};
 use crate::hyperparameters::{self, check_block, Hyperparameters};
-use crate::init;
+use crate::init::{self, LengthscaleInit};
 use crate::kernel::Covariance;
 use crate::linalg::Jitter;
+use crate::optim::{retag, Phase};
 use crate::params::TrainingSettings;
+#[cfg(doc)]
+use crate::termination::Remedy;
 use crate::termination::TrainingSummary;
 use nalgebra::{DMatrix, DVector};
 
@@ -154,6 +157,8 @@ pub(crate) struct Settings {
     pub(crate) fixed: bool,
     /// Where they start when none are given.
     pub(crate) start: InducingStart,
+    /// Whether a fit is judged by refits on 3/4 of the rows ([`Remedy::HeldOutRefit`]).
+    pub(crate) held_out_check: bool,
 }
 
 impl Settings {
@@ -167,7 +172,44 @@ impl Settings {
             given: None,
             fixed: false,
             start,
+            held_out_check: true,
         }
+    }
+
+    /// The settings of the held-out check's refit ([`TrainingSummary::judged_by_refit`]) on
+    /// `fit` (the fit's used columns), from these and the unresolved `training`: the fit's
+    /// `lengthscales` as the start (those of the columns that vary on `fit`; σ0², σn² and the
+    /// inducing inputs from the start, so none is placed on a held-out row), at most as many
+    /// inducing inputs as `fit` has rows (unless given), kept at their best point if training
+    /// fails, the observer's reports in [`Phase::CalibrationCheck`], no check of its own.
+    ///
+    /// # Errors
+    /// [`Error::EmptyData`] if no input column varies on `fit`.
+    pub(crate) fn for_refit(
+        &self,
+        training: &TrainingSettings,
+        fit: &Dataset,
+        lengthscales: &DVector<f64>,
+    ) -> Result<(Self, TrainingSettings)> {
+        let columns = InputColumns::varying(fit)?;
+        let used = columns.used();
+        let mut training = training.clone();
+        training.lengthscales = LengthscaleInit::Given(DVector::from_iterator(
+            used.len(),
+            used.iter().map(|&j| lengthscales[j]),
+        ));
+        training.best_effort = true;
+        training.optim.observer = training
+            .optim
+            .observer
+            .as_ref()
+            .map(|o| retag(o, |p| p.phase = Phase::CalibrationCheck));
+        let mut settings = self.clone();
+        settings.held_out_check = false;
+        if settings.given.is_none() {
+            settings.m = settings.m.min(fit.len());
+        }
+        Ok((settings, training))
     }
 
     /// Validates the configuration (the parts that do not depend on the data), `training` after
@@ -428,6 +470,16 @@ macro_rules! inducing_params {
                 self
             }
 
+            /// Whether the fit is judged by refits on 3/4 of the rows, each scored on the other 1/4
+            /// ([`Remedy::HeldOutRefit`](crate::Remedy::HeldOutRefit); default true): from
+            /// [`Remedy::MIN_CHECKED_INPUTS`](crate::Remedy::MIN_CHECKED_INPUTS) distinct inputs
+            /// up to [`Remedy::HELD_OUT_CHECK_MAX_ROWS`](crate::Remedy::HELD_OUT_CHECK_MAX_ROWS)
+            #[doc = concat!("rows, at the cost of one to four more trainings on 3/4 of the rows (from the fit's lengthscales, the ", $what, " from the start). Off, the fit is judged by its LOO alone, which is optimistic where the ", $what, " and lengthscales can fit single rows. The model is the same either way.")]
+            pub fn held_out_check(mut self, check: bool) -> Self {
+                self.0.inducing.held_out_check = check;
+                self
+            }
+
             $(#[$subset_doc])*
             pub fn initial_lengthscales_from_full_gp(self, subset: usize) -> Self {
                 self.lengthscale_init($crate::init::LengthscaleInit::FullGpSubset(subset))
@@ -494,8 +546,20 @@ macro_rules! trained_methods {
                 let used = columns.select_data(data)?;
                 let data = used.as_ref();
                 let this = self.resolved_for(data.y_variance())?;
-                let fitted = this.inducing.fit_used(data, columns, &this.training)?;
-                Ok($fitted::from_fit(fitted))
+                let (mut fitted, trace) = this.inducing.fit_used(data, columns, &this.training)?;
+                if this.inducing.held_out_check {
+                    let lengthscales = fitted.hyper.lengthscales.clone();
+                    let training = fitted.record.training.clone();
+                    fitted.record.training =
+                        training.judged_by_refit(data, this.training.seed, |fit, held| {
+                            let (inducing, training) =
+                                self.inducing.for_refit(&self.training, fit, &lengthscales)?;
+                            let refit = $valid { training, inducing }.fit(fit)?;
+                            let p = $crate::model::FittedRegressor::predict(&refit, held.x())?;
+                            Ok((p, refit.fit.record.y_mean))
+                        })?;
+                }
+                Ok($fitted::from_fit((fitted, trace)))
             }
 
             $(#[$condition_doc])*

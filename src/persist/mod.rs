@@ -22,7 +22,7 @@
 //!
 //! # The format
 //!
-//! A saved model is `{"format_version": 14, "model": {"<kind>": {...}}}` (the current
+//! A saved model is `{"format_version": 15, "model": {"<kind>": {...}}}` (the current
 //! [`FORMAT_VERSION`]) with kind `ssgp`,
 //! `fitc`, `vfe`, `full_gp`, `standardized` (a scaler and its `model`) or `ensemble` (`combine` and
 //! `members`, each a model). Matrices are lists of rows. What is saved is what the model cannot
@@ -58,7 +58,8 @@
 //! on all its rows), before format 12 with SSGP's prior taken as whole, before format 13 with an
 //! updated SSGP's b recovered as Aα (its next update equal to round-off), before format 14 with
 //! `noise_at_floor` from θ alone (a fit widened above its floor loads without the flag)
-//! (`FORMAT_VERSION`'s docs
+//! (format 15 adds the full GP's, FITC's and VFE's `Remedy::HeldOutRefit`, which no older file
+//! holds) (`FORMAT_VERSION`'s docs
 //! list every version's fields), and all predict what they predicted when saved
 //! (`tests/suite/format2.rs`: bit for bit but FITC's variances, to 1e-12 relative since the
 //! crate's own blocked kernels sum in another order; an updated full GP saved before format 11,
@@ -464,14 +465,27 @@ mod tests {
     use rand::rngs::StdRng;
     use rand::SeedableRng;
 
-    /// One small fitted model of each kind.
+    /// One small fitted model of each kind, and a full GP and a VFE fit judged by their
+    /// held-out check ([`crate::Remedy::HeldOutRefit`], from 40 distinct inputs).
     fn models() -> Vec<SavedModel> {
         let mut rng = StdRng::seed_from_u64(3);
         let train = sinc_data(24, false, 0.05, &mut rng).unwrap();
+        let checked = sinc_data(48, false, 0.05, &mut rng).unwrap();
         let ssgp = Ssgp::params(3).seed(1).initial_draws(3).max_evaluations(30);
         let fitted =
             |r: &dyn crate::model::Regressor| SavedModel::of(r.fit_boxed(&train).unwrap().as_ref());
+        let judged = |r: &dyn crate::model::Regressor| {
+            let model = r.fit_boxed(&checked).unwrap();
+            let remedy = model.training().remedy;
+            assert!(
+                matches!(remedy, Some(crate::Remedy::HeldOutRefit { .. })),
+                "{remedy:?}"
+            );
+            SavedModel::of(model.as_ref())
+        };
         vec![
+            judged(&FullGp::params().max_evaluations(30)),
+            judged(&Vfe::params(3).seed(1).max_evaluations(30)),
             fitted(&ssgp),
             fitted(&ssgp.clone().fixed_spectral_points(true)),
             fitted(&Fitc::params(3).seed(1).max_evaluations(30)),

@@ -319,17 +319,7 @@ impl SummaryRepr {
                     )?,
                     held_out: match held_out {
                         None => None,
-                        Some(h) if h.rows == 0 => {
-                            return Err(Error::InvalidParameter {
-                                name: "training summary: held-out rows",
-                                reason: "a held-out calibration on no rows".into(),
-                            })
-                        }
-                        Some(h) => Some(HeldOutCalibration {
-                            rows: h.rows,
-                            mean_z2: finite(h.mean_z2, "training summary: held-out mean z²")?,
-                            nmse: finite(h.nmse, "training summary: held-out NMSE")?,
-                        }),
+                        Some(h) => Some(checked_held_out(h)?),
                     },
                     on_comparison_rows,
                     learned_budget: match learned_budget {
@@ -367,6 +357,9 @@ impl SummaryRepr {
                         mean_kept
                     },
                 }),
+                Some(Remedy::HeldOutRefit { held_out }) => Some(Remedy::HeldOutRefit {
+                    held_out: checked_held_out(held_out)?,
+                }),
                 Some(Remedy::FewInputs { inputs: 0, .. }) => {
                     return Err(Error::InvalidParameter {
                         name: "training summary: distinct inputs",
@@ -388,25 +381,48 @@ impl SummaryRepr {
         if let Some(d) = &mut self.diagnostic {
             all.extend([&mut d.mean_z2, &mut d.mnlp, &mut d.nmse]);
         }
-        if let Some(Remedy::HeldOut {
-            learned_mnlp,
-            random_features_mnlp,
-            variance_scale,
-            held_out,
-            mean_mnlp,
-            ..
-        }) = &mut self.remedy
-        {
-            all.extend([learned_mnlp, random_features_mnlp, variance_scale]);
-            if let Some(m) = mean_mnlp {
-                all.push(m);
+        match &mut self.remedy {
+            Some(Remedy::HeldOut {
+                learned_mnlp,
+                random_features_mnlp,
+                variance_scale,
+                held_out,
+                mean_mnlp,
+                ..
+            }) => {
+                all.extend([learned_mnlp, random_features_mnlp, variance_scale]);
+                if let Some(m) = mean_mnlp {
+                    all.push(m);
+                }
+                if let Some(h) = held_out {
+                    all.extend([&mut h.mean_z2, &mut h.nmse]);
+                }
             }
-            if let Some(h) = held_out {
+            Some(Remedy::HeldOutRefit { held_out: h }) => {
                 all.extend([&mut h.mean_z2, &mut h.nmse]);
             }
+            _ => {}
         }
         all
     }
+}
+
+/// A saved held-out calibration, checked: on at least one row, its mean z² and NMSE finite.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for no rows, [`Error::NonFinite`] for a non-finite score.
+fn checked_held_out(h: HeldOutCalibration) -> Result<HeldOutCalibration> {
+    if h.rows == 0 {
+        return Err(Error::InvalidParameter {
+            name: "training summary: held-out rows",
+            reason: "a held-out calibration on no rows".into(),
+        });
+    }
+    Ok(HeldOutCalibration {
+        rows: h.rows,
+        mean_z2: finite(h.mean_z2, "training summary: held-out mean z²")?,
+        nmse: finite(h.nmse, "training summary: held-out NMSE")?,
+    })
 }
 
 /// Every entry of saved rows (for the NaN and infinity tests).

@@ -52,8 +52,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// every earlier version are read with these checks too: the crate never wrote such a file);
 /// 14, a training summary's `noise_at_floor`, written when the noise ended training at its floor
 /// (a fit the calibration check then widened keeps the flag on loading; absent, false, and the
-/// model's θ decides as before).
-pub const FORMAT_VERSION: u32 = 14;
+/// model's θ decides as before); 15, the full GP's, FITC's and VFE's `Remedy::HeldOutRefit` (their
+/// fit judged by refits on 3/4 of the rows, each scored on the rest; files before it never hold
+/// one, and their fits load judged by the LOO as before).
+pub const FORMAT_VERSION: u32 = 15;
 
 /// The oldest format version this build reads: a format-2 file is migrated on load (its
 /// training summaries have no diagnostic: the loaded model reports `diagnostic: None`, and

@@ -264,3 +264,37 @@ pub fn assert_flagged_for_few_inputs(
     assert_eq!(summary.remedy, Some(few), "{}", summary.diagnosis());
     assert!(summary.flags().few_inputs, "{}", summary.diagnosis());
 }
+
+/// The held-out check's case: `checked` and `unchecked` are the same fit with the check on and
+/// off (the same predictions, bit for bit); on `test` its error bars are too narrow (mean z²
+/// above 2) while its LOO is not (mean z² below 1.5) and the unchecked fit is unflagged; the
+/// checked one's refits, which scored each of its `rows` training rows once, flag it
+/// overconfident ([`ssgp::Remedy::HeldOutRefit`]).
+pub fn assert_overconfidence_found_by_refits(
+    checked: &dyn ssgp::FittedRegressor,
+    unchecked: &dyn ssgp::FittedRegressor,
+    (test, rows): (&ssgp::Dataset, usize),
+) {
+    let p = checked.predict(test.x()).unwrap();
+    let q = unchecked.predict(test.x()).unwrap();
+    assert_eq!((&p.mean, &p.y_variance), (&q.mean, &q.y_variance));
+    let z2 = ssgp::metrics::calibration(test.y(), &p)
+        .unwrap()
+        .mean_squared_z;
+    let (summary, name) = (checked.training(), checked.name());
+    assert!(z2 > 2.0, "{name}: test mean z² {z2}");
+    let loo = summary.diagnostic.unwrap();
+    assert!(loo.mean_z2 < 1.5, "{name}: {loo}");
+    assert_eq!(unchecked.training().remedy, None, "{name}");
+    assert!(!unchecked.training().is_flagged(), "{name}");
+    let Some(ssgp::Remedy::HeldOutRefit { held_out }) = summary.remedy else {
+        panic!("{name}: {:?}", summary.remedy);
+    };
+    assert_eq!(held_out.rows, rows, "{name}");
+    assert!(held_out.overconfident(), "{name}: {held_out}");
+    assert!(
+        summary.flags().overconfident,
+        "{name}: {}",
+        summary.diagnosis()
+    );
+}

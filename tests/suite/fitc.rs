@@ -2,8 +2,9 @@
 //! Snelson's reference values on Kin-40k, the sinc toy end to end, and errors on bad input.
 
 use crate::common::{
-    assert_flagged_for_few_inputs, check_gradient, check_gradient_entries, dense_neg_log_evidence,
-    inducing_problem, kin40k_train, read_numbers, se_ard_by_definition as gram,
+    assert_flagged_for_few_inputs, assert_overconfidence_found_by_refits, check_gradient,
+    check_gradient_entries, dense_neg_log_evidence, inducing_problem, kin40k_train, read_numbers,
+    se_ard_by_definition as gram,
 };
 use approx::assert_relative_eq;
 use nalgebra::{DMatrix, DVector};
@@ -889,4 +890,23 @@ fn more_pseudo_inputs_than_points_names_the_remedy() {
         );
         assert!(text.contains("m ≤ 5") && text.contains("FullGp"), "{text}");
     }
+}
+
+/// FITC's held-out check ([`ssgp::Remedy::HeldOutRefit`]): 50 pseudo-inputs learned on 100 rows
+/// of 9 inputs (the calibration suite's n100-D9) fit the rows, and the LOO, which holds them
+/// fixed, vouches for error bars that are too narrow (LOO mean z² 0.73, test 3.18;
+/// unflagged with `held_out_check(false)`, as every such fit was before the check); refitted
+/// on 3/4 of the rows four times (from the fit's lengthscales, the pseudo-inputs from the
+/// start), each quarter scored once, it is flagged overconfident. The same bits either way.
+#[test]
+fn fitc_overconfident_on_small_data_is_flagged_by_its_refits() {
+    let (train, test) = ssgp::data::calibration_suite()[8].generate(1000).unwrap();
+    assert_eq!((train.len(), train.dim()), (100, 9));
+    let checked = Fitc::params(50).seed(1).fit(&train).unwrap();
+    let unchecked = Fitc::params(50)
+        .seed(1)
+        .held_out_check(false)
+        .fit(&train)
+        .unwrap();
+    assert_overconfidence_found_by_refits(&checked, &unchecked, (&test, 100));
 }
