@@ -468,6 +468,20 @@ fn a_fit_on_fewer_than_forty_inputs_is_flagged() {
     assert!(!fit.training().flags().few_inputs);
 }
 
+/// 300 rows of 80 inputs, 3 relevant, noise 0.1, seed 1, with 500 test points.
+fn wide_table(roughness: Roughness) -> (Problem, (Dataset, Dataset)) {
+    let problem = Problem {
+        n: 300,
+        dim: 80,
+        relevant: 3,
+        roughness,
+        noise: 0.1,
+        seed: 1,
+    };
+    let tables = problem.generate(500).unwrap();
+    (problem, tables)
+}
+
 /// On a wide table (300 rows of 80 inputs, 3 relevant) the fit from half ranges connects no
 /// rows — every row of 80 inputs is r² ≈ 53 from the others at the start — and called the
 /// signal noise (test NMSE 1.00 on both tables); the fit from √D times the half ranges
@@ -482,15 +496,7 @@ fn a_fit_on_fewer_than_forty_inputs_is_flagged() {
 fn a_wide_table_with_few_relevant_inputs_is_learned() {
     use ssgp::ssgp::Ssgp;
     for roughness in [Roughness::Smooth, Roughness::Rough] {
-        let problem = Problem {
-            n: 300,
-            dim: 80,
-            relevant: 3,
-            roughness,
-            noise: 0.1,
-            seed: 1,
-        };
-        let (train, test) = problem.generate(500).unwrap();
+        let (problem, (train, test)) = wide_table(roughness);
         let score = |predictive: ssgp::Predictive| {
             let nmse = ssgp::metrics::nmse(test.y(), &predictive, train.y_mean()).unwrap();
             let z2 = (0..test.len())
@@ -520,15 +526,7 @@ fn a_wide_table_with_few_relevant_inputs_is_learned() {
 #[test]
 fn a_full_gp_overconfident_on_a_wide_table_is_flagged_by_its_refits() {
     for roughness in [Roughness::Smooth, Roughness::Rough] {
-        let problem = Problem {
-            n: 300,
-            dim: 80,
-            relevant: 3,
-            roughness,
-            noise: 0.1,
-            seed: 1,
-        };
-        let (train, test) = problem.generate(500).unwrap();
+        let (_, (train, test)) = wide_table(roughness);
         let checked = FullGp::params().fit(&train).unwrap();
         let unchecked = FullGp::params().held_out_check(false).fit(&train).unwrap();
         assert_overconfidence_found_by_refits(&checked, &unchecked, (&test, 300));
