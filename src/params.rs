@@ -202,6 +202,18 @@ impl TrainingSettings {
         self.best_effort
     }
 
+    /// These settings with the observer, if any, told that its fits are a held-out check's
+    /// ([`Phase::CalibrationCheck`](crate::optim::Phase::CalibrationCheck)): SSGP's calibration
+    /// check and the refits of the full GP's, FITC's and VFE's.
+    pub(crate) fn reporting_as_check(&self) -> Self {
+        let mut quiet = self.clone();
+        quiet.optim.observer =
+            self.optim.observer.as_ref().map(|o| {
+                crate::optim::retag(o, |p| p.phase = crate::optim::Phase::CalibrationCheck)
+            });
+        quiet
+    }
+
     /// Minimises `objective` from θ₀ with these settings' optimiser; a failed run is an error
     /// unless best effort was asked for.
     ///

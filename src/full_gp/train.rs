@@ -10,7 +10,9 @@ use crate::hyperparameters::{self, Hyperparameters};
 use crate::init::LengthscaleInit;
 use crate::kernel::{self, Covariance};
 use crate::linalg::{self};
-use crate::optim::{retag, OptimReport, Phase};
+use crate::optim::OptimReport;
+#[cfg(doc)]
+use crate::optim::Phase;
 use crate::params::TrainingSettings;
 use crate::predictive::Predictive;
 use crate::termination::{Termination, TrainingSummary};
@@ -118,13 +120,8 @@ impl ValidFullGpParams {
         fitted: &Hyperparameters,
     ) -> Result<(Predictive, f64)> {
         let mut this = self.resolved_for(fit.y_variance())?;
+        this.training = this.training.reporting_as_check();
         this.training.best_effort = true;
-        this.training.optim.observer = this
-            .training
-            .optim
-            .observer
-            .as_ref()
-            .map(|o| retag(o, |p| p.phase = Phase::CalibrationCheck));
         let columns = InputColumns::varying(fit)?;
         let used = columns.used();
         let start = Hyperparameters {

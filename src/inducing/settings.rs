@@ -13,7 +13,8 @@ use crate::hyperparameters::{self, check_block, Hyperparameters};
 use crate::init::{self, LengthscaleInit};
 use crate::kernel::Covariance;
 use crate::linalg::Jitter;
-use crate::optim::{retag, Phase};
+#[cfg(doc)]
+use crate::optim::Phase;
 use crate::params::TrainingSettings;
 #[cfg(doc)]
 use crate::termination::Remedy;
@@ -193,17 +194,12 @@ impl Settings {
     ) -> Result<(Self, TrainingSettings)> {
         let columns = InputColumns::varying(fit)?;
         let used = columns.used();
-        let mut training = training.clone();
+        let mut training = training.reporting_as_check();
         training.lengthscales = LengthscaleInit::Given(DVector::from_iterator(
             used.len(),
             used.iter().map(|&j| lengthscales[j]),
         ));
         training.best_effort = true;
-        training.optim.observer = training
-            .optim
-            .observer
-            .as_ref()
-            .map(|o| retag(o, |p| p.phase = Phase::CalibrationCheck));
         let mut settings = self.clone();
         settings.held_out_check = false;
         if settings.given.is_none() {

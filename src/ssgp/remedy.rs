@@ -30,7 +30,7 @@ use crate::data::{
 use crate::error::Result;
 use crate::hyperparameters::Hyperparameters;
 use crate::metrics::{calibration_unchecked, nlp_and_mnlp, nmse};
-use crate::optim::{retag, Objective, Phase};
+use crate::optim::Objective;
 use crate::predictive::Predictive;
 use crate::termination::{HeldOutCalibration, Remedy, TrainingSummary};
 use nalgebra::{DMatrix, DVector};
@@ -381,14 +381,10 @@ impl ValidSsgpParams {
 
     /// These settings with the observer, if any, told that its fits are the calibration check's.
     pub(crate) fn reporting_as_check(&self) -> Self {
-        let mut quiet = self.clone();
-        quiet.training.optim.observer = self
-            .training
-            .optim
-            .observer
-            .as_ref()
-            .map(|o| retag(o, |p| p.phase = Phase::CalibrationCheck));
-        quiet
+        Self {
+            training: self.training.reporting_as_check(),
+            ..self.clone()
+        }
     }
 
     /// The smallest variance factor the check may apply: σn² stays above the floor set as a

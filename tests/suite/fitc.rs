@@ -910,3 +910,34 @@ fn fitc_overconfident_on_small_data_is_flagged_by_its_refits() {
         .unwrap();
     assert_overconfidence_found_by_refits(&checked, &unchecked, (&test, 100));
 }
+
+/// The refits of the held-out check report to the fit's observer as the check's
+/// ([`ssgp::optim::Phase::CalibrationCheck`]), after the fit's own optimiser; with the check off
+/// there are none.
+#[test]
+fn the_refits_report_as_the_check() {
+    use ssgp::optim::Phase;
+    use std::sync::{Arc, Mutex};
+    let (train, _) = ssgp::data::calibration_suite()[8].generate(1).unwrap();
+    for check in [true, false] {
+        let phases = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&phases);
+        Fitc::params(10)
+            .seed(1)
+            .max_evaluations(40)
+            .held_out_check(check)
+            .observer(Arc::new(move |p: &ssgp::Progress| {
+                sink.lock().unwrap().push(p.phase);
+                std::ops::ControlFlow::Continue(())
+            }))
+            .fit(&train)
+            .unwrap();
+        let phases = phases.lock().unwrap();
+        let first_check = phases.iter().position(|&p| p == Phase::CalibrationCheck);
+        let last_fit = phases.iter().rposition(|&p| p == Phase::Optimiser).unwrap();
+        match first_check {
+            Some(first) => assert!(check && first > last_fit, "{phases:?}"),
+            None => assert!(!check, "{phases:?}"),
+        }
+    }
+}
