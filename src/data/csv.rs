@@ -120,10 +120,11 @@ impl CsvOptions {
     }
 
     /// The byte separating fields (`b','` by default; `b';'`, `b'\t'`, `b' '` …). Fields are
-    /// trimmed of surrounding whitespace and of one pair of double quotes; a quoted name in the
-    /// header may hold the delimiter, a quoted number may not. With `b' '` a run of spaces is one
-    /// separator and spaces at the start or end of a line are ignored, as in whitespace-aligned
-    /// tables; with any other delimiter two in a row enclose an empty field.
+    /// trimmed of surrounding whitespace and of one pair of double quotes; a number is trimmed
+    /// inside its quotes too (`" 1"` is 1, `" "` an empty field), a name keeps what is inside them.
+    /// A quoted name in the header may hold the delimiter, a quoted number may not. With `b' '` a
+    /// run of spaces is one separator and spaces at the start or end of a line are ignored, as in
+    /// whitespace-aligned tables; with any other delimiter two in a row enclose an empty field.
     #[must_use]
     pub fn delimiter(mut self, delimiter: u8) -> Self {
         self.delimiter = delimiter;
@@ -484,25 +485,27 @@ impl<'a> Loader<'a> {
     /// Reads the first non-blank line (line `number`): its number of fields, whether it is a
     /// header, and the target's index. Detected, the line is a header when none of its fields
     /// is a number and one is text other than a missing-value marker; it is data when it holds
-    /// numbers and no such text.
+    /// numbers and no such text. Fields are judged trimmed inside their quotes, as numbers are
+    /// read: a name of spaces is no name.
     ///
     /// # Errors
     /// [`Error::Csv`] for fewer than two fields, a target that is not among them, and, detecting
     /// the header, a line that mixes numbers and text or holds only missing values.
     fn layout(&self, line: &[u8], number: usize) -> Result<Layout> {
         let fields = || QuotedFields::new(line, self.options.delimiter);
+        let values = || fields().map(<[u8]>::trim_ascii);
         let columns = fields().count();
         let header = match self.options.header {
             Header::Present => true,
             Header::Absent => false,
             Header::Detect => {
-                let numbers = fields().filter(|f| parse_number(f).is_some()).count();
-                let text = fields()
+                let numbers = values().filter(|f| parse_number(f).is_some()).count();
+                let text = values()
                     .find(|f| !f.is_empty() && !is_missing_marker(f) && parse_number(f).is_none());
                 match (numbers, text) {
                     (0, Some(_)) => true,
                     (_, None) => {
-                        if let (0, Some(first)) = (numbers, fields().next()) {
+                        if let (0, Some(first)) = (numbers, values().next()) {
                             return Err(self.error(
                                 number,
                                 format!(
@@ -529,7 +532,7 @@ impl<'a> Loader<'a> {
             }
         };
         if let Some(k) = header
-            .then(|| fields().position(<[u8]>::is_empty))
+            .then(|| values().position(<[u8]>::is_empty))
             .flatten()
         {
             let index = if k == 0 {
@@ -706,11 +709,11 @@ fn pieces(line: &[u8], delimiter: u8) -> impl Iterator<Item = &[u8]> {
         .filter(move |piece| delimiter != b' ' || !piece.is_empty())
 }
 
-/// The fields of a line, each trimmed of whitespace and of one pair of surrounding quotes.
-/// A data line's fields are numbers, so a delimiter between quotes is not looked for: see
-/// [`QuotedFields`] for the first line.
+/// The fields of a line, each trimmed of whitespace and of one pair of surrounding quotes, then
+/// of whitespace inside them (`" 1"` is read as ` 1` is). A data line's fields are numbers, so a
+/// delimiter between quotes is not looked for: see [`QuotedFields`] for the first line.
 fn split(line: &[u8], delimiter: u8) -> impl Iterator<Item = &[u8]> {
-    pieces(line, delimiter).map(unquoted)
+    pieces(line, delimiter).map(|piece| unquoted(piece).trim_ascii())
 }
 
 /// The fields of the first line, as [`split`] but with no split at a delimiter between double

@@ -742,6 +742,29 @@ fn csv_tab_separated_empty_edge_fields_are_fields() {
     );
 }
 
+/// A quoted number is read as the same number unquoted: spaces inside the quotes are trimmed as
+/// outside them (`" 1"` was refused as not a number while ` 1` loaded), on the first line too,
+/// and quotes holding only spaces are an empty field; a quoted name keeps its spaces.
+#[test]
+fn csv_quoted_numbers_are_trimmed_inside_their_quotes() {
+    let o = CsvOptions::new();
+    let data = parse("x,y\n\" 1\",\"2 \"\n\"\t3.5 \", 4\n", &o).unwrap();
+    assert_eq!(data.x().as_slice(), [1.0, 3.5]);
+    assert_eq!(data.y().as_slice(), [2.0, 4.0]);
+    for header in [Header::Detect, Header::Absent] {
+        let data = parse("\" 1\",\" 2\"\n3,4\n", &o.clone().header(header)).unwrap();
+        assert_eq!(data.y().as_slice(), [2.0, 4.0], "{header:?}");
+    }
+    assert_eq!(
+        parse_err("x,y\n1,\" \"\n", &o),
+        "f.csv:2: column 2: empty field (a missing value? drop the row or fill it in)"
+    );
+    assert!(parse_err("\"a\",\" \",y\n1,2,3\n", &o)
+        .starts_with("f.csv:1: the header's column 2 (zero-based 1) has no name"));
+    let named = parse("\" y \",x\n1,2\n", &o.clone().target(Target::named(" y "))).unwrap();
+    assert_eq!(named.y().as_slice(), [1.0]);
+}
+
 /// Lines end in `\n`, `\r\n` or a lone `\r` (old Mac files), mixed too; line numbers count each
 /// ending once.
 #[test]
