@@ -1,5 +1,5 @@
-//! CSV loading: [`CsvOptions`] (delimiter, header, target column, row range) and a streaming
-//! parser whose errors name the file, the 1-based line and the column.
+//! CSV loading: [`CsvOptions`] (delimiter, header, target column, row range, comment lines) and
+//! a streaming parser whose errors name the file, the 1-based line and the column.
 //!
 //! Lines are read one at a time through a buffered reader, into one buffer grown fallibly (a
 //! line longer than memory holds is an [`Error::Allocation`]). Values go straight into one growing
@@ -40,6 +40,9 @@ const LINE_LIMIT: usize = isize::MAX as usize;
 /// What [`Error::EmptyCsv`] says of a source without a non-blank line.
 const NO_LINES: &str = "the source is empty or holds only blank lines";
 
+/// The usual mark of a comment line, which errors on a line starting with it name.
+const COMMENT: u8 = b'#';
+
 /// Whether the first non-blank line of a CSV source is a header of column names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Header {
@@ -77,11 +80,11 @@ impl Target {
     }
 }
 
-/// How to read a CSV source: the field delimiter, the header, the target column and the range of
-/// data rows to load.
+/// How to read a CSV source: the field delimiter, the header, the target column, the range of
+/// data rows to load and the mark of comment lines.
 ///
 /// Built with [`CsvOptions::new`] (or `default()`) and the builder methods; the defaults are a
-/// comma, [`Header::Detect`], [`Target::Last`] and every row.
+/// comma, [`Header::Detect`], [`Target::Last`], every row and no comment lines.
 ///
 /// ```
 /// use ssgp::data::{CsvOptions, Header, Target};
@@ -99,6 +102,7 @@ pub struct CsvOptions {
     target: Target,
     first_row: usize,
     end_row: Option<usize>,
+    comment: Option<u8>,
 }
 
 impl Default for CsvOptions {
@@ -109,12 +113,14 @@ impl Default for CsvOptions {
             target: Target::Last,
             first_row: 0,
             end_row: None,
+            comment: None,
         }
     }
 }
 
 impl CsvOptions {
-    /// The defaults: comma-separated, header detected, target in the last column, every row.
+    /// The defaults: comma-separated, header detected, target in the last column, every row, no
+    /// comment lines.
     pub fn new() -> Self {
         Self::default()
     }
@@ -145,11 +151,11 @@ impl CsvOptions {
         self
     }
 
-    /// Loads only the data rows with these zero-based indices (the header and blank lines are
-    /// not rows): `rows(0..1000)`, `rows(5000..)`. Rows before the range are skipped without
-    /// parsing their numbers and reading stops at its end, so several processes (e.g. MPI ranks)
-    /// can each load their share of one file; rows outside the range are not checked. Disjoint
-    /// ranges that cover the file load, concatenated, the whole file.
+    /// Loads only the data rows with these zero-based indices (the header, blank lines and comment
+    /// lines are not rows): `rows(0..1000)`, `rows(5000..)`. Rows before the range are skipped
+    /// without parsing their numbers and reading stops at its end, so several processes (e.g. MPI
+    /// ranks) can each load their share of one file; rows outside the range are not checked.
+    /// Disjoint ranges that cover the file load, concatenated, the whole file.
     #[must_use]
     pub fn rows(mut self, range: impl RangeBounds<usize>) -> Self {
         self.first_row = match range.start_bound() {
@@ -165,6 +171,28 @@ impl CsvOptions {
         self
     }
 
+    /// Skips the lines whose first byte after any whitespace is `mark` (`b'#'`, `b'%'` …), as
+    /// blank lines are skipped: they are no header and no rows, and their line numbers still
+    /// count in errors. Whole lines only: a mark after a value is part of the field (an error).
+    /// Without this option a line starting with `#` is an [`Error::Csv`] that says so (or, on
+    /// the first line, a header if it reads as one, as numpy's `savetxt` writes `# x,y`).
+    ///
+    /// ```
+    /// use ssgp::data::CsvOptions;
+    /// use ssgp::Dataset;
+    /// let text = "# logged 2024-05-01, sensor 3\nx,y\n1,2\n# paused\n3,4\n";
+    /// let options = CsvOptions::new().comment(b'#');
+    /// let data = Dataset::from_reader(text.as_bytes(), &options, "log.csv")?;
+    /// assert_eq!(data.y().as_slice(), [2.0, 4.0]);
+    /// assert!(Dataset::from_reader(text.as_bytes(), &CsvOptions::new(), "log.csv").is_err());
+    /// # Ok::<(), ssgp::Error>(())
+    /// ```
+    #[must_use]
+    pub fn comment(mut self, mark: u8) -> Self {
+        self.comment = Some(mark);
+        self
+    }
+
     /// Checks the options that are wrong whatever the file holds.
     fn validate(&self) -> Result<()> {
         let d = self.delimiter;
@@ -175,6 +203,19 @@ impl CsvOptions {
                     "{:?} cannot separate numbers: use ASCII punctuation or whitespace \
                      such as b',', b';' or b'\\t'",
                     char::from(d)
+                ),
+            });
+        }
+        if let Some(mark) = self
+            .comment
+            .filter(|&m| !m.is_ascii_punctuation() || b"+-.\"".contains(&m) || m == self.delimiter)
+        {
+            return Err(Error::InvalidParameter {
+                name: "comment",
+                reason: format!(
+                    "{:?} cannot mark comment lines: use ASCII punctuation that is neither the \
+                     delimiter nor part of a number, such as b'#' or b'%'",
+                    char::from(mark)
                 ),
             });
         }
@@ -205,7 +246,8 @@ impl CsvOptions {
 impl Dataset {
     /// Loads a CSV file with the default [`CsvOptions`]: comma-separated, a header detected
     /// (a first line none of whose fields is a number: [`Header::Detect`]), the target in the
-    /// **last** column, one point per line. Blank lines are skipped.
+    /// **last** column, one point per line. Blank lines are skipped; comment lines only when
+    /// asked ([`CsvOptions::comment`]).
     ///
     /// # Errors
     /// As [`Dataset::from_csv_with`].
@@ -223,9 +265,9 @@ impl Dataset {
         Self::from_reader(open(path)?, options, path)
     }
 
-    /// The number of data rows of a CSV file (what [`CsvOptions::rows`] indexes: the header and
-    /// blank lines are not rows), read without parsing their numbers: the total a set of
-    /// processes splits into row ranges.
+    /// The number of data rows of a CSV file (what [`CsvOptions::rows`] indexes: the header, blank
+    /// lines and comment lines are not rows), read without parsing their numbers: the total a set
+    /// of processes splits into row ranges.
     ///
     /// # Errors
     /// [`Error::Io`] if the file cannot be read; [`Error::InvalidParameter`] for bad options.
@@ -241,12 +283,12 @@ impl Dataset {
     }
 
     /// The column names of a CSV file's header, read as [`Dataset::from_csv_with`] reads it with
-    /// `options` (their target aside): the first non-blank line split at the delimiter but not
-    /// between double quotes, each name trimmed of surrounding whitespace, then of one pair of
-    /// quotes (what is inside them kept as it is), a leading UTF-8 byte-order mark skipped;
-    /// `None` when that line is data (every field a number under [`Header::Detect`]; any line
-    /// under [`Header::Absent`]). For comparing the columns of two files, or finding a target's
-    /// name, before loading either.
+    /// `options` (their target aside): the first line neither blank nor a comment, split at the
+    /// delimiter but not between double quotes, each name trimmed of surrounding whitespace, then
+    /// of one pair of quotes (what is inside them kept as it is), a leading UTF-8 byte-order mark
+    /// skipped; `None` when that line is data (every field a number under [`Header::Detect`]; any
+    /// line under [`Header::Absent`]). For comparing the columns of two files, or finding a
+    /// target's name, before loading either.
     ///
     /// ```
     /// use ssgp::data::CsvOptions;
@@ -271,7 +313,8 @@ impl Dataset {
     /// Parses CSV from any reader — a file, a socket, text in memory (`text.as_bytes()`) —
     /// read as `options` say; `source` names it in error messages. One point per line: D inputs
     /// and one target; lines end in `\n`, `\r\n` or a lone `\r` (old Mac files); a leading UTF-8
-    /// byte-order mark and blank lines are skipped. The inputs are n×D in file order without the
+    /// byte-order mark and blank lines are skipped, and comment lines if
+    /// [`CsvOptions::comment`] says so. The inputs are n×D in file order without the
     /// target column. A first line of missing values only (`NA`, `?`, empty fields …) is data,
     /// refused as a later row would be, never dropped as a header.
     ///
@@ -279,13 +322,14 @@ impl Dataset {
     /// text.
     ///
     /// # Errors
-    /// - [`Error::InvalidParameter`] for options that cannot work (a delimiter that is part of a
-    ///   number, an empty row range, a named target with [`Header::Absent`]);
+    /// - [`Error::InvalidParameter`] for options that cannot work (a delimiter or comment mark
+    ///   that is part of a number, an empty row range, a named target with [`Header::Absent`]);
     /// - [`Error::Csv`] naming the source, the 1-based line and the 1-based column of a cell
     ///   that is empty, not a number, NaN or infinite, of a line whose number of fields differs
     ///   from the first line's, of a first line with fewer than two fields or without the
     ///   target column, and of a header with an unnamed column (a row index, as pandas' and R's
-    ///   writers put first, is refused rather than read as an input);
+    ///   writers put first, is refused rather than read as an input); a line starting with `#`
+    ///   that is not skipped as a comment is refused as one;
     /// - [`Error::EmptyCsv`] naming the source when it has no data line (empty, blank lines, a
     ///   header alone) or none in the row range;
     /// - [`Error::Allocation`] for a line longer than memory can hold;
@@ -364,12 +408,14 @@ impl FirstLine {
     }
 }
 
-/// What the first non-blank line fixes: the number of fields, the target's index, and whether
-/// the line is a header (its line number if so).
+/// What the first non-blank line fixes: the number of fields, the target's index, whether the
+/// line is a header (its line number if so), and whether that header starts with `#`.
 struct Layout {
     columns: usize,
     target: usize,
     header_line: Option<usize>,
+    /// The header's line number when it starts with `#` (a comment read as a header?).
+    commented_header: Option<usize>,
 }
 
 /// One load: the options, the source's name for messages and the longest line it reads.
@@ -399,10 +445,11 @@ impl<'a> Loader<'a> {
             limit: self.line_limit,
             source: self.source,
             delimiter: self.options.delimiter,
+            comment: self.options.comment,
         }
     }
 
-    /// Reads lines of `reader` up to the first non-blank one, and its layout.
+    /// Reads lines of `reader` up to the first one neither blank nor a comment, and its layout.
     ///
     /// # Errors
     /// As [`Loader::layout`]; [`Error::EmptyCsv`] if every line is blank; as [`Lines::next`].
@@ -413,7 +460,9 @@ impl<'a> Loader<'a> {
             if line.is_empty() {
                 continue;
             }
-            let layout = self.layout(line, number)?;
+            let layout = self
+                .layout(line, number)
+                .map_err(|e| self.refused(line, number, e))?;
             return Ok(FirstLine {
                 line: lines.line,
                 number,
@@ -459,7 +508,10 @@ impl<'a> Loader<'a> {
             let columns = match &layout {
                 Some(l) => l.columns,
                 None => {
-                    let l = layout.insert(self.layout(line, number)?);
+                    let l = self
+                        .layout(line, number)
+                        .map_err(|e| self.refused(line, number, e))?;
+                    let l = layout.insert(l);
                     if l.header_line.is_some() {
                         continue;
                     }
@@ -477,7 +529,18 @@ impl<'a> Loader<'a> {
             blocks.make_room(columns)?;
             blocks
                 .push(line, columns, self.options.delimiter)
-                .map_err(|reason| self.error(number, reason))?;
+                .map_err(
+                    |reason| match layout.as_ref().and_then(|l| l.commented_header) {
+                        Some(h) if row == 0 && line.first() != Some(&COMMENT) => self.error(
+                            number,
+                            format!(
+                                "{reason} (line {h}, read as the header, starts with `#`: if it \
+                                 is a comment, say `CsvOptions::comment(b'#')`, or remove it)"
+                            ),
+                        ),
+                        _ => self.refused(line, number, self.error(number, reason)),
+                    },
+                )?;
         }
         Ok((layout, rows_seen))
     }
@@ -584,11 +647,29 @@ impl<'a> Loader<'a> {
                 named_column(fields(), name, header).map_err(|reason| self.error(number, reason))?
             }
         };
+        let header_line = header.then_some(number);
         Ok(Layout {
             columns,
             target,
-            header_line: header.then_some(number),
+            header_line,
+            commented_header: header_line.filter(|_| line.first() == Some(&COMMENT)),
         })
+    }
+
+    /// `error`, refusing line `number`; if the line starts with `#`, an [`Error::Csv`] saying it
+    /// is likely a comment and what to do instead (what else it holds is beside the point).
+    fn refused(&self, line: &[u8], number: usize, error: Error) -> Error {
+        if line.first() != Some(&COMMENT) {
+            return error;
+        }
+        self.error(
+            number,
+            format!(
+                "`{}` starts with `#`: a comment? comment lines are skipped only when asked: \
+                 say `CsvOptions::comment(b'#')`, or remove them",
+                shown(line)
+            ),
+        )
     }
 
     /// An [`Error::Csv`] at 1-based line `line` of the source.
@@ -623,6 +704,8 @@ struct Lines<'a, R> {
     source: &'a Path,
     /// The field delimiter, which [`trimmed`] leaves at the ends of a line.
     delimiter: u8,
+    /// The mark of comment lines, read as blank.
+    comment: Option<u8>,
 }
 
 impl<R: BufRead> Lines<'_, R> {
@@ -678,9 +761,13 @@ impl<R: BufRead> Lines<'_, R> {
         Ok(Some(self.number))
     }
 
-    /// The line last read, as the loader parses it ([`trimmed`]).
+    /// The line last read, as the loader parses it ([`trimmed`]); empty for a comment line.
     fn current(&self) -> &[u8] {
-        trimmed(&self.line, self.number, self.delimiter)
+        let line = trimmed(&self.line, self.number, self.delimiter);
+        match (line.first(), self.comment) {
+            (Some(first), Some(mark)) if *first == mark => &[],
+            _ => line,
+        }
     }
 }
 

@@ -765,6 +765,69 @@ fn csv_quoted_numbers_are_trimmed_inside_their_quotes() {
     assert_eq!(named.y().as_slice(), [1.0]);
 }
 
+/// A `#` comment line is neither read in silence nor taken for a file delimited by spaces (its
+/// error hinted at `CsvOptions::delimiter(b' ')`): the error names the line and the remedies.
+/// `CsvOptions::comment(b'#')` skips whole lines starting with `#`, which are no rows.
+#[test]
+fn csv_comment_lines_are_named_and_skipped_only_when_asked() {
+    let o = CsvOptions::new();
+    let remedy = "a comment? comment lines are skipped only when asked: say \
+                  `CsvOptions::comment(b'#')`, or remove them";
+    assert_eq!(
+        parse_err("# logger v2\nx,y\n1,2\n", &o),
+        format!("f.csv:1: `# logger v2` starts with `#`: {remedy}")
+    );
+    assert_eq!(
+        parse_err("x,y\n1,2\n  # paused\n3,4\n", &o),
+        format!("f.csv:3: `# paused` starts with `#`: {remedy}")
+    );
+    // A comment holding the delimiter reads as a header of text: the error after it names it.
+    assert_eq!(
+        parse_err("# logger, v2\nx,y\n1,2\n", &o),
+        "f.csv:2: column 1: `x` is not a number (line 1, read as the header, starts with `#`: \
+         if it is a comment, say `CsvOptions::comment(b'#')`, or remove it)"
+    );
+    // A commented header, as numpy's `savetxt` writes one, is still a header.
+    assert_eq!(parse("# x,y\n1,2\n", &o).unwrap().y().as_slice(), [2.0]);
+    assert_eq!(
+        parse_err("# x,y\n# note\n1,2\n", &o),
+        format!("f.csv:2: `# note` starts with `#`: {remedy}")
+    );
+
+    let c = o.clone().comment(b'#');
+    let text = "# logger, v2\n\nx,y\n1,2\n# paused\n 3,4\n#\n";
+    let data = parse(text, &c).unwrap();
+    assert_eq!(data.x().as_slice(), [1.0, 3.0]);
+    assert_eq!(
+        parse(text, &c.clone().rows(1..)).unwrap().y().as_slice(),
+        [4.0]
+    );
+    let file = TempFile::new("comments.csv", text);
+    assert_eq!(Dataset::count_csv_rows(&file.0, &c).unwrap(), 2);
+    assert_eq!(
+        Dataset::csv_header(&file.0, &c).unwrap(),
+        Some(vec!["x".to_string(), "y".to_string()])
+    );
+    // Whole lines only: a comment after data is part of a field.
+    assert_eq!(
+        parse_err("x,y\n1,2 # note\n", &c),
+        "f.csv:2: column 2: `2 # note` is not a number"
+    );
+    // A mark that is the delimiter, part of a number, a quote or whitespace cannot work.
+    for bad in [b',', b'1', b'-', b'"', b' '] {
+        assert!(
+            matches!(
+                parse("1,2\n", &c.clone().comment(bad)),
+                Err(Error::InvalidParameter {
+                    name: "comment",
+                    ..
+                })
+            ),
+            "{bad}"
+        );
+    }
+}
+
 /// Lines end in `\n`, `\r\n` or a lone `\r` (old Mac files), mixed too; line numbers count each
 /// ending once.
 #[test]
