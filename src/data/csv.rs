@@ -68,7 +68,10 @@ pub enum Target {
     Last,
     /// The column with this **zero-based** index.
     Column(usize),
-    /// The column with this name in the header (which must be present or detected).
+    /// The column with this name in the header (which must be present or detected), matched
+    /// exactly, case and spaces included (a quoted name keeps the spaces inside its quotes); an
+    /// error on a name no column has names the columns that differ from it only in case, spaces
+    /// or a leading `#`.
     Named(String),
 }
 
@@ -460,9 +463,7 @@ impl<'a> Loader<'a> {
             if line.is_empty() {
                 continue;
             }
-            let layout = self
-                .layout(line, number)
-                .map_err(|e| self.refused(line, number, e))?;
+            let layout = self.layout(line, number)?;
             return Ok(FirstLine {
                 line: lines.line,
                 number,
@@ -508,10 +509,7 @@ impl<'a> Loader<'a> {
             let columns = match &layout {
                 Some(l) => l.columns,
                 None => {
-                    let l = self
-                        .layout(line, number)
-                        .map_err(|e| self.refused(line, number, e))?;
-                    let l = layout.insert(l);
+                    let l = layout.insert(self.layout(line, number)?);
                     if l.header_line.is_some() {
                         continue;
                     }
@@ -538,7 +536,7 @@ impl<'a> Loader<'a> {
                                  is a comment, say `CsvOptions::comment(b'#')`, or remove it)"
                             ),
                         ),
-                        _ => self.refused(line, number, self.error(number, reason)),
+                        _ => self.refused(line, number, reason),
                     },
                 )?;
         }
@@ -569,7 +567,8 @@ impl<'a> Loader<'a> {
                     (0, Some(_)) => true,
                     (_, None) => {
                         if let (0, Some(first)) = (numbers, values().next()) {
-                            return Err(self.error(
+                            return Err(self.refused(
+                                line,
                                 number,
                                 format!(
                                     "{}; a first line of missing values is data, not a header: \
@@ -581,7 +580,8 @@ impl<'a> Loader<'a> {
                         false
                     }
                     (_, Some(text)) => {
-                        return Err(self.error(
+                        return Err(self.refused(
+                            line,
                             number,
                             format!(
                                 "the first line mixes numbers and text (`{}`): a header has no \
@@ -604,7 +604,8 @@ impl<'a> Loader<'a> {
             } else {
                 ""
             };
-            return Err(self.error(
+            return Err(self.refused(
+                line,
                 number,
                 format!(
                     "the header's column {} (zero-based {k}) has no name: a header names every \
@@ -629,7 +630,8 @@ impl<'a> Loader<'a> {
                     )
                 })
                 .unwrap_or_default();
-            return Err(self.error(
+            return Err(self.refused(
+                line,
                 number,
                 format!("{columns} column: need at least one input and a target{hint}"),
             ));
@@ -656,11 +658,12 @@ impl<'a> Loader<'a> {
         })
     }
 
-    /// `error`, refusing line `number`; if the line starts with `#`, an [`Error::Csv`] saying it
-    /// is likely a comment and what to do instead (what else it holds is beside the point).
-    fn refused(&self, line: &[u8], number: usize, error: Error) -> Error {
+    /// An [`Error::Csv`] refusing line `number` for `reason`, or, if the line starts with `#`,
+    /// saying it is likely a comment and what to do instead (what else it holds is beside the
+    /// point).
+    fn refused(&self, line: &[u8], number: usize, reason: String) -> Error {
         if line.first() != Some(&COMMENT) {
-            return error;
+            return self.error(number, reason);
         }
         self.error(
             number,
@@ -847,10 +850,11 @@ impl<'l> Iterator for QuotedFields<'l> {
 }
 
 /// The zero-based index of the column named `name` among the `fields` of a first line, which
-/// must be a `header`.
+/// must be a `header`. Names match exactly, case and spaces included.
 ///
 /// # Errors
-/// The reason, for an error, when the line is data or no column or two have that name.
+/// The reason, for an error, when the line is data or no column or two have that name (naming
+/// the columns whose names differ from it only in case, spaces or a leading `#`).
 fn named_column<'f>(
     fields: impl Iterator<Item = &'f [u8]> + Clone,
     name: &str,
@@ -873,8 +877,39 @@ fn named_column<'f>(
             a + 1,
             b + 1
         )),
-        (None, _) => Err(format!("no column named `{name}` in ({})", listed(fields))),
+        (None, _) => Err(format!(
+            "no column named `{name}` in ({}){}",
+            listed(fields.clone()),
+            near_misses(fields, name)
+        )),
     }
+}
+
+/// What a message on a target `name` that no column has adds: the columns whose names differ
+/// from it only in case, surrounding whitespace or a leading `#` (as numpy's `savetxt` writes a
+/// header), up to [`SHOWN_NAMES`] of them, and the remedy; empty if none.
+fn near_misses<'f>(fields: impl Iterator<Item = &'f [u8]>, name: &str) -> String {
+    let loosely = |text: &str| text.trim().trim_start_matches('#').trim().to_lowercase();
+    let wanted = loosely(name);
+    if wanted.is_empty() {
+        return String::new();
+    }
+    let near: Vec<String> = fields
+        .enumerate()
+        .filter(|(_, f)| loosely(&String::from_utf8_lossy(f)) == wanted)
+        .take(SHOWN_NAMES)
+        .map(|(j, f)| format!("`{}` (column {})", shown(f), j + 1))
+        .collect();
+    let verb = match near.len() {
+        0 => return String::new(),
+        1 => "differs",
+        _ => "differ",
+    };
+    format!(
+        "; {} {verb} only in case, spaces or a leading `#`: names match exactly, so write the \
+         name as the header does",
+        near.join(", ")
+    )
 }
 
 /// Column names for a message: the first [`SHOWN_NAMES`] of them, and how many there are if

@@ -4,7 +4,7 @@
 
 use nalgebra::{DMatrix, DVector};
 use rand::{rngs::StdRng, Rng, SeedableRng};
-use ssgp::data::{sinc_data, CsvOptions, Header, Target};
+use ssgp::data::{sinc_data, CsvOptions, Header, MultiDataset, Target};
 use ssgp::{Dataset, Error};
 use std::path::{Path, PathBuf};
 
@@ -431,6 +431,55 @@ fn csv_target_column_by_index_and_by_name() {
         parse("1,2\n", &named_without_header),
         Err(Error::InvalidParameter { name: "target", .. })
     ));
+}
+
+/// Target names match exactly, case and spaces included; a name that differs from a column's only
+/// in case, surrounding spaces or a leading `#` (numpy's commented header) is still no match, but
+/// the error names that column (it listed the columns, leaving the user to spot `y` for `Y`), for
+/// one target and for several.
+#[test]
+fn csv_a_target_name_that_differs_only_in_case_names_the_near_miss() {
+    let named = |name: &str| CsvOptions::new().target(Target::named(name));
+    let exactly = "names match exactly, so write the name as the header does";
+    assert_eq!(
+        parse_err("a,y,b\n1,2,3\n", &named("Y")),
+        format!(
+            "f.csv:1: no column named `Y` in (a, y, b); `y` (column 2) differs only in case, \
+             spaces or a leading `#`: {exactly}"
+        )
+    );
+    assert_eq!(
+        parse_err("a,\" Y\",y\n1,2,3\n", &named("Y ")),
+        format!(
+            "f.csv:1: no column named `Y ` in (a,  Y, y); ` Y` (column 2), `y` (column 3) \
+             differ only in case, spaces or a leading `#`: {exactly}"
+        )
+    );
+    assert_eq!(
+        parse_err("# x,y\n1,2\n", &named("x")),
+        format!(
+            "f.csv:1: no column named `x` in (# x, y); `# x` (column 1) differs only in case, \
+             spaces or a leading `#`: {exactly}"
+        )
+    );
+    assert_eq!(
+        parse("# x,y\n1,2\n", &named("# x")).unwrap().y().as_slice(),
+        [1.0]
+    );
+    let file = TempFile::new("near-miss.csv", "x,Y1,Y2\n1,2,3\n");
+    let e = MultiDataset::from_csv_with(
+        &file.0,
+        &CsvOptions::new(),
+        &[Target::named("Y1"), Target::named("y2")],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "invalid parameter `targets`: no column named `y2` in (x, Y1, Y2); `Y2` (column 3) \
+             differs only in case, spaces or a leading `#`: {exactly}"
+        )
+    );
 }
 
 #[test]
