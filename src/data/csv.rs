@@ -131,7 +131,8 @@ impl CsvOptions {
     /// The byte separating fields (`b','` by default; `b';'`, `b'\t'`, `b' '` …). Fields are
     /// trimmed of surrounding whitespace and of one pair of double quotes; a number is trimmed
     /// inside its quotes too (`" 1"` is 1, `" "` an empty field), a name keeps what is inside them.
-    /// A quoted name in the header may hold the delimiter, a quoted number may not. With `b' '` a
+    /// A quoted name in the header may hold the delimiter, a quoted number may not; a quoted field
+    /// ends on its line (a quote left open is an error). With `b' '` a
     /// run of spaces is one separator and spaces at the start or end of a line are ignored, as in
     /// whitespace-aligned tables; with any other delimiter two in a row enclose an empty field.
     #[must_use]
@@ -329,10 +330,11 @@ impl Dataset {
     ///   that is part of a number, an empty row range, a named target with [`Header::Absent`]);
     /// - [`Error::Csv`] naming the source, the 1-based line and the 1-based column of a cell
     ///   that is empty, not a number, NaN or infinite, of a line whose number of fields differs
-    ///   from the first line's, of a first line with fewer than two fields or without the
-    ///   target column, and of a header with an unnamed column (a row index, as pandas' and R's
-    ///   writers put first, is refused rather than read as an input); a line starting with `#`
-    ///   that is not skipped as a comment is refused as one;
+    ///   from the first line's, of a double quote not closed on its line (a quoted field cannot
+    ///   span lines), of a first line with fewer than two fields or without the target column,
+    ///   and of a header with an unnamed column (a row index, as pandas' and R's writers put
+    ///   first, is refused rather than read as an input); a line starting with `#` that is not
+    ///   skipped as a comment is refused as one;
     /// - [`Error::EmptyCsv`] naming the source when it has no data line (empty, blank lines, a
     ///   header alone) or none in the row range;
     /// - [`Error::Allocation`] for a line longer than memory can hold;
@@ -550,9 +552,13 @@ impl<'a> Loader<'a> {
     /// read: a name of spaces is no name.
     ///
     /// # Errors
-    /// [`Error::Csv`] for fewer than two fields, a target that is not among them, and, detecting
-    /// the header, a line that mixes numbers and text or holds only missing values.
+    /// [`Error::Csv`] for a double quote not closed on the line, fewer than two fields, a target
+    /// that is not among them, and, detecting the header, a line that mixes numbers and text or
+    /// holds only missing values.
     fn layout(&self, line: &[u8], number: usize) -> Result<Layout> {
+        if let Some(reason) = unclosed_quote(line) {
+            return Err(self.refused(line, number, reason));
+        }
         let fields = || QuotedFields::new(line, self.options.delimiter);
         let values = || fields().map(<[u8]>::trim_ascii);
         let columns = fields().count();
@@ -808,7 +814,8 @@ fn split(line: &[u8], delimiter: u8) -> impl Iterator<Item = &[u8]> {
 
 /// The fields of the first line, as [`split`] but with no split at a delimiter between double
 /// quotes: a header's names may hold one (`"temperature, °C"`). Lazy, so that a line of
-/// millions of fields needs no list of them.
+/// millions of fields needs no list of them. The line's quotes must be closed
+/// ([`unclosed_quote`]), or the rest of the line after an open one is one field.
 #[derive(Clone)]
 struct QuotedFields<'l> {
     /// The rest of the line, `None` after its last field.
@@ -847,6 +854,28 @@ impl<'l> Iterator for QuotedFields<'l> {
             }
         }
     }
+}
+
+/// Why a line with a double quote that no later one on the line closes (an odd number of them,
+/// as [`QuotedFields`] pairs them) is refused, quoting the line from that quote; `None` if
+/// every quote is closed.
+fn unclosed_quote(line: &[u8]) -> Option<String> {
+    let mut open = None;
+    for (i, &b) in line.iter().enumerate() {
+        if b == b'"' {
+            open = match open {
+                None => Some(i),
+                Some(_) => None,
+            };
+        }
+    }
+    open.map(|i| {
+        format!(
+            "a double quote is not closed on its line (`{}`): close it, or remove it (a quoted \
+             field cannot span lines)",
+            shown(&line[i..])
+        )
+    })
 }
 
 /// The zero-based index of the column named `name` among the `fields` of a first line, which
@@ -1060,7 +1089,9 @@ impl Blocks {
     ///
     /// # Errors
     /// The reason, for an [`Error::Csv`], when the line has another number of fields or a field
-    /// that is empty, not a number or not finite.
+    /// that is empty, not a number or not finite; first, if so, that a double quote is not closed
+    /// on the line (which always makes one of those errors: a field with a quote left in it is no
+    /// number).
     fn push(
         &mut self,
         line: &[u8],
@@ -1070,6 +1101,9 @@ impl Blocks {
         let found = pieces(line, delimiter).count();
         let trailing = line.last() == Some(&delimiter);
         if found != columns {
+            if let Some(reason) = unclosed_quote(line) {
+                return Err(reason);
+            }
             let hint = if trailing && found == columns + 1 {
                 " (the line ends with a delimiter: remove it)"
             } else if line.contains(&b'"') {
@@ -1090,6 +1124,9 @@ impl Blocks {
             match parse_number(field) {
                 Some(v) if v.is_finite() => self.values[base + j * run + r] = v,
                 _ => {
+                    if let Some(reason) = unclosed_quote(line) {
+                        return Err(reason);
+                    }
                     let ends_line = trailing && j + 1 == columns && field.is_empty();
                     return Err(field_problem(j, field, ends_line));
                 }

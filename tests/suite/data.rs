@@ -877,6 +877,41 @@ fn csv_comment_lines_are_named_and_skipped_only_when_asked() {
     }
 }
 
+/// A double quote left open at the end of its line (or of the file) is an error naming the line
+/// and the quote: the rest of a header was read as one name (`"x,y` one column, with a hint at
+/// another delimiter; `a,"b,y` loaded, its columns named `a` and `"b,y`, or failed on the next
+/// line), a data line's quote was a count of columns or "not a number". A quoted field cannot
+/// span lines; a closed quote, and a doubled one inside it, still load.
+#[test]
+fn csv_an_unclosed_quote_is_named_at_its_line() {
+    let o = CsvOptions::new();
+    let open = |line: usize, text: &str| {
+        format!(
+            "f.csv:{line}: a double quote is not closed on its line (`{text}`): close it, or \
+             remove it (a quoted field cannot span lines)"
+        )
+    };
+    assert_eq!(parse_err("\"x,y\n1,2\n", &o), open(1, "\"x,y"));
+    assert_eq!(parse_err("a,\"b,y\n1,2\n", &o), open(1, "\"b,y"));
+    assert_eq!(parse_err("a,\"b,y\n1,2,3\n", &o), open(1, "\"b,y"));
+    assert_eq!(parse_err("\"temp\nC\",y\n1,2\n", &o), open(1, "\"temp"));
+    assert_eq!(parse_err("x,y\n\"1,2\n3,4\n", &o), open(2, "\"1,2"));
+    assert_eq!(parse_err("x,y\n1,2\n3,\"4", &o), open(3, "\"4"));
+    assert_eq!(parse_err("x,y\n1,2\"\n", &o), open(2, "\""));
+    let absent = o.clone().header(Header::Absent);
+    assert_eq!(parse_err("\"1,2\n3,4\n", &absent), open(1, "\"1,2"));
+    let file = TempFile::new("open-quote.csv", "a,\"b,y\n1,2\n");
+    let e = Dataset::csv_header(&file.0, &o).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        open(1, "\"b,y").replacen("f.csv", &file.0.display().to_string(), 1)
+    );
+    let e = MultiDataset::from_csv_with(&file.0, &o, &[Target::Last]).unwrap_err();
+    assert!(matches!(e, Error::Csv { line: 1, .. }), "{e}");
+    let data = parse("\"a \"\"b\"\"\",\"y\"\n\"1\",2\n", &o).unwrap();
+    assert_eq!((data.dim(), data.y().as_slice()), (1, [2.0].as_slice()));
+}
+
 /// Lines end in `\n`, `\r\n` or a lone `\r` (old Mac files), mixed too; line numbers count each
 /// ending once.
 #[test]
