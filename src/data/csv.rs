@@ -1,5 +1,5 @@
-//! CSV loading: [`CsvOptions`] (delimiter, header, target column, row range) and a streaming
-//! parser whose errors name the file, the 1-based line and the column.
+//! CSV loading: [`CsvOptions`] (delimiter, header, target column, row range, comment lines) and
+//! a streaming parser whose errors name the file, the 1-based line and the column.
 //!
 //! Lines are read one at a time through a buffered reader, into one buffer grown fallibly (a
 //! line longer than memory holds is an [`Error::Allocation`]). Values go straight into one growing
@@ -40,6 +40,9 @@ const LINE_LIMIT: usize = isize::MAX as usize;
 /// What [`Error::EmptyCsv`] says of a source without a non-blank line.
 const NO_LINES: &str = "the source is empty or holds only blank lines";
 
+/// The usual mark of a comment line, which errors on a line starting with it name.
+const COMMENT: u8 = b'#';
+
 /// Whether the first non-blank line of a CSV source is a header of column names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Header {
@@ -65,7 +68,10 @@ pub enum Target {
     Last,
     /// The column with this **zero-based** index.
     Column(usize),
-    /// The column with this name in the header (which must be present or detected).
+    /// The column with this name in the header (which must be present or detected), matched
+    /// exactly, case and spaces included (a quoted name keeps the spaces inside its quotes); an
+    /// error on a name no column has names the columns that differ from it only in case, spaces
+    /// or a leading `#`.
     Named(String),
 }
 
@@ -77,11 +83,11 @@ impl Target {
     }
 }
 
-/// How to read a CSV source: the field delimiter, the header, the target column and the range of
-/// data rows to load.
+/// How to read a CSV source: the field delimiter, the header, the target column, the range of
+/// data rows to load and the mark of comment lines.
 ///
 /// Built with [`CsvOptions::new`] (or `default()`) and the builder methods; the defaults are a
-/// comma, [`Header::Detect`], [`Target::Last`] and every row.
+/// comma, [`Header::Detect`], [`Target::Last`], every row and no comment lines.
 ///
 /// ```
 /// use ssgp::data::{CsvOptions, Header, Target};
@@ -99,6 +105,7 @@ pub struct CsvOptions {
     target: Target,
     first_row: usize,
     end_row: Option<usize>,
+    comment: Option<u8>,
 }
 
 impl Default for CsvOptions {
@@ -109,21 +116,25 @@ impl Default for CsvOptions {
             target: Target::Last,
             first_row: 0,
             end_row: None,
+            comment: None,
         }
     }
 }
 
 impl CsvOptions {
-    /// The defaults: comma-separated, header detected, target in the last column, every row.
+    /// The defaults: comma-separated, header detected, target in the last column, every row, no
+    /// comment lines.
     pub fn new() -> Self {
         Self::default()
     }
 
     /// The byte separating fields (`b','` by default; `b';'`, `b'\t'`, `b' '` …). Fields are
-    /// trimmed of surrounding whitespace and of one pair of double quotes; a quoted name in the
-    /// header may hold the delimiter, a quoted number may not. With `b' '` a run of spaces is one
-    /// separator and spaces at the start or end of a line are ignored, as in whitespace-aligned
-    /// tables; with any other delimiter two in a row enclose an empty field.
+    /// trimmed of surrounding whitespace and of one pair of double quotes; a number is trimmed
+    /// inside its quotes too (`" 1"` is 1, `" "` an empty field), a name keeps what is inside them.
+    /// A quoted name in the header may hold the delimiter, a quoted number may not; a quoted field
+    /// ends on its line (a quote left open is an error). With `b' '` a
+    /// run of spaces is one separator and spaces at the start or end of a line are ignored, as in
+    /// whitespace-aligned tables; with any other delimiter two in a row enclose an empty field.
     #[must_use]
     pub fn delimiter(mut self, delimiter: u8) -> Self {
         self.delimiter = delimiter;
@@ -144,11 +155,11 @@ impl CsvOptions {
         self
     }
 
-    /// Loads only the data rows with these zero-based indices (the header and blank lines are
-    /// not rows): `rows(0..1000)`, `rows(5000..)`. Rows before the range are skipped without
-    /// parsing their numbers and reading stops at its end, so several processes (e.g. MPI ranks)
-    /// can each load their share of one file; rows outside the range are not checked. Disjoint
-    /// ranges that cover the file load, concatenated, the whole file.
+    /// Loads only the data rows with these zero-based indices (the header, blank lines and comment
+    /// lines are not rows): `rows(0..1000)`, `rows(5000..)`. Rows before the range are skipped
+    /// without parsing their numbers and reading stops at its end, so several processes (e.g. MPI
+    /// ranks) can each load their share of one file; rows outside the range are not checked.
+    /// Disjoint ranges that cover the file load, concatenated, the whole file.
     #[must_use]
     pub fn rows(mut self, range: impl RangeBounds<usize>) -> Self {
         self.first_row = match range.start_bound() {
@@ -164,6 +175,28 @@ impl CsvOptions {
         self
     }
 
+    /// Skips the lines whose first byte after any whitespace is `mark` (`b'#'`, `b'%'` …), as
+    /// blank lines are skipped: they are no header and no rows, and their line numbers still
+    /// count in errors. Whole lines only: a mark after a value is part of the field (an error).
+    /// Without this option a line starting with `#` is an [`Error::Csv`] that says so (or, on
+    /// the first line, a header if it reads as one, as numpy's `savetxt` writes `# x,y`).
+    ///
+    /// ```
+    /// use ssgp::data::CsvOptions;
+    /// use ssgp::Dataset;
+    /// let text = "# logged 2024-05-01, sensor 3\nx,y\n1,2\n# paused\n3,4\n";
+    /// let options = CsvOptions::new().comment(b'#');
+    /// let data = Dataset::from_reader(text.as_bytes(), &options, "log.csv")?;
+    /// assert_eq!(data.y().as_slice(), [2.0, 4.0]);
+    /// assert!(Dataset::from_reader(text.as_bytes(), &CsvOptions::new(), "log.csv").is_err());
+    /// # Ok::<(), ssgp::Error>(())
+    /// ```
+    #[must_use]
+    pub fn comment(mut self, mark: u8) -> Self {
+        self.comment = Some(mark);
+        self
+    }
+
     /// Checks the options that are wrong whatever the file holds.
     fn validate(&self) -> Result<()> {
         let d = self.delimiter;
@@ -174,6 +207,19 @@ impl CsvOptions {
                     "{:?} cannot separate numbers: use ASCII punctuation or whitespace \
                      such as b',', b';' or b'\\t'",
                     char::from(d)
+                ),
+            });
+        }
+        if let Some(mark) = self
+            .comment
+            .filter(|&m| !m.is_ascii_punctuation() || b"+-.\"".contains(&m) || m == self.delimiter)
+        {
+            return Err(Error::InvalidParameter {
+                name: "comment",
+                reason: format!(
+                    "{:?} cannot mark comment lines: use ASCII punctuation that is neither the \
+                     delimiter nor part of a number, such as b'#' or b'%'",
+                    char::from(mark)
                 ),
             });
         }
@@ -204,7 +250,8 @@ impl CsvOptions {
 impl Dataset {
     /// Loads a CSV file with the default [`CsvOptions`]: comma-separated, a header detected
     /// (a first line none of whose fields is a number: [`Header::Detect`]), the target in the
-    /// **last** column, one point per line. Blank lines are skipped.
+    /// **last** column, one point per line. Blank lines are skipped; comment lines only when
+    /// asked ([`CsvOptions::comment`]).
     ///
     /// # Errors
     /// As [`Dataset::from_csv_with`].
@@ -222,9 +269,9 @@ impl Dataset {
         Self::from_reader(open(path)?, options, path)
     }
 
-    /// The number of data rows of a CSV file (what [`CsvOptions::rows`] indexes: the header and
-    /// blank lines are not rows), read without parsing their numbers: the total a set of
-    /// processes splits into row ranges.
+    /// The number of data rows of a CSV file (what [`CsvOptions::rows`] indexes: the header, blank
+    /// lines and comment lines are not rows), read without parsing their numbers: the total a set
+    /// of processes splits into row ranges.
     ///
     /// # Errors
     /// [`Error::Io`] if the file cannot be read; [`Error::InvalidParameter`] for bad options.
@@ -240,12 +287,12 @@ impl Dataset {
     }
 
     /// The column names of a CSV file's header, read as [`Dataset::from_csv_with`] reads it with
-    /// `options` (their target aside): the first non-blank line split at the delimiter but not
-    /// between double quotes, each name trimmed of surrounding whitespace, then of one pair of
-    /// quotes (what is inside them kept as it is), a leading UTF-8 byte-order mark skipped;
-    /// `None` when that line is data (every field a number under [`Header::Detect`]; any line
-    /// under [`Header::Absent`]). For comparing the columns of two files, or finding a target's
-    /// name, before loading either.
+    /// `options` (their target aside): the first line neither blank nor a comment, split at the
+    /// delimiter but not between double quotes, each name trimmed of surrounding whitespace, then
+    /// of one pair of quotes (what is inside them kept as it is), a leading UTF-8 byte-order mark
+    /// skipped; `None` when that line is data (every field a number under [`Header::Detect`]; any
+    /// line under [`Header::Absent`]). For comparing the columns of two files, or finding a
+    /// target's name, before loading either.
     ///
     /// ```
     /// use ssgp::data::CsvOptions;
@@ -270,7 +317,8 @@ impl Dataset {
     /// Parses CSV from any reader — a file, a socket, text in memory (`text.as_bytes()`) —
     /// read as `options` say; `source` names it in error messages. One point per line: D inputs
     /// and one target; lines end in `\n`, `\r\n` or a lone `\r` (old Mac files); a leading UTF-8
-    /// byte-order mark and blank lines are skipped. The inputs are n×D in file order without the
+    /// byte-order mark and blank lines are skipped, and comment lines if
+    /// [`CsvOptions::comment`] says so. The inputs are n×D in file order without the
     /// target column. A first line of missing values only (`NA`, `?`, empty fields …) is data,
     /// refused as a later row would be, never dropped as a header.
     ///
@@ -278,13 +326,15 @@ impl Dataset {
     /// text.
     ///
     /// # Errors
-    /// - [`Error::InvalidParameter`] for options that cannot work (a delimiter that is part of a
-    ///   number, an empty row range, a named target with [`Header::Absent`]);
+    /// - [`Error::InvalidParameter`] for options that cannot work (a delimiter or comment mark
+    ///   that is part of a number, an empty row range, a named target with [`Header::Absent`]);
     /// - [`Error::Csv`] naming the source, the 1-based line and the 1-based column of a cell
     ///   that is empty, not a number, NaN or infinite, of a line whose number of fields differs
-    ///   from the first line's, of a first line with fewer than two fields or without the
-    ///   target column, and of a header with an unnamed column (a row index, as pandas' and R's
-    ///   writers put first, is refused rather than read as an input);
+    ///   from the first line's, of a double quote not closed on its line (a quoted field cannot
+    ///   span lines), of a first line with fewer than two fields or without the target column,
+    ///   and of a header with an unnamed column (a row index, as pandas' and R's writers put
+    ///   first, is refused rather than read as an input); a line starting with `#` that is not
+    ///   skipped as a comment is refused as one;
     /// - [`Error::EmptyCsv`] naming the source when it has no data line (empty, blank lines, a
     ///   header alone) or none in the row range;
     /// - [`Error::Allocation`] for a line longer than memory can hold;
@@ -363,12 +413,14 @@ impl FirstLine {
     }
 }
 
-/// What the first non-blank line fixes: the number of fields, the target's index, and whether
-/// the line is a header (its line number if so).
+/// What the first non-blank line fixes: the number of fields, the target's index, whether the
+/// line is a header (its line number if so), and whether that header starts with `#`.
 struct Layout {
     columns: usize,
     target: usize,
     header_line: Option<usize>,
+    /// The header's line number when it starts with `#` (a comment read as a header?).
+    commented_header: Option<usize>,
 }
 
 /// One load: the options, the source's name for messages and the longest line it reads.
@@ -398,10 +450,11 @@ impl<'a> Loader<'a> {
             limit: self.line_limit,
             source: self.source,
             delimiter: self.options.delimiter,
+            comment: self.options.comment,
         }
     }
 
-    /// Reads lines of `reader` up to the first non-blank one, and its layout.
+    /// Reads lines of `reader` up to the first one neither blank nor a comment, and its layout.
     ///
     /// # Errors
     /// As [`Loader::layout`]; [`Error::EmptyCsv`] if every line is blank; as [`Lines::next`].
@@ -476,7 +529,18 @@ impl<'a> Loader<'a> {
             blocks.make_room(columns)?;
             blocks
                 .push(line, columns, self.options.delimiter)
-                .map_err(|reason| self.error(number, reason))?;
+                .map_err(
+                    |reason| match layout.as_ref().and_then(|l| l.commented_header) {
+                        Some(h) if row == 0 && line.first() != Some(&COMMENT) => self.error(
+                            number,
+                            format!(
+                                "{reason} (line {h}, read as the header, starts with `#`: if it \
+                                 is a comment, say `CsvOptions::comment(b'#')`, or remove it)"
+                            ),
+                        ),
+                        _ => self.refused(line, number, reason),
+                    },
+                )?;
         }
         Ok((layout, rows_seen))
     }
@@ -484,26 +548,33 @@ impl<'a> Loader<'a> {
     /// Reads the first non-blank line (line `number`): its number of fields, whether it is a
     /// header, and the target's index. Detected, the line is a header when none of its fields
     /// is a number and one is text other than a missing-value marker; it is data when it holds
-    /// numbers and no such text.
+    /// numbers and no such text. Fields are judged trimmed inside their quotes, as numbers are
+    /// read: a name of spaces is no name.
     ///
     /// # Errors
-    /// [`Error::Csv`] for fewer than two fields, a target that is not among them, and, detecting
-    /// the header, a line that mixes numbers and text or holds only missing values.
+    /// [`Error::Csv`] for a double quote not closed on the line, fewer than two fields, a target
+    /// that is not among them, and, detecting the header, a line that mixes numbers and text or
+    /// holds only missing values.
     fn layout(&self, line: &[u8], number: usize) -> Result<Layout> {
+        if let Some(reason) = unclosed_quote(line) {
+            return Err(self.refused(line, number, reason));
+        }
         let fields = || QuotedFields::new(line, self.options.delimiter);
+        let values = || fields().map(<[u8]>::trim_ascii);
         let columns = fields().count();
         let header = match self.options.header {
             Header::Present => true,
             Header::Absent => false,
             Header::Detect => {
-                let numbers = fields().filter(|f| parse_number(f).is_some()).count();
-                let text = fields()
+                let numbers = values().filter(|f| parse_number(f).is_some()).count();
+                let text = values()
                     .find(|f| !f.is_empty() && !is_missing_marker(f) && parse_number(f).is_none());
                 match (numbers, text) {
                     (0, Some(_)) => true,
                     (_, None) => {
-                        if let (0, Some(first)) = (numbers, fields().next()) {
-                            return Err(self.error(
+                        if let (0, Some(first)) = (numbers, values().next()) {
+                            return Err(self.refused(
+                                line,
                                 number,
                                 format!(
                                     "{}; a first line of missing values is data, not a header: \
@@ -515,7 +586,8 @@ impl<'a> Loader<'a> {
                         false
                     }
                     (_, Some(text)) => {
-                        return Err(self.error(
+                        return Err(self.refused(
+                            line,
                             number,
                             format!(
                                 "the first line mixes numbers and text (`{}`): a header has no \
@@ -529,7 +601,7 @@ impl<'a> Loader<'a> {
             }
         };
         if let Some(k) = header
-            .then(|| fields().position(<[u8]>::is_empty))
+            .then(|| values().position(<[u8]>::is_empty))
             .flatten()
         {
             let index = if k == 0 {
@@ -538,7 +610,8 @@ impl<'a> Loader<'a> {
             } else {
                 ""
             };
-            return Err(self.error(
+            return Err(self.refused(
+                line,
                 number,
                 format!(
                     "the header's column {} (zero-based {k}) has no name: a header names every \
@@ -563,7 +636,8 @@ impl<'a> Loader<'a> {
                     )
                 })
                 .unwrap_or_default();
-            return Err(self.error(
+            return Err(self.refused(
+                line,
                 number,
                 format!("{columns} column: need at least one input and a target{hint}"),
             ));
@@ -581,11 +655,30 @@ impl<'a> Loader<'a> {
                 named_column(fields(), name, header).map_err(|reason| self.error(number, reason))?
             }
         };
+        let header_line = header.then_some(number);
         Ok(Layout {
             columns,
             target,
-            header_line: header.then_some(number),
+            header_line,
+            commented_header: header_line.filter(|_| line.first() == Some(&COMMENT)),
         })
+    }
+
+    /// An [`Error::Csv`] refusing line `number` for `reason`, or, if the line starts with `#`,
+    /// saying it is likely a comment and what to do instead (what else it holds is beside the
+    /// point).
+    fn refused(&self, line: &[u8], number: usize, reason: String) -> Error {
+        if line.first() != Some(&COMMENT) {
+            return self.error(number, reason);
+        }
+        self.error(
+            number,
+            format!(
+                "`{}` starts with `#`: a comment? comment lines are skipped only when asked: \
+                 say `CsvOptions::comment(b'#')`, or remove them",
+                shown(line)
+            ),
+        )
     }
 
     /// An [`Error::Csv`] at 1-based line `line` of the source.
@@ -620,6 +713,8 @@ struct Lines<'a, R> {
     source: &'a Path,
     /// The field delimiter, which [`trimmed`] leaves at the ends of a line.
     delimiter: u8,
+    /// The mark of comment lines, read as blank.
+    comment: Option<u8>,
 }
 
 impl<R: BufRead> Lines<'_, R> {
@@ -675,9 +770,13 @@ impl<R: BufRead> Lines<'_, R> {
         Ok(Some(self.number))
     }
 
-    /// The line last read, as the loader parses it ([`trimmed`]).
+    /// The line last read, as the loader parses it ([`trimmed`]); empty for a comment line.
     fn current(&self) -> &[u8] {
-        trimmed(&self.line, self.number, self.delimiter)
+        let line = trimmed(&self.line, self.number, self.delimiter);
+        match (line.first(), self.comment) {
+            (Some(first), Some(mark)) if *first == mark => &[],
+            _ => line,
+        }
     }
 }
 
@@ -706,16 +805,17 @@ fn pieces(line: &[u8], delimiter: u8) -> impl Iterator<Item = &[u8]> {
         .filter(move |piece| delimiter != b' ' || !piece.is_empty())
 }
 
-/// The fields of a line, each trimmed of whitespace and of one pair of surrounding quotes.
-/// A data line's fields are numbers, so a delimiter between quotes is not looked for: see
-/// [`QuotedFields`] for the first line.
+/// The fields of a line, each trimmed of whitespace and of one pair of surrounding quotes, then
+/// of whitespace inside them (`" 1"` is read as ` 1` is). A data line's fields are numbers, so a
+/// delimiter between quotes is not looked for: see [`QuotedFields`] for the first line.
 fn split(line: &[u8], delimiter: u8) -> impl Iterator<Item = &[u8]> {
-    pieces(line, delimiter).map(unquoted)
+    pieces(line, delimiter).map(|piece| unquoted(piece).trim_ascii())
 }
 
 /// The fields of the first line, as [`split`] but with no split at a delimiter between double
 /// quotes: a header's names may hold one (`"temperature, °C"`). Lazy, so that a line of
-/// millions of fields needs no list of them.
+/// millions of fields needs no list of them. The line's quotes must be closed
+/// ([`unclosed_quote`]), or the rest of the line after an open one is one field.
 #[derive(Clone)]
 struct QuotedFields<'l> {
     /// The rest of the line, `None` after its last field.
@@ -756,11 +856,34 @@ impl<'l> Iterator for QuotedFields<'l> {
     }
 }
 
+/// Why a line with a double quote that no later one on the line closes (an odd number of them,
+/// as [`QuotedFields`] pairs them) is refused, quoting the line from that quote; `None` if
+/// every quote is closed.
+fn unclosed_quote(line: &[u8]) -> Option<String> {
+    let mut open = None;
+    for (i, &b) in line.iter().enumerate() {
+        if b == b'"' {
+            open = match open {
+                None => Some(i),
+                Some(_) => None,
+            };
+        }
+    }
+    open.map(|i| {
+        format!(
+            "a double quote is not closed on its line (`{}`): close it, or remove it (a quoted \
+             field cannot span lines)",
+            shown(&line[i..])
+        )
+    })
+}
+
 /// The zero-based index of the column named `name` among the `fields` of a first line, which
-/// must be a `header`.
+/// must be a `header`. Names match exactly, case and spaces included.
 ///
 /// # Errors
-/// The reason, for an error, when the line is data or no column or two have that name.
+/// The reason, for an error, when the line is data or no column or two have that name (naming
+/// the columns whose names differ from it only in case, spaces or a leading `#`).
 fn named_column<'f>(
     fields: impl Iterator<Item = &'f [u8]> + Clone,
     name: &str,
@@ -783,8 +906,39 @@ fn named_column<'f>(
             a + 1,
             b + 1
         )),
-        (None, _) => Err(format!("no column named `{name}` in ({})", listed(fields))),
+        (None, _) => Err(format!(
+            "no column named `{name}` in ({}){}",
+            listed(fields.clone()),
+            near_misses(fields, name)
+        )),
     }
+}
+
+/// What a message on a target `name` that no column has adds: the columns whose names differ
+/// from it only in case, surrounding whitespace or a leading `#` (as numpy's `savetxt` writes a
+/// header), up to [`SHOWN_NAMES`] of them, and the remedy; empty if none.
+fn near_misses<'f>(fields: impl Iterator<Item = &'f [u8]>, name: &str) -> String {
+    let loosely = |text: &str| text.trim().trim_start_matches('#').trim().to_lowercase();
+    let wanted = loosely(name);
+    if wanted.is_empty() {
+        return String::new();
+    }
+    let near: Vec<String> = fields
+        .enumerate()
+        .filter(|(_, f)| loosely(&String::from_utf8_lossy(f)) == wanted)
+        .take(SHOWN_NAMES)
+        .map(|(j, f)| format!("`{}` (column {})", shown(f), j + 1))
+        .collect();
+    let verb = match near.len() {
+        0 => return String::new(),
+        1 => "differs",
+        _ => "differ",
+    };
+    format!(
+        "; {} {verb} only in case, spaces or a leading `#`: names match exactly, so write the \
+         name as the header does",
+        near.join(", ")
+    )
 }
 
 /// Column names for a message: the first [`SHOWN_NAMES`] of them, and how many there are if
@@ -935,7 +1089,9 @@ impl Blocks {
     ///
     /// # Errors
     /// The reason, for an [`Error::Csv`], when the line has another number of fields or a field
-    /// that is empty, not a number or not finite.
+    /// that is empty, not a number or not finite; first, if so, that a double quote is not closed
+    /// on the line (which always makes one of those errors: a field with a quote left in it is no
+    /// number).
     fn push(
         &mut self,
         line: &[u8],
@@ -945,6 +1101,9 @@ impl Blocks {
         let found = pieces(line, delimiter).count();
         let trailing = line.last() == Some(&delimiter);
         if found != columns {
+            if let Some(reason) = unclosed_quote(line) {
+                return Err(reason);
+            }
             let hint = if trailing && found == columns + 1 {
                 " (the line ends with a delimiter: remove it)"
             } else if line.contains(&b'"') {
@@ -965,6 +1124,9 @@ impl Blocks {
             match parse_number(field) {
                 Some(v) if v.is_finite() => self.values[base + j * run + r] = v,
                 _ => {
+                    if let Some(reason) = unclosed_quote(line) {
+                        return Err(reason);
+                    }
                     let ends_line = trailing && j + 1 == columns && field.is_empty();
                     return Err(field_problem(j, field, ends_line));
                 }

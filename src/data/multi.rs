@@ -73,8 +73,9 @@ impl MultiDataset {
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for no targets, a column given twice, an index beyond the
-    /// columns, a name not in the header or in two of its columns, or a name when the first line
-    /// is data; [`Error::Io`] and the CSV errors of [`Dataset::from_csv_with`];
+    /// columns, a name not in the header (names match exactly, as [`Target::Named`] says: the
+    /// reason names a column that differs only in case) or in two of its columns, or a name when
+    /// the first line is data; [`Error::Io`] and the CSV errors of [`Dataset::from_csv_with`];
     /// [`Error::DimensionMismatch`] if the file's columns changed between reading its first line
     /// and loading it.
     pub fn from_csv_with(

@@ -4,7 +4,7 @@
 
 use nalgebra::{DMatrix, DVector};
 use rand::{rngs::StdRng, Rng, SeedableRng};
-use ssgp::data::{sinc_data, CsvOptions, Header, Target};
+use ssgp::data::{sinc_data, CsvOptions, Header, MultiDataset, Target};
 use ssgp::{Dataset, Error};
 use std::path::{Path, PathBuf};
 
@@ -433,6 +433,55 @@ fn csv_target_column_by_index_and_by_name() {
     ));
 }
 
+/// Target names match exactly, case and spaces included; a name that differs from a column's only
+/// in case, surrounding spaces or a leading `#` (numpy's commented header) is still no match, but
+/// the error names that column (it listed the columns, leaving the user to spot `y` for `Y`), for
+/// one target and for several.
+#[test]
+fn csv_a_target_name_that_differs_only_in_case_names_the_near_miss() {
+    let named = |name: &str| CsvOptions::new().target(Target::named(name));
+    let exactly = "names match exactly, so write the name as the header does";
+    assert_eq!(
+        parse_err("a,y,b\n1,2,3\n", &named("Y")),
+        format!(
+            "f.csv:1: no column named `Y` in (a, y, b); `y` (column 2) differs only in case, \
+             spaces or a leading `#`: {exactly}"
+        )
+    );
+    assert_eq!(
+        parse_err("a,\" Y\",y\n1,2,3\n", &named("Y ")),
+        format!(
+            "f.csv:1: no column named `Y ` in (a,  Y, y); ` Y` (column 2), `y` (column 3) \
+             differ only in case, spaces or a leading `#`: {exactly}"
+        )
+    );
+    assert_eq!(
+        parse_err("# x,y\n1,2\n", &named("x")),
+        format!(
+            "f.csv:1: no column named `x` in (# x, y); `# x` (column 1) differs only in case, \
+             spaces or a leading `#`: {exactly}"
+        )
+    );
+    assert_eq!(
+        parse("# x,y\n1,2\n", &named("# x")).unwrap().y().as_slice(),
+        [1.0]
+    );
+    let file = TempFile::new("near-miss.csv", "x,Y1,Y2\n1,2,3\n");
+    let e = MultiDataset::from_csv_with(
+        &file.0,
+        &CsvOptions::new(),
+        &[Target::named("Y1"), Target::named("y2")],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "invalid parameter `targets`: no column named `y2` in (x, Y1, Y2); `Y2` (column 3) \
+             differs only in case, spaces or a leading `#`: {exactly}"
+        )
+    );
+}
+
 #[test]
 fn csv_row_ranges_split_a_file_into_disjoint_shares() {
     let (rows, y) = numbers(2100, 3, 11);
@@ -740,6 +789,127 @@ fn csv_tab_separated_empty_edge_fields_are_fields() {
         indexed.starts_with("f.csv:1: the header's column 1 (zero-based 0) has no name"),
         "{indexed}"
     );
+}
+
+/// A quoted number is read as the same number unquoted: spaces inside the quotes are trimmed as
+/// outside them (`" 1"` was refused as not a number while ` 1` loaded), on the first line too,
+/// and quotes holding only spaces are an empty field; a quoted name keeps its spaces.
+#[test]
+fn csv_quoted_numbers_are_trimmed_inside_their_quotes() {
+    let o = CsvOptions::new();
+    let data = parse("x,y\n\" 1\",\"2 \"\n\"\t3.5 \", 4\n", &o).unwrap();
+    assert_eq!(data.x().as_slice(), [1.0, 3.5]);
+    assert_eq!(data.y().as_slice(), [2.0, 4.0]);
+    for header in [Header::Detect, Header::Absent] {
+        let data = parse("\" 1\",\" 2\"\n3,4\n", &o.clone().header(header)).unwrap();
+        assert_eq!(data.y().as_slice(), [2.0, 4.0], "{header:?}");
+    }
+    assert_eq!(
+        parse_err("x,y\n1,\" \"\n", &o),
+        "f.csv:2: column 2: empty field (a missing value? drop the row or fill it in)"
+    );
+    assert!(parse_err("\"a\",\" \",y\n1,2,3\n", &o)
+        .starts_with("f.csv:1: the header's column 2 (zero-based 1) has no name"));
+    let named = parse("\" y \",x\n1,2\n", &o.clone().target(Target::named(" y "))).unwrap();
+    assert_eq!(named.y().as_slice(), [1.0]);
+}
+
+/// A `#` comment line is neither read in silence nor taken for a file delimited by spaces (its
+/// error hinted at `CsvOptions::delimiter(b' ')`): the error names the line and the remedies.
+/// `CsvOptions::comment(b'#')` skips whole lines starting with `#`, which are no rows.
+#[test]
+fn csv_comment_lines_are_named_and_skipped_only_when_asked() {
+    let o = CsvOptions::new();
+    let remedy = "a comment? comment lines are skipped only when asked: say \
+                  `CsvOptions::comment(b'#')`, or remove them";
+    assert_eq!(
+        parse_err("# logger v2\nx,y\n1,2\n", &o),
+        format!("f.csv:1: `# logger v2` starts with `#`: {remedy}")
+    );
+    assert_eq!(
+        parse_err("x,y\n1,2\n  # paused\n3,4\n", &o),
+        format!("f.csv:3: `# paused` starts with `#`: {remedy}")
+    );
+    // A comment holding the delimiter reads as a header of text: the error after it names it.
+    assert_eq!(
+        parse_err("# logger, v2\nx,y\n1,2\n", &o),
+        "f.csv:2: column 1: `x` is not a number (line 1, read as the header, starts with `#`: \
+         if it is a comment, say `CsvOptions::comment(b'#')`, or remove it)"
+    );
+    // A commented header, as numpy's `savetxt` writes one, is still a header.
+    assert_eq!(parse("# x,y\n1,2\n", &o).unwrap().y().as_slice(), [2.0]);
+    assert_eq!(
+        parse_err("# x,y\n# note\n1,2\n", &o),
+        format!("f.csv:2: `# note` starts with `#`: {remedy}")
+    );
+
+    let c = o.clone().comment(b'#');
+    let text = "# logger, v2\n\nx,y\n1,2\n# paused\n 3,4\n#\n";
+    let data = parse(text, &c).unwrap();
+    assert_eq!(data.x().as_slice(), [1.0, 3.0]);
+    assert_eq!(
+        parse(text, &c.clone().rows(1..)).unwrap().y().as_slice(),
+        [4.0]
+    );
+    let file = TempFile::new("comments.csv", text);
+    assert_eq!(Dataset::count_csv_rows(&file.0, &c).unwrap(), 2);
+    assert_eq!(
+        Dataset::csv_header(&file.0, &c).unwrap(),
+        Some(vec!["x".to_string(), "y".to_string()])
+    );
+    // Whole lines only: a comment after data is part of a field.
+    assert_eq!(
+        parse_err("x,y\n1,2 # note\n", &c),
+        "f.csv:2: column 2: `2 # note` is not a number"
+    );
+    // A mark that is the delimiter, part of a number, a quote or whitespace cannot work.
+    for bad in [b',', b'1', b'-', b'"', b' '] {
+        assert!(
+            matches!(
+                parse("1,2\n", &c.clone().comment(bad)),
+                Err(Error::InvalidParameter {
+                    name: "comment",
+                    ..
+                })
+            ),
+            "{bad}"
+        );
+    }
+}
+
+/// A double quote left open at the end of its line (or of the file) is an error naming the line
+/// and the quote: the rest of a header was read as one name (`"x,y` one column, with a hint at
+/// another delimiter; `a,"b,y` loaded, its columns named `a` and `"b,y`, or failed on the next
+/// line), a data line's quote was a count of columns or "not a number". A quoted field cannot
+/// span lines; a closed quote, and a doubled one inside it, still load.
+#[test]
+fn csv_an_unclosed_quote_is_named_at_its_line() {
+    let o = CsvOptions::new();
+    let open = |line: usize, text: &str| {
+        format!(
+            "f.csv:{line}: a double quote is not closed on its line (`{text}`): close it, or \
+             remove it (a quoted field cannot span lines)"
+        )
+    };
+    assert_eq!(parse_err("\"x,y\n1,2\n", &o), open(1, "\"x,y"));
+    assert_eq!(parse_err("a,\"b,y\n1,2\n", &o), open(1, "\"b,y"));
+    assert_eq!(parse_err("a,\"b,y\n1,2,3\n", &o), open(1, "\"b,y"));
+    assert_eq!(parse_err("\"temp\nC\",y\n1,2\n", &o), open(1, "\"temp"));
+    assert_eq!(parse_err("x,y\n\"1,2\n3,4\n", &o), open(2, "\"1,2"));
+    assert_eq!(parse_err("x,y\n1,2\n3,\"4", &o), open(3, "\"4"));
+    assert_eq!(parse_err("x,y\n1,2\"\n", &o), open(2, "\""));
+    let absent = o.clone().header(Header::Absent);
+    assert_eq!(parse_err("\"1,2\n3,4\n", &absent), open(1, "\"1,2"));
+    let file = TempFile::new("open-quote.csv", "a,\"b,y\n1,2\n");
+    let e = Dataset::csv_header(&file.0, &o).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        open(1, "\"b,y").replacen("f.csv", &file.0.display().to_string(), 1)
+    );
+    let e = MultiDataset::from_csv_with(&file.0, &o, &[Target::Last]).unwrap_err();
+    assert!(matches!(e, Error::Csv { line: 1, .. }), "{e}");
+    let data = parse("\"a \"\"b\"\"\",\"y\"\n\"1\",2\n", &o).unwrap();
+    assert_eq!((data.dim(), data.y().as_slice()), (1, [2.0].as_slice()));
 }
 
 /// Lines end in `\n`, `\r\n` or a lone `\r` (old Mac files), mixed too; line numbers count each
