@@ -13,7 +13,7 @@ use crate::hyperparameters::NoiseParam;
 use crate::optim::Observer;
 use crate::optim::OptimReport;
 use crate::predictive::{JointPredictive, JointSamples, Predictive, PredictiveGradients};
-use crate::termination::{HeldOutCalibration, Remedy, TrainingSummary};
+use crate::termination::{HeldOutCalibration, LooDiagnostic, Remedy, TrainingSummary};
 use nalgebra::{DMatrix, DVector};
 
 impl TrainingSummary {
@@ -79,9 +79,9 @@ impl TrainingSummary {
         }
         let (groups, count) = crate::data::groups_of_equal_inputs(data.x())?;
         let order = crate::data::held_out_split((&groups, count), 0, seed).order;
-        let (mut rows, mut z2, mut sse, mut sst) = (0, 0.0, 0.0, 0.0);
+        let mut sums = [0.0; 5];
         for fold in crate::data::folds(&order, &groups, Remedy::HELD_OUT_CHECK_FOLDS) {
-            if rows >= Remedy::HELD_OUT_CHECK_SCORED_ROWS {
+            if sums[0] >= Remedy::HELD_OUT_CHECK_SCORED_ROWS as f64 {
                 break;
             }
             let others: Vec<usize> = order[..fold.start]
@@ -98,21 +98,23 @@ impl TrainingSummary {
                 Err(e @ Error::Allocation { .. }) => return Err(e),
                 Err(_) => continue,
             };
-            for (i, &y) in held.y().iter().enumerate() {
-                let e = y - p.mean[i];
-                z2 += e * e / p.y_variance[i];
-                sse += e * e;
-                sst += (y - y_mean) * (y - y_mean);
-            }
-            rows += held.len();
+            let residuals = held.y() - &p.mean;
+            let centred = held.y().add_scalar(-y_mean);
+            let fold_sums = LooDiagnostic::sums(
+                residuals.as_slice(),
+                p.y_variance.as_slice(),
+                centred.as_slice(),
+            );
+            sums.iter_mut().zip(fold_sums).for_each(|(s, f)| *s += f);
         }
-        let held_out = HeldOutCalibration {
-            rows,
-            mean_z2: z2 / rows as f64,
-            nmse: sse / sst,
-        };
-        if rows > 0 && held_out.mean_z2.is_finite() && held_out.nmse.is_finite() {
-            self.remedy = Some(Remedy::HeldOutRefit { held_out });
+        if let Some(d) = LooDiagnostic::from_sums(sums) {
+            self.remedy = Some(Remedy::HeldOutRefit {
+                held_out: HeldOutCalibration {
+                    rows: sums[0] as usize,
+                    mean_z2: d.mean_z2,
+                    nmse: d.nmse,
+                },
+            });
         }
         Ok(self)
     }
@@ -466,7 +468,7 @@ fitted_regressor!(Box<dyn FittedRegressor>, model => model.as_ref());
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::termination::{LooDiagnostic, Termination};
+    use crate::termination::Termination;
     use std::cell::Cell;
 
     fn summary() -> TrainingSummary {
